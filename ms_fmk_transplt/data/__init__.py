@@ -1,0 +1,36 @@
+"""Ascend release data shipped with the package (see tools/derive_converter_data.py)."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+# Names a rule's `members_from` may use, and the key of the list inside a release.
+MEMBER_LISTS = {"torch.npu": "torch.npu", "torch.npu.amp": "torch.npu.amp"}
+
+
+@lru_cache(maxsize=1)
+def ascend_api() -> dict[str, Any]:
+    """The whole derived document."""
+    return json.loads(resources.files(__name__).joinpath("ascend_api.json").read_text(encoding="utf-8"))
+
+
+def releases() -> list[str]:
+    """PyTorch versions the shipped data covers, oldest first."""
+    return sorted(ascend_api()["releases"], key=lambda v: tuple(int(x) for x in v.split(".")))
+
+
+def default_release() -> str:
+    return ascend_api()["default_release"]
+
+
+def release(version: str | None = None) -> dict[str, Any]:
+    """The data of one release (the default when None)."""
+    return ascend_api()["releases"][version or default_release()]
+
+
+def members(list_name: str, version: str | None = None) -> list[str]:
+    """The public names of a torch_npu module in a release."""
+    return list(release(version)[MEMBER_LISTS[list_name]])

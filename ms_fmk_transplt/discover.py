@@ -1,0 +1,87 @@
+"""Walk the input tree: what to convert, copy, link or skip. Never follows a symlink."""
+
+from __future__ import annotations
+
+import enum
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class EntryKind(str, enum.Enum):
+    DIR = "dir"
+    PYTHON = "python"
+    FILE = "file"
+    LINK = "link"
+    SKIP = "skip"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One path below the input root; `rel` uses POSIX separators, `link` is a symlink's new target."""
+
+    rel: str
+    kind: EntryKind
+    path: Path
+    link: str = ""
+    reason: str = ""
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _link_entry(path: Path, rel: str, root: Path) -> Entry:
+    try:
+        target = path.resolve(strict=True)
+    except RuntimeError:
+        return Entry(rel, EntryKind.SKIP, path, reason="symlink loop")
+    except FileNotFoundError:
+        return Entry(rel, EntryKind.SKIP, path, reason=f"broken symlink to {os.readlink(path)}")
+    except OSError as exc:
+        reason = "symlink loop" if exc.errno == 40 else f"unreadable symlink ({exc.strerror})"
+        return Entry(rel, EntryKind.SKIP, path, reason=reason)
+    if not _inside(target, root):
+        return Entry(rel, EntryKind.SKIP, path, reason=f"symlink points outside the input tree ({os.readlink(path)})")
+    relative = os.path.relpath(target, path.parent.resolve())
+    return Entry(rel, EntryKind.LINK, path, link=relative)
+
+
+def discover(source: Path, exclude: tuple[Path, ...] = ()) -> list[Entry]:
+    """Entries for a file or a directory tree, in a stable order, directories before contents."""
+    source = source.absolute()
+    if source.is_file():
+        kind = EntryKind.PYTHON if source.suffix == ".py" else EntryKind.FILE
+        return [Entry(source.name, kind, source)]
+    root = source.resolve()
+    excluded = {p.resolve() for p in exclude}
+    entries: list[Entry] = []
+    stack: list[tuple[Path, str]] = [(source, "")]
+    while stack:
+        directory, prefix = stack.pop()
+        try:
+            children = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError as exc:
+            entries.append(Entry(prefix or ".", EntryKind.SKIP, directory, reason=f"cannot list directory ({exc.strerror})"))
+            continue
+        subdirs = []
+        for child in children:
+            rel = f"{prefix}{child.name}"
+            path = Path(child.path)
+            if child.is_symlink():
+                entries.append(_link_entry(path, rel, root))
+            elif child.is_dir(follow_symlinks=False):
+                if path.resolve() in excluded:
+                    continue
+                entries.append(Entry(rel, EntryKind.DIR, path))
+                subdirs.append((path, rel + "/"))
+            elif child.is_file(follow_symlinks=False):
+                kind = EntryKind.PYTHON if child.name.endswith(".py") else EntryKind.FILE
+                entries.append(Entry(rel, kind, path))
+            else:
+                mode = child.stat(follow_symlinks=False).st_mode
+                what = "FIFO" if stat.S_ISFIFO(mode) else "socket" if stat.S_ISSOCK(mode) else "device or special file"
+                entries.append(Entry(rel, EntryKind.SKIP, path, reason=f"{what}, not copied"))
+        stack.extend(reversed(subdirs))
+    return entries

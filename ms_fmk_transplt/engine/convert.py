@@ -1,0 +1,133 @@
+"""Convert one file's bytes: a pure function that never raises and returns a FileResult."""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+import traceback
+import warnings
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.transformer import Converter, RuleError
+from ms_fmk_transplt.model import FileResult, Finding, Status
+
+_PY2_HINTS = (
+    re.compile(rb"^\s*print\s+[^\s(=,.\[][^=]*$", re.M),
+    re.compile(rb"^\s*except\s+[\w.]+\s*,\s*\w+\s*:", re.M),
+    re.compile(rb"^\s*exec\s+['\"]", re.M),
+    re.compile(rb"\bur['\"]"),
+    re.compile(rb"^\s*raise\s+\w+\s*,", re.M),
+)
+
+
+def _decode_problem(data: bytes) -> str | None:
+    """Why the bytes are not Python source text, or None when they decode."""
+    nul = data.find(b"\0")
+    if nul >= 0:
+        return f"contains a NUL byte at offset {nul} (binary data, not Python source)"
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        return f"bad source encoding declaration: {exc}"
+    try:
+        data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        return f"bytes do not decode as {encoding}: byte 0x{data[exc.start]:02x} at line {line}"
+    except LookupError:
+        return f"unknown source encoding {encoding!r}"
+    return None
+
+
+def _syntax_problem(exc: cst.ParserSyntaxError, data: bytes) -> str:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(data)
+        reason = f"syntax error at line {exc.raw_line}: {exc.message}"
+    except SyntaxError as cpython:
+        reason = f"syntax error at line {cpython.lineno}: {cpython.msg}"
+    except ValueError as cpython:
+        reason = f"not parseable: {cpython}"
+    if any(p.search(data) for p in _PY2_HINTS):
+        reason += " (looks like Python 2 code; convert it to Python 3 first)"
+    return reason
+
+
+def _could_match(data: bytes, tables: Tables) -> bool:
+    return any(t.encode() in data for t in tables.triggers)
+
+
+def _quick_parses(data: bytes) -> bool:
+    """CPython's own parser, much cheaper than libcst's, to confirm a file needs no libcst pass."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(data)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def convert_source(path: str, data: bytes, tables: Tables) -> FileResult:
+    """Convert one Python source; on any failure the result says why and carries no output."""
+    try:
+        return _convert(path, data, tables)
+    except RuleError as exc:
+        return FileResult(path, Status.FAILED, reason=str(exc))
+    except RecursionError:
+        return FileResult(path, Status.FAILED, reason="source too deeply nested to convert")
+    except Exception as exc:  # the engine's last line of defence: one bad file never stops a run
+        tb = traceback.extract_tb(exc.__traceback__)[-1]
+        return FileResult(path, Status.FAILED,
+                          reason=f"internal error {type(exc).__name__}: {exc} (at {tb.filename}:{tb.lineno})")
+
+
+def _convert(path: str, data: bytes, tables: Tables) -> FileResult:
+    problem = _decode_problem(data)
+    if problem:
+        return FileResult(path, Status.FAILED, reason=problem)
+    if not _could_match(data, tables) and _quick_parses(data):
+        return FileResult(path, Status.UNCHANGED)
+    try:
+        module = cst.parse_module(data)
+    except cst.ParserSyntaxError as exc:
+        return FileResult(path, Status.FAILED, reason=_syntax_problem(exc, data))
+    converter = Converter(tables, module)
+    new_module = module.visit(converter)
+    if converter.imports_needed:
+        context = CodemodContext()
+        for name in sorted(converter.imports_needed):
+            AddImportsVisitor.add_needed_import(context, name)
+        new_module = new_module.visit(AddImportsVisitor(context))
+    findings = _place(module, converter)
+    output = new_module.bytes
+    if output == data:
+        return FileResult(path, Status.UNCHANGED, findings=findings)
+    return FileResult(path, Status.CONVERTED, findings=findings, output=output)
+
+
+def _place(module: cst.Module, converter: Converter) -> tuple[Finding, ...]:
+    """Positions for the pending findings, computed only when there are any."""
+    if not converter.pending:
+        return ()
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    findings = []
+    for item in converter.pending:
+        if item.node is module:
+            start = end = 1
+        else:
+            where = positions[item.node]
+            start, end = where.start.line, where.end.line
+            if item.line_offset:
+                start = end
+        findings.append(Finding(item.rule.id, item.operation, start, end, item.message, item.heuristic))
+    findings.sort(key=lambda f: (f.start_line, f.end_line, f.rule_id))
+    return tuple(findings)

@@ -1,0 +1,108 @@
+"""A light import-alias table, built from import statements only.
+
+It stands in for libcst's QualifiedNameProvider, which costs several times the parse. It is
+flow-insensitive: a name is resolved wherever it is used in the file, and a name imported with
+two different meanings is not resolved at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+_BLOCKS = (
+    cst.BaseSuite,
+    cst.BaseCompoundStatement,
+    cst.Else,
+    cst.ExceptHandler,
+    cst.ExceptStarHandler,
+    cst.Finally,
+    cst.MatchCase,
+)
+
+
+def dotted(node: cst.CSTNode | None) -> str | None:
+    """`a.b.c` for a Name/Attribute chain, None for anything else."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A name bound by an import, and the statement that binds it."""
+
+    name: str
+    qualified: str
+    statement: cst.CSTNode
+
+
+def iter_imports(module: cst.Module):
+    """Every Import / ImportFrom in the module, at any depth, visiting statements only."""
+    stack: list[cst.CSTNode] = list(reversed(module.body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                if isinstance(small, (cst.Import, cst.ImportFrom)):
+                    yield small
+        elif isinstance(node, _BLOCKS):
+            stack.extend(reversed([c for c in node.children if isinstance(c, (cst.BaseStatement, *_BLOCKS))]))
+
+
+def import_bindings(node: cst.Import | cst.ImportFrom) -> list[tuple[str, str, cst.ImportAlias]]:
+    """(bound name, qualified name, alias) for each name an import statement binds."""
+    out: list[tuple[str, str, cst.ImportAlias]] = []
+    if isinstance(node, cst.Import):
+        for alias in node.names:
+            full = dotted(alias.name)
+            if full is None:
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                out.append((alias.asname.name.value, full, alias))
+            else:
+                root = full.split(".", 1)[0]
+                out.append((root, root, alias))
+        return out
+    if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+        return out
+    base = dotted(node.module)
+    if base is None:
+        return out
+    for alias in node.names:
+        name = dotted(alias.name)
+        if name is None:
+            continue
+        bound = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
+        out.append((bound, f"{base}.{name}", alias))
+    return out
+
+
+def alias_table(module: cst.Module) -> dict[str, str]:
+    """Bound name -> qualified name for every unambiguous import in the module."""
+    table: dict[str, str] = {}
+    ambiguous: set[str] = set()
+    for statement in iter_imports(module):
+        for bound, qualified, _ in import_bindings(statement):
+            previous = table.get(bound)
+            if previous is not None and previous != qualified:
+                ambiguous.add(bound)
+            table[bound] = qualified
+    for name in ambiguous:
+        del table[name]
+    return table
+
+
+def build_dotted(name: str, root: cst.BaseExpression | None = None) -> cst.BaseExpression:
+    """An expression for dotted `name`; `root` replaces its first segment when given."""
+    parts = name.split(".")
+    node: cst.BaseExpression = root if root is not None else cst.Name(parts[0])
+    for part in parts[1:]:
+        node = cst.Attribute(value=node, attr=cst.Name(part))
+    return node

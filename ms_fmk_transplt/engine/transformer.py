@@ -1,0 +1,417 @@
+"""The single libcst transformer that applies every compiled rule in one traversal.
+
+Matching reads `original_node` (names resolve the same however deep a rewrite nests);
+rewrites build on `updated_node`, so `x.cuda(device=torch.device("cuda:0"))` gets both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import libcst as cst
+
+from ms_fmk_transplt.engine.names import alias_table, build_dotted, dotted, import_bindings, iter_imports
+from ms_fmk_transplt.engine.tables import Match, Rename, Tables
+from ms_fmk_transplt.model import Operation
+from ms_fmk_transplt.rules.model import Rule
+
+
+class RuleError(Exception):
+    """A rule's handler raised; the file is reported as failed, naming the rule."""
+
+    def __init__(self, rule: Rule, cause: BaseException) -> None:
+        super().__init__(f"rule {rule.id} ({rule.kind}) raised {type(cause).__name__}: {cause}")
+        self.rule = rule
+
+
+@dataclass
+class Pending:
+    """A finding waiting for its position, which is computed only if the file has any."""
+
+    node: cst.CSTNode
+    rule: Rule
+    operation: Operation
+    message: str
+    heuristic: bool = False
+    line_offset: int = 0
+
+
+def _chain_root(node: cst.BaseExpression) -> cst.Name:
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    assert isinstance(node, cst.Name)
+    return node
+
+
+def _chain_len(node: cst.BaseExpression) -> int:
+    count = 0
+    while isinstance(node, cst.Attribute):
+        count += 1
+        node = node.value
+    return count
+
+
+def _at_depth(node: cst.BaseExpression, depth: int) -> cst.BaseExpression:
+    for _ in range(depth):
+        assert isinstance(node, cst.Attribute)
+        node = node.value
+    return node
+
+
+def _replace_at_depth(node: cst.BaseExpression, depth: int, new: cst.BaseExpression) -> cst.BaseExpression:
+    if depth == 0:
+        return new
+    assert isinstance(node, cst.Attribute)
+    return node.with_changes(value=_replace_at_depth(node.value, depth - 1, new))
+
+
+def _set_segments(chain: cst.BaseExpression, segments: Sequence[str]) -> cst.BaseExpression:
+    """Give `chain` (root.a.b) the attribute names `segments`, keeping its layout when it can."""
+    if _chain_len(chain) == len(segments):
+        if not segments:
+            return chain
+        assert isinstance(chain, cst.Attribute)
+        inner = _set_segments(chain.value, segments[:-1])
+        attr = chain.attr if chain.attr.value == segments[-1] else chain.attr.with_changes(value=segments[-1])
+        if inner is chain.value and attr is chain.attr:
+            return chain
+        return chain.with_changes(value=inner, attr=attr)
+    return build_dotted(".".join(["_", *segments]), root=_chain_root(chain)) if segments else _chain_root(chain)
+
+
+class Converter(cst.CSTTransformer):
+    """Applies the tables to one module; read `pending`, `needs_torch_npu` and `imports_needed` after."""
+
+    def __init__(self, tables: Tables, module: cst.Module) -> None:
+        super().__init__()
+        self.t = tables
+        self.aliases = alias_table(module)
+        self.pending: list[Pending] = []
+        self.needs_torch_npu = False
+        self.imports_needed: set[str] = set()
+        self._inner: set[int] = set()
+        self._not_loads: set[int] = set()
+        self._qualified: dict[int, str | None] = {}
+        self.has_torch_npu = False
+        # bound name -> (name bound after the import rewrites, what it then refers to)
+        self.rebound: dict[str, tuple[str, str]] = {}
+        self._plan_imports(module)
+        self.renamed_names = {old: new for old, (new, _) in self.rebound.items() if old != new}
+
+    # ---- name resolution -------------------------------------------------------------------
+    def qualify(self, node: cst.CSTNode) -> str | None:
+        """The qualified name an original Name/Attribute chain refers to, if imports tell."""
+        key = id(node)
+        if key in self._qualified:
+            return self._qualified[key]
+        result: str | None = None
+        if isinstance(node, cst.Name):
+            result = self.aliases.get(node.value)
+        elif isinstance(node, cst.Attribute):
+            base = self.qualify(node.value)
+            result = f"{base}.{node.attr.value}" if base else None
+        self._qualified[key] = result
+        return result
+
+    def _plan_imports(self, module: cst.Module) -> None:
+        for statement in iter_imports(module):
+            for bound, qualified, alias in import_bindings(statement):
+                if qualified == "torch_npu" or qualified.startswith("torch_npu."):
+                    self.has_torch_npu = True
+                full = dotted(alias.name)
+                target = f"{dotted(statement.module)}.{full}" if isinstance(statement, cst.ImportFrom) else full
+                match = self.t.lookup(target) if target else None
+                if match is None or match.new is None:
+                    continue
+                new_target = match.new + target[len(match.prefix):]
+                if isinstance(statement, cst.Import):
+                    if alias.asname is not None:
+                        self.rebound[bound] = (bound, new_target)
+                    else:
+                        root = new_target.split(".", 1)[0]
+                        self.rebound[bound] = (root, root)
+                elif alias.asname is not None:
+                    self.rebound[bound] = (bound, new_target)
+                else:
+                    last = new_target.rsplit(".", 1)[-1]
+                    free = last == bound or last not in self.aliases
+                    self.rebound[bound] = (last if free else bound, new_target)
+
+    def _binding(self, name: str) -> tuple[str, str | None]:
+        return self.rebound.get(name, (name, self.aliases.get(name)))
+
+    # ---- findings ----------------------------------------------------------------------------
+    def report(self, node: cst.CSTNode, rule: Rule, operation: Operation, heuristic: bool = False, **fields: Any) -> None:
+        """Record a finding at `node` (an original node) rendered from the rule's template."""
+        fields.setdefault("release", self.t.release)
+        self.pending.append(Pending(node, rule, operation, rule.render(**fields), heuristic))
+        if operation is not Operation.UNSUPPORTED and rule.needs_torch_npu:
+            self.needs_torch_npu = True
+
+    def _report_match(self, node: cst.CSTNode, match: Match) -> None:
+        if match.new is None:
+            self.report(node, match.rule, Operation.UNSUPPORTED, old=match.prefix, new="", suggestion=match.suggestion)
+        else:
+            self.report(node, match.rule, Operation.MODIFY, old=match.prefix, new=match.new)
+
+    # ---- bookkeeping visits ------------------------------------------------------------------
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        self._not_loads.add(id(node.attr))
+        if isinstance(node.value, (cst.Name, cst.Attribute)):
+            self._inner.add(id(node.value))
+        return True
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        if node.keyword is not None:
+            self._not_loads.add(id(node.keyword))
+        return True
+
+    def visit_Param(self, node: cst.Param) -> bool:
+        self._not_loads.add(id(node.name))
+        return True
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self._not_loads.add(id(node.name))
+        return True
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self._not_loads.add(id(node.name))
+        return True
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    # ---- names and attribute chains -----------------------------------------------------------
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
+        new = self.renamed_names.get(original_node.value)
+        if new is None or id(original_node) in self._not_loads:
+            return updated_node
+        return updated_node.with_changes(value=new)
+
+    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+        if id(original_node) in self._inner:
+            return updated_node
+        name = self.qualify(original_node)
+        match = self.t.lookup(name) if name else None
+        if match is None:
+            entry = self.t.attributes.get(original_node.attr.value)
+            if entry is None or entry.new is None:
+                return updated_node
+            self.report(original_node, entry.rule, Operation.MODIFY, heuristic=True,
+                        old=original_node.attr.value, new=entry.new)
+            return updated_node.with_changes(attr=updated_node.attr.with_changes(value=entry.new))
+        self._report_match(original_node, match)
+        target = match.new if match.new is not None else match.prefix
+        depth = len(name.split(".")) - len(match.prefix.split("."))
+        sub = _at_depth(updated_node, depth)
+        root = _chain_root(original_node).value
+        _, root_target = self._binding(root)
+        if root_target and (target == root_target or target.startswith(root_target + ".")):
+            segments = target[len(root_target) + 1:].split(".") if target != root_target else []
+            new_sub = _set_segments(sub, segments)
+        else:
+            new_sub = build_dotted(target)
+            self._need_import_for(target)
+        if new_sub is sub:
+            return updated_node
+        return _replace_at_depth(updated_node, depth, new_sub)
+
+    def _need_import_for(self, target: str) -> None:
+        root = target.split(".", 1)[0]
+        if self.aliases.get(root) == root and root not in self.renamed_names:
+            return
+        if root == "torch" or "." not in target:
+            self.imports_needed.add(root)
+        else:
+            self.imports_needed.add(target.rsplit(".", 1)[0])
+
+    # ---- calls ------------------------------------------------------------------------------------
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        func = original_node.func
+        name = self.qualify(func)
+        resolved = name is not None and self.t.lookup(name) is not None
+        result: cst.BaseExpression = updated_node
+        if isinstance(func, cst.Attribute) and not resolved and isinstance(updated_node.func, cst.Attribute):
+            entry = self.t.methods.get(func.attr.value)
+            if entry is not None and entry.new is not None:
+                self.report(original_node, entry.rule, Operation.MODIFY, heuristic=True,
+                            old=func.attr.value, new=entry.new)
+                result = updated_node.with_changes(func=updated_node.func.with_changes(
+                    attr=updated_node.func.attr.with_changes(value=entry.new)))
+        elif isinstance(func, cst.Name) and name is None and isinstance(updated_node.func, cst.Name):
+            entry = self.t.functions.get(func.value)
+            if entry is not None and entry.new is not None:
+                self.report(original_node, entry.rule, Operation.MODIFY, heuristic=True, old=func.value, new=entry.new)
+                result = updated_node.with_changes(func=updated_node.func.with_changes(value=entry.new))
+        result = self._rewrite_args(original_node, result, name)
+        for rule, handler in self.t.handlers:
+            if not isinstance(result, cst.Call):
+                break
+            try:
+                replaced = handler(self, rule, original_node, result)
+            except Exception as exc:  # a handler is rule code: name it, fail the file, go on
+                raise RuleError(rule, exc) from exc
+            if replaced is not None:
+                result = replaced
+        return result
+
+    def _rewrite_args(self, original: cst.Call, updated: cst.BaseExpression, name: str | None) -> cst.BaseExpression:
+        rewrites = self.t.args_by_name.get(name, []) if name else []
+        if not rewrites:
+            func = original.func
+            short = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+            rewrites = self.t.args_by_method.get(short, []) if short else []
+        if not rewrites or not isinstance(updated, cst.Call):
+            return updated
+        args = list(updated.args)
+        for rewrite in rewrites:
+            slot = self._find_arg(original, rewrite)
+            if slot == -2:
+                self.report(original, rewrite.rule, Operation.UNSUPPORTED, old=rewrite.rule.params.get("func_name"),
+                            new=rewrite.new_code, suggestion="argument position hidden behind *args; edit by hand")
+                continue
+            if slot < 0:
+                continue
+            current = cst.Module(body=[]).code_for_node(args[slot].value)
+            if current == rewrite.new_code:
+                continue
+            args[slot] = args[slot].with_changes(value=cst.parse_expression(rewrite.new_code))
+            self.report(original.args[slot], rewrite.rule, Operation.MODIFY, heuristic="." not in
+                        str(rewrite.rule.params.get("func_name", ".")), old=current, new=rewrite.new_code)
+        return updated.with_changes(args=args)
+
+    @staticmethod
+    def _find_arg(call: cst.Call, rewrite: Any) -> int:
+        """Index into call.args of the argument a rewrite targets; -1 absent, -2 not locatable."""
+        position = 0
+        for i, arg in enumerate(call.args):
+            if arg.keyword is not None:
+                if rewrite.keyword is not None and arg.keyword.value == rewrite.keyword:
+                    return i
+                continue
+            if arg.star:
+                if rewrite.index is not None and position <= rewrite.index:
+                    return -2
+                continue
+            if rewrite.index is not None and position == rewrite.index:
+                return i
+            position += 1
+        return -1
+
+    # ---- imports ----------------------------------------------------------------------------------
+    def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
+        names = []
+        changed = False
+        for alias in updated_node.names:
+            full = dotted(alias.name)
+            match = self.t.lookup(full) if full else None
+            if match is None:
+                names.append(alias)
+                continue
+            self._report_match(original_node, match)
+            if match.new is None:
+                names.append(alias)
+                continue
+            names.append(alias.with_changes(name=build_dotted(match.new + full[len(match.prefix):])))
+            changed = True
+        return updated_node.with_changes(names=names) if changed else updated_node
+
+    def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom):
+        module = dotted(updated_node.module) if not updated_node.relative else None
+        if module is None or isinstance(updated_node.names, cst.ImportStar):
+            return updated_node
+        kept: list[cst.ImportAlias] = []
+        moved: dict[str, list[cst.ImportAlias]] = {}
+        for alias in updated_node.names:
+            name = dotted(alias.name)
+            full = f"{module}.{name}"
+            match = self.t.lookup(full)
+            if match is None or not name:
+                kept.append(alias)
+                continue
+            self._report_match(original_node, match)
+            if match.new is None:
+                kept.append(alias)
+                continue
+            new_full = match.new + full[len(match.prefix):]
+            parent, _, last = new_full.rpartition(".")
+            bound = alias.asname.name.value if alias.asname is not None else name
+            new_bound, _ = self._binding(bound)
+            new_alias = alias.with_changes(name=cst.Name(last))
+            if new_bound != last:
+                new_alias = new_alias.with_changes(asname=cst.AsName(name=cst.Name(new_bound)))
+            elif alias.asname is not None and alias.asname.name.value == last:
+                new_alias = new_alias.with_changes(asname=None)
+            moved.setdefault(parent, []).append(new_alias)
+        if not moved:
+            return updated_node
+        if not kept and len(moved) == 1:
+            parent, aliases = next(iter(moved.items()))
+            return updated_node.with_changes(module=build_dotted(parent), names=aliases)
+        statements = []
+        if kept:
+            statements.append(updated_node.with_changes(names=_strip_last_comma(kept)))
+        for parent, aliases in moved.items():
+            statements.append(cst.ImportFrom(module=build_dotted(parent), names=_strip_last_comma(aliases)))
+        return cst.FlattenSentinel(statements)
+
+    # ---- module: the torch_npu import ---------------------------------------------------------
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        rule = self.t.import_insert
+        if rule is None or not self.needs_torch_npu or self.has_torch_npu:
+            return updated_node
+        module_name = rule.params["module"]
+        after = rule.params.get("after", "torch")
+        body = list(updated_node.body)
+        index = _insert_position(original_node.body, body, after)
+        anchor = original_node.body[index - 1] if 0 < index <= len(original_node.body) else original_node
+        line = cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=build_dotted(module_name))])])
+        body.insert(index, line)
+        self.pending.append(Pending(anchor, rule, Operation.INSERT, rule.render(module=module_name), line_offset=1))  # reported at the anchor line
+        return updated_node.with_changes(body=body)
+
+
+def _strip_last_comma(aliases: list[cst.ImportAlias]) -> list[cst.ImportAlias]:
+    if aliases and aliases[-1].comma is not cst.MaybeSentinel.DEFAULT:
+        aliases = [*aliases[:-1], aliases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)]
+    return aliases
+
+
+def _imported_roots(statement: cst.CSTNode) -> set[str]:
+    roots: set[str] = set()
+    if isinstance(statement, cst.SimpleStatementLine):
+        for small in statement.body:
+            if isinstance(small, cst.Import):
+                roots.update((dotted(a.name) or "") for a in small.names)
+            elif isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None:
+                roots.add(dotted(small.module) or "")
+    return roots
+
+
+def _imports_device_module(statement: cst.CSTNode) -> bool:
+    """Does an (updated) statement import torch.npu, which needs torch_npu first?"""
+    return any(r == "torch.npu" or r.startswith("torch.npu.") for r in _imported_roots(statement))
+
+
+def _insert_position(original: Sequence[cst.CSTNode], updated: Sequence[cst.CSTNode], after: str) -> int:
+    """Just after the first top-level import of `after` (before it if it imports torch.npu)."""
+    for i, statement in enumerate(original):
+        roots = _imported_roots(statement)
+        if any(r == after or r.startswith(after + ".") for r in roots):
+            return i if _imports_device_module(updated[i]) else i + 1
+    # no top-level import of it: after the docstring and __future__ imports
+    index = 0
+    for i, statement in enumerate(original):
+        if isinstance(statement, cst.SimpleStatementLine) and statement.body:
+            small = statement.body[0]
+            is_doc = i == 0 and isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString))
+            is_future = isinstance(small, cst.ImportFrom) and dotted(small.module) == "__future__"
+            if is_doc or is_future:
+                index = i + 1
+                continue
+        break
+    return index

@@ -1,0 +1,73 @@
+"""The records that flow from the engine to the writers and reports.
+
+Everything here is frozen and picklable so that worker processes can return it.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Operation(str, enum.Enum):
+    """What a finding did to the source, as named in change_list.csv."""
+
+    INSERT = "INSERT"
+    MODIFY = "MODIFY"
+    DELETE = "DELETE"
+    UNSUPPORTED = "UNSUPPORTED"
+
+
+class Status(str, enum.Enum):
+    """The outcome for one input file."""
+
+    CONVERTED = "converted"  # at least one rewrite applied
+    UNCHANGED = "unchanged"  # Python file that needed no rewrite
+    COPIED = "copied"  # not a Python source: copied byte-identical
+    LINKED = "linked"  # a symlink reproduced inside the output tree
+    FAILED = "failed"  # could not be converted: copied unchanged, reason given
+    SKIPPED = "skipped"  # not reproduced at all (e.g. a symlink leaving the tree)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One change or one report about a place in the original file."""
+
+    rule_id: str
+    operation: Operation
+    start_line: int
+    end_line: int
+    message: str
+    heuristic: bool = False
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """The result of converting one file; positions refer to the original file."""
+
+    path: str  # relative to the input root, POSIX separators
+    status: Status
+    findings: tuple[Finding, ...] = ()
+    reason: str = ""  # why a file FAILED or was SKIPPED
+    output: bytes | None = None  # new content when CONVERTED, else None
+
+    @property
+    def changed(self) -> bool:
+        return self.output is not None
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Everything a report writer needs to know about one conversion run."""
+
+    input_root: str
+    output_root: str
+    files: tuple[FileResult, ...]
+    rule_files: tuple[str, ...] = ()
+    release: str = ""
+    seconds: float = 0.0
+    totals: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> tuple[FileResult, ...]:
+        return tuple(f for f in self.files if f.status in (Status.FAILED, Status.SKIPPED))

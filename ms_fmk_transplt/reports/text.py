@@ -1,0 +1,100 @@
+"""msFmkTranspltlog.txt, change_list.csv and report.json."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import Counter
+
+from ms_fmk_transplt import __version__
+from ms_fmk_transplt.model import Operation, RunResult, Status
+
+CSV_HEADER = ["File", "Start Line", "End Line", "Operation Type", "Message", "Rule"]
+
+
+def totals(run: RunResult) -> dict[str, int]:
+    """Counts by file status and by finding operation, for logs and summaries."""
+    counts: Counter[str] = Counter()
+    for result in run.files:
+        counts[f"files_{result.status.value}"] += 1
+        for finding in result.findings:
+            counts[f"findings_{finding.operation.value.lower()}"] += 1
+    counts["files_python"] = sum(counts[f"files_{s}"] for s in ("converted", "unchanged", "failed"))
+    return dict(sorted(counts.items()))
+
+
+def log_text(run: RunResult) -> bytes:
+    """The human log: every change, then skipped and failed files, then totals."""
+    out = io.StringIO()
+    out.write(f"ms_fmk_transplt {__version__}\n")
+    out.write(f"input:   {run.input_root}\noutput:  {run.output_root}\n")
+    out.write(f"release: Ascend data for PyTorch {run.release}\n")
+    out.write(f"rules:   built-in{''.join(', ' + r for r in run.rule_files)}\n\n")
+    out.write("== changes ==\n")
+    for result in run.files:
+        for f in result.findings:
+            lines = f"{f.start_line}" if f.start_line == f.end_line else f"{f.start_line}-{f.end_line}"
+            note = " (heuristic)" if f.heuristic else ""
+            out.write(f"{result.path}:{lines} [{f.rule_id}] {f.operation.value} {f.message}{note}\n")
+    out.write("\n== skipped files ==\n")
+    for result in run.files:
+        if result.status is Status.SKIPPED:
+            out.write(f"{result.path}: {result.reason}\n")
+    out.write("\n== failed files (copied unchanged) ==\n")
+    for result in run.files:
+        if result.status is Status.FAILED:
+            out.write(f"{result.path}: {result.reason}\n")
+    out.write("\n== totals ==\n")
+    for key, value in totals(run).items():
+        out.write(f"{key}: {value}\n")
+    out.write(f"seconds: {run.seconds:.2f}\n")
+    return out.getvalue().encode()
+
+
+def change_list_csv(run: RunResult) -> bytes:
+    """One row per finding, positions in the original file."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_HEADER)
+    for result in run.files:
+        for f in result.findings:
+            writer.writerow([result.path, f.start_line, f.end_line, f.operation.value, f.message, f.rule_id])
+    return out.getvalue().encode()
+
+
+def summary_json(run: RunResult) -> bytes:
+    """Everything in machine-readable form, for CI gates."""
+    document = {
+        "tool": "ms_fmk_transplt",
+        "version": __version__,
+        "input": run.input_root,
+        "output": run.output_root,
+        "release": run.release,
+        "rule_files": list(run.rule_files),
+        "totals": totals(run),
+        "files": [
+            {
+                "path": r.path,
+                "status": r.status.value,
+                **({"reason": r.reason} if r.reason else {}),
+                "findings": [
+                    {"rule": f.rule_id, "operation": f.operation.value, "start_line": f.start_line,
+                     "end_line": f.end_line, "message": f.message, "heuristic": f.heuristic}
+                    for f in r.findings
+                ],
+            }
+            for r in run.files
+        ],
+    }
+    return (json.dumps(document, indent=1) + "\n").encode()
+
+
+def unsupported_rows(run: RunResult) -> list[tuple[str, int, int, str, str]]:
+    """(file, start, end, rule, message) for every UNSUPPORTED finding."""
+    return [
+        (r.path, f.start_line, f.end_line, f.rule_id, f.message)
+        for r in run.files
+        for f in r.findings
+        if f.operation is Operation.UNSUPPORTED
+    ]

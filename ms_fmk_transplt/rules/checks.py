@@ -1,0 +1,32 @@
+"""Semantic checks shared by the rule kinds: each returns a problem or None."""
+
+from __future__ import annotations
+
+import keyword
+
+import libcst as cst
+
+
+def identifier(value: str) -> str | None:
+    """A Python identifier that is not a keyword."""
+    if not value.isidentifier() or keyword.iskeyword(value):
+        return f"{value!r} is not a valid Python identifier"
+    return None
+
+
+def dotted_name(value: str) -> str | None:
+    """Identifiers joined by dots, such as torch.cuda.synchronize."""
+    if not value or any(identifier(part) for part in value.split(".")):
+        return f"{value!r} is not a valid dotted name (identifiers joined by '.')"
+    return None
+
+
+def expression(value: str) -> str | None:
+    """Source text that parses as one Python expression."""
+    try:
+        cst.parse_expression(value)
+    except cst.ParserSyntaxError as exc:
+        return f"{value!r} does not parse as a Python expression ({exc.message})"
+    except Exception as exc:  # libcst raises other errors for some malformed input
+        return f"{value!r} does not parse as a Python expression ({exc})"
+    return None

@@ -1,0 +1,1 @@
+"""One module per rule kind; each registers itself with `registry.kind`."""

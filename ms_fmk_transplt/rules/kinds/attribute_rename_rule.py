@@ -1,0 +1,35 @@
+"""AttributeRenameRule: rename an attribute read by name alone, `x.is_cuda` -> `x.is_npu`.
+
+A heuristic like MethodRenameRule; attributes of imported modules are left to the name rules.
+"""
+
+from ms_fmk_transplt.engine.tables import Rename
+from ms_fmk_transplt.rules import checks
+from ms_fmk_transplt.rules.registry import kind
+
+
+@kind(
+    name="AttributeRenameRule",
+    schema={"required": ["attribute", "new_attribute"],
+            "properties": {"attribute": {"type": "string"}, "new_attribute": {"type": "string"}}},
+    message=".{old} -> .{new}",
+    heuristic=True,
+)
+class AttributeRenameRule:
+    @staticmethod
+    def check(entry):
+        return [(k, p) for k in ("attribute", "new_attribute") if (p := checks.identifier(entry[k]))]
+
+    @staticmethod
+    def summary(entry):
+        return f"attribute .{entry['attribute']} -> .{entry['new_attribute']} (by name)"
+
+    @staticmethod
+    def key(entry):
+        return entry["attribute"]
+
+    @staticmethod
+    def compile(rules, tables):
+        for rule in rules:
+            tables.attributes[rule.params["attribute"]] = Rename(rule, rule.params["new_attribute"])
+            tables.add_trigger(rule.params["attribute"])

@@ -1,0 +1,50 @@
+"""FuncNameModifyRule (porting guide): rename a function.
+
+A dotted `old_name` (`torch.cuda.synchronize`) matches every reference that resolves to it
+through the file's imports: `torch.cuda.synchronize()`, `tc.synchronize` after
+`import torch.cuda as tc`, `from torch.cuda import synchronize`; called or not. A bare
+`old_name` (`func`) is a heuristic: it matches calls `func(...)` and method calls `x.func(...)`
+by name alone, and `new_name` must then be a bare name too.
+"""
+
+from ms_fmk_transplt.engine.tables import Rename
+from ms_fmk_transplt.rules import checks
+from ms_fmk_transplt.rules.registry import kind
+
+
+@kind(
+    name="FuncNameModifyRule",
+    schema={
+        "required": ["old_name", "new_name"],
+        "properties": {"old_name": {"type": "string"}, "new_name": {"type": "string"}},
+    },
+    message="{old} -> {new}",
+)
+class FuncNameModifyRule:
+    @staticmethod
+    def check(entry):
+        problems = [(k, p) for k in ("old_name", "new_name") if (p := checks.dotted_name(entry[k]))]
+        if not problems and "." not in entry["old_name"] and "." in entry["new_name"]:
+            problems.append(("new_name", "a bare old_name renames by name alone, so new_name must be a bare name too"))
+        if not problems and entry["old_name"] == entry["new_name"]:
+            problems.append(("new_name", "new_name is the same as old_name"))
+        return problems
+
+    @staticmethod
+    def summary(entry):
+        return f"rename function {entry['old_name']} to {entry['new_name']}"
+
+    @staticmethod
+    def key(entry):
+        return entry["old_name"]
+
+    @staticmethod
+    def compile(rules, tables):
+        for rule in rules:
+            old, new = rule.params["old_name"], rule.params["new_name"]
+            if "." in old:
+                tables.renames[old] = Rename(rule, new)
+            else:
+                tables.methods[old] = Rename(rule, new)
+                tables.functions[old] = Rename(rule, new)
+            tables.add_trigger(old)

@@ -1,0 +1,37 @@
+"""ImportInsertRule: `import torch_npu` once, after the first `import torch`, in files that need it.
+
+A file needs it when another rule flagged `needs_torch_npu` changed it and it does not import
+the module already. Placed before the first import of torch.npu, which only exists after it.
+"""
+
+from ms_fmk_transplt.rules import checks
+from ms_fmk_transplt.rules.registry import kind
+
+
+@kind(
+    name="ImportInsertRule",
+    schema={"required": ["module"],
+            "properties": {"module": {"type": "string"}, "after": {"type": "string"}}},
+    message="import {module}",
+)
+class ImportInsertRule:
+    @staticmethod
+    def check(entry):
+        problems = []
+        if p := checks.dotted_name(entry["module"]):
+            problems.append(("module", p))
+        if "after" in entry and (p := checks.dotted_name(entry["after"])):
+            problems.append(("after", p))
+        return problems
+
+    @staticmethod
+    def summary(entry):
+        return f"insert `import {entry['module']}` after the first import of {entry.get('after', 'torch')}"
+
+    @staticmethod
+    def key(entry):
+        return "ImportInsertRule"
+
+    @staticmethod
+    def compile(rules, tables):
+        tables.import_insert = rules[-1]

@@ -1,0 +1,64 @@
+"""ModuleMemberRule: move the members of one module to another, member by member.
+
+`torch.cuda.X` becomes `torch.npu.X` for each X in `members` (or in the shipped release data
+named by `members_from`); any other member is left as it is and reported as UNSUPPORTED with
+the rule's `suggestion`. A reference to the module itself is renamed.
+"""
+
+from ms_fmk_transplt.engine.tables import ModuleMembers, Rename
+from ms_fmk_transplt.rules import checks
+from ms_fmk_transplt.rules.registry import kind
+
+
+@kind(
+    name="ModuleMemberRule",
+    schema={
+        "required": ["module", "new_module"],
+        "properties": {
+            "module": {"type": "string"},
+            "new_module": {"type": "string"},
+            "members": {"type": "array", "items": {"type": "string"}},
+            "members_from": {"type": "string"},
+        },
+    },
+    message="{old} -> {new}",
+)
+class ModuleMemberRule:
+    @staticmethod
+    def check(entry):
+        problems = [(k, p) for k in ("module", "new_module") if (p := checks.dotted_name(entry[k]))]
+        for i, member in enumerate(entry.get("members", [])):
+            if p := checks.identifier(member):
+                problems.append((f"members/{i}", p))
+        if "members" not in entry and "members_from" not in entry:
+            problems.append(("members", "give the members to move, or members_from"))
+        if "members_from" in entry:
+            from ms_fmk_transplt import data
+
+            if entry["members_from"] not in data.MEMBER_LISTS:
+                problems.append(("members_from", f"unknown member list {entry['members_from']!r}; "
+                                 f"valid: {', '.join(sorted(data.MEMBER_LISTS))}"))
+        return problems
+
+    @staticmethod
+    def summary(entry):
+        return f"{entry['module']}.X -> {entry['new_module']}.X for every X the NPU offers"
+
+    @staticmethod
+    def key(entry):
+        return entry["module"]
+
+    @staticmethod
+    def compile(rules, tables):
+        from ms_fmk_transplt import data
+
+        for rule in rules:
+            p = rule.params
+            members = list(p.get("members", []))
+            if "members_from" in p:
+                members += data.members(p["members_from"], tables.release)
+            suggestion = rule.params.get("suggestion", "")
+            tables.modules[p["module"]] = ModuleMembers(rule, p["new_module"], suggestion)
+            for member in members:
+                tables.renames.setdefault(f"{p['module']}.{member}", Rename(rule, f"{p['new_module']}.{member}"))
+            tables.add_trigger(p["module"])

@@ -1,0 +1,197 @@
+"""Load and validate rule files before any source is touched.
+
+Every error is one line naming the file, the JSON location (a JSON pointer) and the problem.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable
+
+import jsonschema
+
+from ms_fmk_transplt.rules.model import Example, Rule
+from ms_fmk_transplt.rules.registry import all_kinds
+
+COMMON = {
+    "id": {"type": "string", "pattern": "^[A-Z]{1,4}[0-9]{3}$"},
+    "summary": {"type": "string"},
+    "message": {"type": "string"},
+    "suggestion": {"type": "string"},
+    "needs_torch_npu": {"type": "boolean"},
+    "tags": {"type": "array", "items": {"type": "string"}},
+    "examples": {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "required": ["before"],
+            "properties": {"before": {"type": "string"}, "after": {"type": "string"}},
+            "additionalProperties": False,
+        },
+    },
+}
+
+
+class RuleFileError(Exception):
+    """A rule file that cannot be used; str() is the one-line message for the user."""
+
+
+def _pointer(parts: Iterable[Any]) -> str:
+    return "/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def _file_schema() -> dict[str, Any]:
+    kinds = all_kinds()
+    return {
+        "type": "object",
+        "required": ["rules"],
+        "properties": {
+            "rules": {
+                "type": "object",
+                "propertyNames": {"enum": sorted(kinds)},
+                "properties": {
+                    name: {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": kind.schema.get("required", []),
+                            "properties": {**COMMON, **kind.schema.get("properties", {})},
+                        },
+                    }
+                    for name, kind in kinds.items()
+                },
+            },
+            "defaults": {"type": "object", "properties": {"needs_torch_npu": {"type": "boolean"}}},
+        },
+    }
+
+
+def _schema_message(error: jsonschema.ValidationError) -> str:
+    if error.validator == "propertyNames":
+        return f"unknown rule kind {error.instance!r}; valid kinds: {', '.join(sorted(all_kinds()))}"
+    if error.validator == "required":
+        return error.message.replace("is a required property", "is required")
+    return error.message
+
+
+def parse_rule_document(document: Any, origin: str, *, builtin: bool, first_user_id: int = 1,
+                        warnings: list[str] | None = None) -> list[Rule]:
+    """Validate a decoded rule document and turn it into rules; raises RuleFileError."""
+    validator = jsonschema.Draft202012Validator(_file_schema())
+    errors = sorted(validator.iter_errors(document), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    if errors:
+        error = errors[0]
+        raise RuleFileError(f"{origin}: {_pointer(error.absolute_path)}: {_schema_message(error)}")
+    kinds = all_kinds()
+    defaults = document.get("defaults", {})
+    rules: list[Rule] = []
+    seen: dict[tuple[str, Any], str] = {}
+    next_id = first_user_id
+    for kind_name, entries in document["rules"].items():
+        kind = kinds[kind_name]
+        known = set(COMMON) | set(kind.schema.get("properties", {}))
+        for index, entry in enumerate(entries):
+            where = _pointer(["rules", kind_name, index])
+            for key in sorted(set(entry) - known):
+                if warnings is not None:
+                    warnings.append(f"{origin}: {where}/{key}: unknown key ignored (valid: {', '.join(sorted(known))})")
+            for key, problem in kind.check(entry):
+                raise RuleFileError(f"{origin}: {where}/{key}: {problem}")
+            for i, example in enumerate(entry.get("examples", [])):
+                if not _compiles(example["before"]) or not _compiles(example.get("after", example["before"])):
+                    raise RuleFileError(f"{origin}: {where}/examples/{i}: example is not valid Python")
+            dup_key = (kind_name, kind.key(entry))
+            if dup_key in seen:
+                raise RuleFileError(f"{origin}: {where}: duplicate of the rule at {seen[dup_key]}")
+            seen[dup_key] = where
+            if builtin and "id" not in entry:
+                raise RuleFileError(f"{origin}: {where}: built-in rules need an id")
+            if "id" in entry:
+                rule_id = entry["id"]
+            else:
+                rule_id = f"U{next_id:03d}"
+                next_id += 1
+            params = {k: v for k, v in entry.items() if k in kind.schema.get("properties", {}) or k == "suggestion"}
+            rules.append(Rule(
+                id=rule_id,
+                kind=kind_name,
+                params=params,
+                summary=entry.get("summary") or kind.summary(entry),
+                message=entry.get("message") or kind.message,
+                origin=f"{origin}:{where}",
+                examples=tuple(Example(e["before"], e.get("after", e["before"])) for e in entry.get("examples", [])),
+                needs_torch_npu=entry.get("needs_torch_npu", defaults.get("needs_torch_npu", False)),
+                user=not builtin,
+                tags=tuple(entry.get("tags", [])),
+            ))
+    ids: dict[str, str] = {}
+    for rule in rules:
+        if rule.id in ids:
+            raise RuleFileError(f"{rule.origin}: duplicate rule id {rule.id} (also at {ids[rule.id]})")
+        ids[rule.id] = rule.origin
+    return rules
+
+
+def _compiles(code: str) -> bool:
+    try:
+        compile(code, "<example>", "exec")
+    except SyntaxError:
+        return False
+    return True
+
+
+def load_rule_file(path: str | Path, *, first_user_id: int = 1, warnings: list[str] | None = None) -> list[Rule]:
+    """Read one user rule file (the porting guide's format); raises RuleFileError."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RuleFileError(f"{path}: rule file not found") from None
+    except IsADirectoryError:
+        raise RuleFileError(f"{path}: is a directory, not a rule file") from None
+    except UnicodeDecodeError as exc:
+        raise RuleFileError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise RuleFileError(f"{path}: cannot read rule file ({exc.strerror})") from None
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RuleFileError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    return parse_rule_document(document, str(path), builtin=False, first_user_id=first_user_id, warnings=warnings)
+
+
+def load_builtin_rules() -> list[Rule]:
+    """Every built-in rule, from the JSON files shipped in ms_fmk_transplt.builtin_rules."""
+    rules: list[Rule] = []
+    package = resources.files("ms_fmk_transplt.builtin_rules")
+    for entry in sorted(package.iterdir(), key=lambda p: p.name):
+        if entry.name.endswith(".json"):
+            document = json.loads(entry.read_text(encoding="utf-8"))
+            rules.extend(parse_rule_document(document, f"builtin/{entry.name}", builtin=True))
+    ids: dict[str, str] = {}
+    for rule in rules:
+        if rule.id in ids:
+            raise RuleFileError(f"{rule.origin}: duplicate rule id {rule.id} (also at {ids[rule.id]})")
+        ids[rule.id] = rule.origin
+    return rules
+
+
+def load_rules(user_files: Iterable[str | Path] = (), *, builtin: bool = True,
+               warnings: list[str] | None = None) -> list[Rule]:
+    """Built-in rules then user rules, all validated; user rules override built-in ones."""
+    rules = load_builtin_rules() if builtin else []
+    seen: dict[tuple[str, Any], str] = {}
+    kinds = all_kinds()
+    next_id = 1
+    for path in user_files:
+        loaded = load_rule_file(path, first_user_id=next_id, warnings=warnings)
+        next_id += sum(1 for r in loaded if r.id.startswith("U"))
+        for rule in loaded:
+            key = (rule.kind, kinds[rule.kind].key(rule.params))
+            if key in seen:
+                raise RuleFileError(f"{rule.origin}: duplicate of the rule at {seen[key]}")
+            seen[key] = rule.origin
+        rules.extend(loaded)
+    return rules

@@ -1,0 +1,102 @@
+"""Derive the converter's package data from the Ascend support data in ../shared/ascend-data.
+
+Run from the repository root:  python tools/derive_converter_data.py [--source DIR]
+Writes ms_fmk_transplt/data/ascend_api.json. The output records, for every list, the file it
+came from and the upstream `repository@commit:path` sources named in that file's rows or README.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "ms_fmk_transplt" / "data" / "ascend_api.json"
+
+# PyTorch version -> (torch_npu release, suffix of the torch_npu_module files)
+RELEASES = {
+    "2.1.0": ("6.0.0", "v6.0.0-pytorch2.1.0"),
+    "2.7.1": ("26.1.0", "v26.1.0-pytorch2.7.1"),
+    "2.12.0": ("26.1.0", "v26.1.0-pytorch2.12.0"),
+}
+NATIVE_SUPPORT = {
+    "2.1.0": "legacy_torch_npu_apis_2.1.0.csv",
+    "2.7.1": "pytorch_native_api_support_2.7.1.csv",
+    "2.12.0": "pytorch_native_api_support_2.12.0.csv",
+}
+MSFT_SUPPORT = {"2.1.0": "msfmktransplt_api_support_2.1.0.csv", "2.7.1": "msfmktransplt_api_support_2.7.1.csv"}
+MODULE_SOURCE = "Ascend/pytorch torch_npu/npu/__init__.py and torch_npu/npu/amp/__init__.py `__all__` at tag {tag}"
+
+
+def _lines(path: Path) -> list[str]:
+    return [line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")]
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _sources(rows: list[dict[str, str]]) -> list[str]:
+    found: set[str] = set()
+    for row in rows:
+        for part in row.get("source", "").split(" | "):
+            if part:
+                found.add(part.split(":", 1)[0])
+    return sorted(found)
+
+
+def derive(source: Path) -> dict:
+    """The JSON document written to the package; pure function of the source folder."""
+    releases = {}
+    for version, (npu_release, tag) in RELEASES.items():
+        module_dir = source / "torch_npu_module"
+        npu_file = module_dir / f"torch_npu_npu_all_{tag}.txt"
+        amp_file = module_dir / f"torch_npu_npu_amp_all_{tag}.txt"
+        support_rows = _rows(source / "api_support" / NATIVE_SUPPORT[version])
+        support = {row["api_name"]: row["supported"] for row in support_rows}
+        msft_rows = _rows(source / "api_support" / MSFT_SUPPORT[version]) if version in MSFT_SUPPORT else []
+        msft = {row["api_name"]: row["supported"] for row in msft_rows}
+        releases[version] = {
+            "torch_npu": npu_release,
+            "torch.npu": sorted(set(_lines(npu_file))),
+            "torch.npu.amp": sorted(set(_lines(amp_file))),
+            "api_support": support,
+            "msfmktransplt_support": msft,
+            "provenance": {
+                "torch.npu": [f"ascend-data/torch_npu_module/{npu_file.name}", MODULE_SOURCE.format(tag=tag)],
+                "torch.npu.amp": [f"ascend-data/torch_npu_module/{amp_file.name}", MODULE_SOURCE.format(tag=tag)],
+                "api_support": [f"ascend-data/api_support/{NATIVE_SUPPORT[version]}", *_sources(support_rows)],
+                "msfmktransplt_support": (
+                    [f"ascend-data/api_support/{MSFT_SUPPORT[version]}", *_sources(msft_rows)] if msft_rows else []
+                ),
+            },
+        }
+    mapping_rows = _rows(source / "mappings" / "cuda_to_npu_api_mapping.csv")
+    mappings = [{"cuda_api": r["cuda_api"], "npu_api": r["npu_api"], "kind": r["kind"]} for r in mapping_rows]
+    return {
+        "about": "Derived by tools/derive_converter_data.py from shared/ascend-data; do not edit by hand.",
+        "default_release": max(RELEASES, key=lambda v: tuple(int(x) for x in v.split("."))),
+        "releases": releases,
+        "mappings": mappings,
+        "mappings_provenance": ["ascend-data/mappings/cuda_to_npu_api_mapping.csv", *_sources(mapping_rows)],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--source", type=Path, default=ROOT.parent / "shared" / "ascend-data")
+    parser.add_argument("--check", action="store_true", help="fail if the committed data is stale")
+    args = parser.parse_args()
+    text = json.dumps(derive(args.source), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    if args.check:
+        raise SystemExit(0 if OUT.read_text() == text else f"{OUT} is stale: run tools/derive_converter_data.py")
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(text)
+    print(f"wrote {OUT.relative_to(ROOT)} ({len(text)} bytes)")
+
+
+if __name__ == "__main__":
+    main()
