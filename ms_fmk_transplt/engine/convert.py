@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import ast
-import io
+import codecs
 import re
-import tokenize
 import traceback
 import warnings
 
@@ -27,53 +26,52 @@ _PY2_HINTS = (
 )
 
 
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+
+
 def _decode_problem(data: bytes) -> str | None:
-    """Why the bytes are not Python source text, or None when they decode."""
+    """Why the bytes are not Python source text, or None when they decode (PEP 263 rules)."""
     nul = data.find(b"\0")
     if nul >= 0:
         return f"contains a NUL byte at offset {nul} (binary data, not Python source)"
+    encoding, where = ("utf-8-sig" if data.startswith(codecs.BOM_UTF8) else "utf-8"), ""
+    for number, line in enumerate(data.split(b"\n", 2)[:2], 1):
+        match = _COOKIE.match(line)
+        if match:
+            encoding, where = match.group(1).decode("ascii"), f" declared at line {number}"
+            break
+        if line.strip() and not line.lstrip().startswith(b"#"):
+            break
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as exc:
-        return f"bad source encoding declaration: {exc}"
+        codecs.lookup(encoding)
+    except LookupError:
+        return f"unknown source encoding {encoding!r}{where}"
     try:
         data.decode(encoding)
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        return f"bytes do not decode as {encoding}: byte 0x{data[exc.start]:02x} at line {line}"
-    except LookupError:
-        return f"unknown source encoding {encoding!r}"
+        return f"bytes do not decode as {encoding}{where}: byte 0x{data[exc.start]:02x} at line {line}"
     return None
 
 
-def _syntax_problem(exc: cst.ParserSyntaxError, data: bytes) -> str:
+def _syntax_problem(data: bytes) -> str | None:
+    """CPython's verdict on the source (libcst accepts some Python 2 forms that CPython rejects)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             ast.parse(data)
-        reason = f"syntax error at line {exc.raw_line}: {exc.message}"
-    except SyntaxError as cpython:
-        reason = f"syntax error at line {cpython.lineno}: {cpython.msg}"
-    except ValueError as cpython:
-        reason = f"not parseable: {cpython}"
-    if any(p.search(data) for p in _PY2_HINTS):
-        reason += " (looks like Python 2 code; convert it to Python 3 first)"
-    return reason
+    except SyntaxError as exc:
+        reason = f"syntax error at line {exc.lineno}: {exc.msg}"
+        if any(p.search(data) for p in _PY2_HINTS):
+            reason += " (looks like Python 2 code; convert it to Python 3 first)"
+        return reason
+    except (ValueError, MemoryError) as exc:
+        return f"not parseable: {exc}"
+    return None
 
 
 def _could_match(data: bytes, tables: Tables) -> bool:
     return any(t.encode() in data for t in tables.triggers)
-
-
-def _quick_parses(data: bytes) -> bool:
-    """CPython's own parser, much cheaper than libcst's, to confirm a file needs no libcst pass."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(data)
-    except (SyntaxError, ValueError):
-        return False
-    return True
 
 
 def convert_source(path: str, data: bytes, tables: Tables) -> FileResult:
@@ -94,12 +92,15 @@ def _convert(path: str, data: bytes, tables: Tables) -> FileResult:
     problem = _decode_problem(data)
     if problem:
         return FileResult(path, Status.FAILED, reason=problem)
-    if not _could_match(data, tables) and _quick_parses(data):
+    problem = _syntax_problem(data)
+    if problem:
+        return FileResult(path, Status.FAILED, reason=problem)
+    if not _could_match(data, tables):
         return FileResult(path, Status.UNCHANGED)
     try:
         module = cst.parse_module(data)
     except cst.ParserSyntaxError as exc:
-        return FileResult(path, Status.FAILED, reason=_syntax_problem(exc, data))
+        return FileResult(path, Status.FAILED, reason=f"syntax error at line {exc.raw_line}: {exc.message} (libcst)")
     converter = Converter(tables, module)
     new_module = module.visit(converter)
     if converter.imports_needed:

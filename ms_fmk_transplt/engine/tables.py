@@ -93,8 +93,10 @@ def compile_rules(rules: Iterable[Rule], release: str = "") -> Tables:
     """Build the lookup tables from validated rules; later rules override earlier ones."""
     from ms_fmk_transplt.rules.registry import all_kinds
 
+    from ms_fmk_transplt import data
+
     kinds = all_kinds()
-    tables = Tables(release=release)
+    tables = Tables(release=release or data.default_release())
     by_kind: dict[str, list[Rule]] = {}
     for rule in rules:
         by_kind.setdefault(rule.kind, []).append(rule)

@@ -52,20 +52,6 @@ def _chain_len(node: cst.BaseExpression) -> int:
     return count
 
 
-def _at_depth(node: cst.BaseExpression, depth: int) -> cst.BaseExpression:
-    for _ in range(depth):
-        assert isinstance(node, cst.Attribute)
-        node = node.value
-    return node
-
-
-def _replace_at_depth(node: cst.BaseExpression, depth: int, new: cst.BaseExpression) -> cst.BaseExpression:
-    if depth == 0:
-        return new
-    assert isinstance(node, cst.Attribute)
-    return node.with_changes(value=_replace_at_depth(node.value, depth - 1, new))
-
-
 def _set_segments(chain: cst.BaseExpression, segments: Sequence[str]) -> cst.BaseExpression:
     """Give `chain` (root.a.b) the attribute names `segments`, keeping its layout when it can."""
     if _chain_len(chain) == len(segments):
@@ -94,6 +80,7 @@ class Converter(cst.CSTTransformer):
         self._not_loads: set[int] = set()
         self._qualified: dict[int, str | None] = {}
         self.has_torch_npu = False
+        self.imported_modules: set[str] = set()
         # bound name -> (name bound after the import rewrites, what it then refers to)
         self.rebound: dict[str, tuple[str, str]] = {}
         self._plan_imports(module)
@@ -120,6 +107,8 @@ class Converter(cst.CSTTransformer):
                 if qualified == "torch_npu" or qualified.startswith("torch_npu."):
                     self.has_torch_npu = True
                 full = dotted(alias.name)
+                if isinstance(statement, cst.Import) and full:
+                    self.imported_modules.add(full)
                 target = f"{dotted(statement.module)}.{full}" if isinstance(statement, cst.ImportFrom) else full
                 match = self.t.lookup(target) if target else None
                 if match is None or match.new is None:
@@ -149,9 +138,16 @@ class Converter(cst.CSTTransformer):
         if operation is not Operation.UNSUPPORTED and rule.needs_torch_npu:
             self.needs_torch_npu = True
 
+    def report_unsupported(self, node: cst.CSTNode, rule: Rule, what: str, suggestion: str = "") -> None:
+        """An UNSUPPORTED finding: `what` cannot run on the NPU as written; `suggestion` says what to do."""
+        text = f"{what} has no NPU counterpart"
+        if suggestion:
+            text += "; " + suggestion.format(release=self.t.release)
+        self.pending.append(Pending(node, rule, Operation.UNSUPPORTED, text))
+
     def _report_match(self, node: cst.CSTNode, match: Match) -> None:
         if match.new is None:
-            self.report(node, match.rule, Operation.UNSUPPORTED, old=match.prefix, new="", suggestion=match.suggestion)
+            self.report_unsupported(node, match.rule, match.prefix, match.suggestion)
         else:
             self.report(node, match.rule, Operation.MODIFY, old=match.prefix, new=match.new)
 
@@ -206,28 +202,23 @@ class Converter(cst.CSTTransformer):
             return updated_node.with_changes(attr=updated_node.attr.with_changes(value=entry.new))
         self._report_match(original_node, match)
         target = match.new if match.new is not None else match.prefix
-        depth = len(name.split(".")) - len(match.prefix.split("."))
-        sub = _at_depth(updated_node, depth)
-        root = _chain_root(original_node).value
-        _, root_target = self._binding(root)
-        if root_target and (target == root_target or target.startswith(root_target + ".")):
-            segments = target[len(root_target) + 1:].split(".") if target != root_target else []
-            new_sub = _set_segments(sub, segments)
-        else:
-            new_sub = build_dotted(target)
-            self._need_import_for(target)
-        if new_sub is sub:
-            return updated_node
-        return _replace_at_depth(updated_node, depth, new_sub)
+        new_full = target + name[len(match.prefix):]
+        _, root_target = self._binding(_chain_root(original_node).value)
+        if root_target and (new_full == root_target or new_full.startswith(root_target + ".")):
+            segments = new_full[len(root_target) + 1:].split(".") if new_full != root_target else []
+            return _set_segments(updated_node, segments)
+        self._need_import_for(new_full)
+        return build_dotted(new_full)
 
     def _need_import_for(self, target: str) -> None:
+        """Make the first name of a freshly written dotted path resolve (torch.npu needs only torch)."""
         root = target.split(".", 1)[0]
-        if self.aliases.get(root) == root and root not in self.renamed_names:
-            return
-        if root == "torch" or "." not in target:
-            self.imports_needed.add(root)
-        else:
-            self.imports_needed.add(target.rsplit(".", 1)[0])
+        parent = target.rsplit(".", 1)[0] if "." in target else root
+        if root == "torch" or parent == root:
+            if self.aliases.get(root) != root or root in self.renamed_names:
+                self.imports_needed.add(root)
+        elif parent not in self.imported_modules:
+            self.imports_needed.add(parent)
 
     # ---- calls ------------------------------------------------------------------------------------
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
@@ -271,8 +262,9 @@ class Converter(cst.CSTTransformer):
         for rewrite in rewrites:
             slot = self._find_arg(original, rewrite)
             if slot == -2:
-                self.report(original, rewrite.rule, Operation.UNSUPPORTED, old=rewrite.rule.params.get("func_name"),
-                            new=rewrite.new_code, suggestion="argument position hidden behind *args; edit by hand")
+                where = f"argument {rewrite.index} of {rewrite.rule.params.get('func_name')}"
+                self.pending.append(Pending(original, rewrite.rule, Operation.UNSUPPORTED,
+                                            f"{where} is hidden behind *args; set it to {rewrite.new_code} by hand"))
                 continue
             if slot < 0:
                 continue

@@ -6,6 +6,7 @@ Every error is one line naming the file, the JSON location (a JSON pointer) and 
 from __future__ import annotations
 
 import json
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
@@ -69,7 +70,7 @@ def _file_schema() -> dict[str, Any]:
 
 
 def _schema_message(error: jsonschema.ValidationError) -> str:
-    if error.validator == "propertyNames":
+    if "propertyNames" in error.absolute_schema_path:
         return f"unknown rule kind {error.instance!r}; valid kinds: {', '.join(sorted(all_kinds()))}"
     if error.validator == "required":
         return error.message.replace("is a required property", "is required")
@@ -122,7 +123,7 @@ def parse_rule_document(document: Any, origin: str, *, builtin: bool, first_user
                 message=entry.get("message") or kind.message,
                 origin=f"{origin}:{where}",
                 examples=tuple(Example(e["before"], e.get("after", e["before"])) for e in entry.get("examples", [])),
-                needs_torch_npu=entry.get("needs_torch_npu", defaults.get("needs_torch_npu", False)),
+                needs_torch_npu=entry.get("needs_torch_npu", defaults.get("needs_torch_npu", _mentions_npu(kind_name, entry))),
                 user=not builtin,
                 tags=tuple(entry.get("tags", [])),
             ))
@@ -132,6 +133,15 @@ def parse_rule_document(document: Any, origin: str, *, builtin: bool, first_user
             raise RuleFileError(f"{rule.origin}: duplicate rule id {rule.id} (also at {ids[rule.id]})")
         ids[rule.id] = rule.origin
     return rules
+
+
+_NPU_WORDS = re.compile(r"\btorch[._]npu\b|['\"]npu\b|\bhccl\b")
+_REPLACEMENT_KEYS = ("new_name", "arg_new", "new_method", "new_attribute", "new_module")
+
+
+def _mentions_npu(kind_name: str, entry: dict[str, Any]) -> bool:
+    """A rule whose replacement talks about the NPU needs torch_npu imported, unless it says otherwise."""
+    return kind_name != "ImportInsertRule" and any(_NPU_WORDS.search(str(entry.get(k, ""))) for k in _REPLACEMENT_KEYS)
 
 
 def _compiles(code: str) -> bool:

@@ -1,0 +1,21 @@
+"""Small helpers shared by the converter tests."""
+
+from __future__ import annotations
+
+from ms_fmk_transplt.engine import convert_source
+from ms_fmk_transplt.model import FileResult
+
+
+def convert_text(text: str, tables, path: str = "t.py") -> tuple[str, FileResult]:
+    """Convert source text; returns the new text (the input when unchanged) and the result."""
+    result = convert_source(path, text.encode(), tables)
+    return (result.output.decode() if result.output is not None else text), result
+
+
+def findings_text(result: FileResult) -> str:
+    """The findings as the snapshot lines kept in *.findings files."""
+    lines = []
+    for f in result.findings:
+        span = f"{f.start_line}" if f.start_line == f.end_line else f"{f.start_line}-{f.end_line}"
+        lines.append(f"{span} {f.operation.value} {f.rule_id} {f.message}")
+    return "".join(line + "\n" for line in lines)

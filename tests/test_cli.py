@@ -1,0 +1,219 @@
+"""The command line, run as a user runs it: exit codes, outputs, and an input left untouched."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import openpyxl
+import pytest
+from typer.testing import CliRunner
+
+from ms_fmk_transplt.cli import app
+
+runner = CliRunner()
+
+
+def _run(*args: str):
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def _snapshot(root: Path) -> dict[str, str]:
+    """Every path below root with its content hash, mode, or link target."""
+    seen = {}
+    for path in sorted(root.rglob("*")):
+        rel = str(path.relative_to(root))
+        if path.is_symlink():
+            seen[rel] = "link:" + os.readlink(path)
+        elif path.is_file():
+            seen[rel] = hashlib.sha256(path.read_bytes()).hexdigest() + oct(path.stat().st_mode)
+        else:
+            seen[rel] = "dir" + oct(path.stat().st_mode)
+    return seen
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "train.py").write_text("import torch\n\nif torch.cuda.is_available():\n    model = Net().cuda()\n")
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "util.py").write_text("import torch.cuda as tc\n\nn = tc.device_count()\n")
+    (root / "run.sh").write_text("#!/bin/sh\npython train.py\n")
+    (root / "run.sh").chmod(0o755)
+    (root / "data.bin").write_bytes(bytes(range(256)))
+    return root
+
+
+def test_help_names_the_guide_options() -> None:
+    result = _run("--help")
+    assert result.exit_code == 0
+    for option in ("--input", "--output", "--rule", "--force", "--quiet"):
+        assert option in result.output
+    assert _run("-h").exit_code == 0
+
+
+def test_no_arguments_shows_help() -> None:
+    assert "Usage" in _run().output
+
+
+def test_converts_a_project(project: Path, tmp_path: Path) -> None:
+    before = _snapshot(project)
+    result = _run("-i", str(project), "-o", str(tmp_path / "out"), "-q")
+    assert result.exit_code == 0, result.output
+    final = tmp_path / "out" / "proj_msft"
+    assert (final / "train.py").read_text() == (
+        "import torch\nimport torch_npu\n\nif torch.npu.is_available():\n    model = Net().npu()\n")
+    assert (final / "pkg" / "util.py").read_text() == "import torch_npu\nimport torch.npu as tc\n\nn = tc.device_count()\n"
+    assert (final / "data.bin").read_bytes() == bytes(range(256))
+    assert os.access(final / "run.sh", os.X_OK)
+    assert _snapshot(project) == before
+    rows = list(csv.reader((final / "change_list.csv").open()))
+    assert rows[0] == ["File", "Start Line", "End Line", "Operation Type", "Message", "Rule"]
+    assert ["train.py", "3", "3", "MODIFY", "torch.cuda.is_available -> torch.npu.is_available", "TP101"] in rows
+    report = json.loads((final / "report.json").read_text())
+    assert report["totals"]["files_converted"] == 2
+    workbook = openpyxl.load_workbook(final / "unsupported_op.xlsx")
+    assert workbook.sheetnames == ["Unsupported", "Not converted", "Totals"]
+    log = (final / "msFmkTranspltlog.txt").read_text()
+    assert "train.py:4 [TP201] MODIFY .cuda(...) -> .npu(...) (heuristic)" in log
+    assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".")], "staging folder left behind"
+
+
+def test_single_file_input(project: Path, tmp_path: Path) -> None:
+    result = _run("-i", str(project / "train.py"), "-o", str(tmp_path / "out"), "-q")
+    assert result.exit_code == 0
+    assert (tmp_path / "out" / "train_msft" / "train.py").read_text().startswith("import torch\nimport torch_npu\n")
+
+
+def test_existing_output_refused_then_forced(project: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert _run("-i", str(project), "-o", str(out), "-q").exit_code == 0
+    (out / "proj_msft" / "stale.txt").write_text("old")
+    (out / "keep.txt").write_text("not ours")
+    result = _run("-i", str(project), "-o", str(out), "-q")
+    assert result.exit_code == 2
+    assert "output folder already exists" in result.output and "--force" in result.output
+    assert _run("-i", str(project), "-o", str(out), "-q", "--force").exit_code == 0
+    assert not (out / "proj_msft" / "stale.txt").exists()
+    assert (out / "keep.txt").read_text() == "not ours"
+
+
+def test_output_inside_input_is_not_walked(project: Path) -> None:
+    out = project / "converted"
+    assert _run("-i", str(project), "-o", str(out), "-q").exit_code == 0
+    assert _run("-i", str(project), "-o", str(out), "-q", "--force").exit_code == 0
+    assert not (out / "proj_msft" / "converted").exists()
+
+
+def test_input_inside_output_folder_is_refused(project: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    _run("-i", str(project), "-o", str(out), "-q")
+    result = _run("-i", str(out / "proj_msft"), "-o", str(tmp_path), "-q", "--force")
+    assert result.exit_code == 0  # proj_msft -> proj_msft_msft: a different folder
+    result = _run("-i", str(out / "proj_msft" / "pkg"), "-o", str(out / "proj_msft"), "-q")
+    assert result.exit_code == 0
+
+
+@pytest.mark.parametrize("args,message", [
+    (["-i", "nowhere"], "both -i/--input and -o/--output are required"),
+    (["-i", "nowhere", "-o", "out"], "input not found: nowhere"),
+    (["-i", ".", "-o", "out", "-v", "9.9.9"], "unknown release '9.9.9'; shipped: 2.1.0, 2.7.1, 2.12.0"),
+])
+def test_usage_errors(args, message, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = _run(*args)
+    assert result.exit_code == 2
+    assert message in " ".join(result.output.split())
+
+
+def test_bad_rule_file_converts_nothing(project: Path, tmp_path: Path) -> None:
+    rules = tmp_path / "rules.json"
+    rules.write_text('{"rules": {"ArgsModifyRule": [{"func_name": "f", "arg_idx": 0, "arg_new": "("}]}}')
+    result = _run("-i", str(project), "-o", str(tmp_path / "out"), "-r", str(rules))
+    assert result.exit_code == 2
+    assert f"{rules}: /rules/ArgsModifyRule/0/arg_new:" in " ".join(result.output.split())
+    assert not (tmp_path / "out").exists()
+
+
+def test_user_rules_apply(project: Path, tmp_path: Path) -> None:
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"rules": {"FuncNameModifyRule": [{"old_name": "Net", "new_name": "NpuNet"}]}}))
+    assert _run("-i", str(project), "-o", str(tmp_path / "out"), "-r", str(rules), "-q").exit_code == 0
+    assert "NpuNet().npu()" in (tmp_path / "out" / "proj_msft" / "train.py").read_text()
+
+
+def test_done_when_tree_with_bad_files(tmp_path: Path) -> None:
+    """The issue's acceptance run: Python 2, binary .py, syntax error and a symlink loop."""
+    src = tmp_path / "tree"
+    (src / "sub").mkdir(parents=True)
+    (src / "good.py").write_text("import torch\nx = torch.cuda.device_count()\n")
+    (src / "sub" / "legacy.py").write_text("import torch\nprint 'gpus', torch.cuda.device_count()\n")
+    (src / "blob.py").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    (src / "broken.py").write_text("def f(:\n    pass\n")
+    os.symlink("b", src / "a")
+    os.symlink("a", src / "b")
+    os.symlink("..", src / "sub" / "up")  # a directory loop if it were followed
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"rules": {"FuncNameModifyRule": [{"old_name": "torch.cuda.device_count",
+                                                                   "new_name": "torch.npu.device_count"}]}}))
+    before = _snapshot(src)
+    result = _run("-i", str(src), "-o", str(tmp_path / "out"), "-r", str(rules), "-q")
+    assert result.exit_code == 1
+    final = tmp_path / "out" / "tree_msft"
+    assert (final / "good.py").read_text() == "import torch\nimport torch_npu\nx = torch.npu.device_count()\n"
+    assert (final / "sub" / "legacy.py").read_bytes() == (src / "sub" / "legacy.py").read_bytes()
+    assert (final / "blob.py").read_bytes() == (src / "blob.py").read_bytes()
+    assert os.readlink(final / "sub" / "up") == ".."
+    log = (final / "msFmkTranspltlog.txt").read_text()
+    for line in ("a: symlink loop", "b: symlink loop",
+                 "sub/legacy.py: syntax error at line 2: Missing parentheses in call to 'print'",
+                 "blob.py: contains a NUL byte at offset 8", "broken.py: syntax error at line 1: invalid syntax"):
+        assert line in log
+    assert _snapshot(src) == before
+
+
+def test_symlink_out_of_tree_is_skipped(tmp_path: Path) -> None:
+    src = tmp_path / "tree"
+    src.mkdir()
+    (tmp_path / "secret.py").write_text("x = 1\n")
+    os.symlink(tmp_path / "secret.py", src / "leak.py")
+    (src / "ok.py").write_text("x = 2\n")
+    result = _run("-i", str(src), "-o", str(tmp_path / "out"), "-q")
+    assert result.exit_code == 1
+    assert not (tmp_path / "out" / "tree_msft" / "leak.py").exists()
+    assert "leak.py: symlink points outside the input tree" in (tmp_path / "out" / "tree_msft" / "msFmkTranspltlog.txt").read_text()
+
+
+def test_strict_exit_code_for_unsupported(tmp_path: Path) -> None:
+    src = tmp_path / "s"
+    src.mkdir()
+    (src / "m.py").write_text("import torch\ntorch.cuda.nvtx.range_push('x')\n")
+    assert _run("-i", str(src), "-o", str(tmp_path / "o1"), "-q").exit_code == 0
+    assert _run("-i", str(src), "-o", str(tmp_path / "o2"), "-q", "--strict").exit_code == 3
+
+
+def test_rules_list() -> None:
+    result = _run("rules", "list")
+    assert result.exit_code == 0
+    assert "TP101" in result.output and "ModuleMemberRule" in result.output
+
+
+def test_console_scripts_and_module(tmp_path: Path, project: Path) -> None:
+    bindir = Path(sys.executable).parent
+    for command in ([str(bindir / "ms_fmk_transplt")], [str(bindir / "ms-fmk-transplt")],
+                    [sys.executable, "-m", "ms_fmk_transplt"]):
+        done = subprocess.run([*command, "--help"], capture_output=True, text=True)
+        assert done.returncode == 0 and "--input" in done.stdout
+    done = subprocess.run([sys.executable, "-m", "ms_fmk_transplt", "-i", str(project), "-o", str(tmp_path / "o")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0
+    assert "converted" in done.stderr and done.stdout == ""
+    quiet = subprocess.run([sys.executable, "-m", "ms_fmk_transplt", "-i", str(project), "-o", str(tmp_path / "o"),
+                            "--force", "-q"], capture_output=True, text=True)
+    assert quiet.returncode == 0 and quiet.stderr == "" and quiet.stdout == ""

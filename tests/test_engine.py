@@ -1,0 +1,111 @@
+"""Engine behaviour on real-world bytes: encodings, line endings, bad input, parallel runs."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ms_fmk_transplt.discover import discover
+from ms_fmk_transplt.engine import convert_source
+from ms_fmk_transplt.model import Status
+from ms_fmk_transplt.pipeline import convert_entries
+from ms_fmk_transplt.rules.model import Rule
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.mark.parametrize("data,reason", [
+    (b"x = 1\x00\n", "contains a NUL byte at offset 5 (binary data, not Python source)"),
+    (b"x = '\xff'\n", "bytes do not decode as utf-8: byte 0xff at line 1"),
+    (b"# -*- coding: klingon -*-\nx = 1\n", "unknown source encoding 'klingon' declared at line 1"),
+    (b"#!/usr/bin/env python\n# coding: ascii\nx = 'caf\xc3\xa9'\n",
+     "bytes do not decode as ascii declared at line 2: byte 0xc3 at line 3"),
+    (b"import torch\ndef f(:\n    torch.cuda.synchronize()\n", "syntax error at line 2: invalid syntax"),
+    (b"import torch\nprint 'on', torch.cuda.device_count()\n",
+     "syntax error at line 2: Missing parentheses in call to 'print'. Did you mean print(...)? "
+     "(looks like Python 2 code; convert it to Python 3 first)"),
+    (b"try:\n    import torch\nexcept ImportError, e:\n    pass\n",
+     "syntax error at line 3: multiple exception types must be parenthesized "
+     "(looks like Python 2 code; convert it to Python 3 first)"),
+])
+def test_bad_input_is_reported_and_not_converted(data: bytes, reason: str, builtin_tables) -> None:
+    result = convert_source("bad.py", data, builtin_tables)
+    assert result.status is Status.FAILED
+    assert result.reason == reason
+    assert result.output is None
+
+
+def test_declared_encoding_round_trips(builtin_tables) -> None:
+    source = "# -*- coding: latin-1 -*-\nimport torch\n# café\nx = torch.cuda.is_available()  # naïve\n"
+    result = convert_source("l1.py", source.encode("latin-1"), builtin_tables)
+    assert result.status is Status.CONVERTED
+    assert result.output == source.replace("torch.cuda", "torch.npu").replace(
+        "import torch\n", "import torch\nimport torch_npu\n").encode("latin-1")
+
+
+def test_crlf_and_bom_preserved(builtin_tables) -> None:
+    data = b"\xef\xbb\xbfimport torch\r\n\r\nx = y.cuda()\r\n"
+    result = convert_source("w.py", data, builtin_tables)
+    assert result.output == b"\xef\xbb\xbfimport torch\r\nimport torch_npu\r\n\r\nx = y.npu()\r\n"
+
+
+def test_bytes_outside_changes_preserved(builtin_tables) -> None:
+    source = ("import torch\n\n\n#   odd   comment\t\nx  =  torch.cuda.is_available( )   # trailing\n"
+              "y = '''cuda\n   string'''\nz = (1,\n     2)\t\n")
+    result = convert_source("f.py", source.encode(), builtin_tables)
+    expected = source.replace("torch.cuda.is_available", "torch.npu.is_available").replace(
+        "import torch\n", "import torch\nimport torch_npu\n", 1)
+    assert result.output.decode() == expected
+
+
+def test_raising_handler_fails_the_file_and_names_the_rule(builtin_tables) -> None:
+    tables = copy.copy(builtin_tables)
+    rule = Rule(id="TP999", kind="Test", params={}, summary="", message="", origin="test")
+
+    def explode(converter, rule, original, updated):
+        raise ValueError("boom")
+
+    tables.handlers = [*builtin_tables.handlers, (rule, explode)]
+    result = convert_source("h.py", b"import torch\nf(torch.cuda)\n", tables)
+    assert result.status is Status.FAILED
+    assert result.reason == "rule TP999 (Test) raised ValueError: boom"
+
+
+def test_prefilter_gives_the_same_result(builtin_tables) -> None:
+    """Skipping files without trigger words must change nothing: compare against no prefilter."""
+    unfiltered = copy.copy(builtin_tables)
+    unfiltered.triggers = {""}  # the empty string is in every file
+    for case in sorted(FIXTURES.rglob("*.py")):
+        data = case.read_bytes()
+        assert convert_source(case.name, data, builtin_tables) == convert_source(case.name, data, unfiltered)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([
+    "import torch\n", "import torch.cuda as tc\n", "from torch import cuda\n", "x = torch.cuda.is_available()\n",
+    "y = tc.device_count()\n", "m = m.cuda()\n", "cuda.synchronize()\n", "z = a.is_cuda\n", "# cuda comment\n",
+    "s = 'cuda'\n", "def f(cuda):\n    return cuda\n", "from torch.cuda.amp import GradScaler\n",
+    "torch.cuda.nvtx.range_push('x')\n", "if True:\n    import torch\n", "\n",
+]), max_size=8))
+def test_conversion_is_idempotent_and_stable(builtin_tables, lines) -> None:
+    source = "".join(lines)
+    first = convert_source("p.py", source.encode(), builtin_tables)
+    assert first.status in (Status.CONVERTED, Status.UNCHANGED), first.reason
+    text = first.output if first.output is not None else source.encode()
+    compile(text, "p.py", "exec")
+    second = convert_source("p.py", text, builtin_tables)
+    assert second.output is None
+
+
+def test_serial_equals_parallel(tmp_path: Path, builtin_tables) -> None:
+    for i, case in enumerate(sorted(FIXTURES.rglob("*.in.py"))):
+        (tmp_path / f"m{i:02d}.py").write_bytes(case.read_bytes())
+    (tmp_path / "broken.py").write_bytes(b"def (:\n")
+    entries = discover(tmp_path)
+    serial = convert_entries(entries, builtin_tables, jobs=1)
+    parallel = convert_entries(entries, builtin_tables, jobs=2)
+    assert serial == parallel
+    assert any(r.status is Status.CONVERTED for r in serial)

@@ -1,0 +1,75 @@
+"""Fixture pairs, discovered from the tree.
+
+tests/fixtures/rules/<RULE>/<case>.in.py converts with the built-in rules to <case>.out.py,
+with the findings in <case>.findings; a case without .out.py must not change at all.
+tests/fixtures/user_rules/<case>/ adds its rules.json to the built-in rules.
+Every output converts to itself again (idempotence).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers import convert_text, findings_text
+from ms_fmk_transplt.engine import compile_rules
+from ms_fmk_transplt.rules import load_rules
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _cases(kind: str) -> list[Path]:
+    return sorted((FIXTURES / kind).glob("*/*.in.py"))
+
+
+def _id(path: Path) -> str:
+    return f"{path.parent.name}/{path.name[:-len('.in.py')]}"
+
+
+def _tables_for(case: Path, builtin_tables):
+    rules_file = case.parent / "rules.json"
+    if rules_file.exists():
+        return compile_rules(load_rules([rules_file]))
+    return builtin_tables
+
+
+def _check(case: Path, tables, update: bool) -> None:
+    source = case.read_text()
+    out_file = case.with_name(case.name.replace(".in.py", ".out.py"))
+    findings_file = case.with_name(case.name.replace(".in.py", ".findings"))
+    converted, result = convert_text(source, tables, case.name)
+    assert result.status.value in ("converted", "unchanged"), result.reason
+    if update:
+        if converted != source or out_file.exists():
+            out_file.write_text(converted)
+        findings_file.write_text(findings_text(result))
+    expected = out_file.read_text() if out_file.exists() else source
+    assert converted == expected
+    assert findings_text(result) == findings_file.read_text()
+    again, second = convert_text(converted, tables, case.name)
+    assert again == converted, "converting the output again changed it"
+
+
+@pytest.mark.parametrize("case", _cases("rules"), ids=_id)
+def test_builtin_rule_fixture(case: Path, builtin_tables, update_fixtures: bool) -> None:
+    _check(case, builtin_tables, update_fixtures)
+
+
+@pytest.mark.parametrize("case", _cases("user_rules"), ids=_id)
+def test_user_rule_fixture(case: Path, builtin_tables, update_fixtures: bool) -> None:
+    _check(case, _tables_for(case, builtin_tables), update_fixtures)
+
+
+def test_every_rewrite_has_a_must_not_change_case() -> None:
+    for kind in ("rules", "user_rules"):
+        for folder in sorted(p for p in (FIXTURES / kind).iterdir() if p.is_dir()):
+            cases = list(folder.glob("*.in.py"))
+            unchanged = [c for c in cases if not c.with_name(c.name.replace(".in.py", ".out.py")).exists()]
+            assert cases and unchanged, f"{folder} needs a must-not-change case (an .in.py without .out.py)"
+
+
+def test_every_builtin_rule_has_fixtures() -> None:
+    folders = {p.name for p in (FIXTURES / "rules").iterdir() if p.is_dir()}
+    missing = {r.id for r in load_rules()} - folders
+    assert not missing, f"built-in rules without fixtures: {sorted(missing)}"

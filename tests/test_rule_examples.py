@@ -1,0 +1,25 @@
+"""Every built-in rule's embedded examples run: `before` converts to `after`, and is then stable."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import convert_text
+from ms_fmk_transplt.rules import load_rules
+
+EXAMPLES = [(rule.id, i, ex) for rule in load_rules() for i, ex in enumerate(rule.examples)]
+
+
+@pytest.mark.parametrize("rule_id,index,example", EXAMPLES, ids=[f"{r}-{i}" for r, i, _ in EXAMPLES])
+def test_example(rule_id, index, example, builtin_tables) -> None:
+    converted, result = convert_text(example.before, builtin_tables)
+    assert converted == example.after
+    if example.after != example.before:
+        assert any(f.rule_id == rule_id for f in result.findings), f"{rule_id} did not fire"
+    assert convert_text(converted, builtin_tables)[0] == converted
+
+
+def test_every_builtin_rule_has_examples() -> None:
+    for rule in load_rules():
+        assert rule.examples, f"{rule.id} has no examples"
+        assert any(e.before != e.after for e in rule.examples) or rule.kind == "ImportInsertRule"

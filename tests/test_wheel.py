@@ -1,0 +1,36 @@
+"""A non-editable wheel install carries the built-in rules and the Ascend data."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_wheel_install_loads_builtin_rules(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                    str(wheels), str(ROOT)], check=True, capture_output=True)
+    wheel = next(wheels.glob("ms_fmk_transplt-*.whl"))
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
+                   check=True, capture_output=True)
+    code = (
+        "import ms_fmk_transplt\n"
+        "from ms_fmk_transplt.rules import load_rules\n"
+        "from ms_fmk_transplt import data\n"
+        "rules = load_rules()\n"
+        "print(ms_fmk_transplt.__file__)\n"
+        "print(len(rules), sorted({r.id for r in rules})[0], data.default_release())\n"
+    )
+    # -S: no site processing, so the editable install's import hook cannot stand in for the wheel
+    site_packages = next(p for p in sys.path if p.endswith("site-packages"))
+    done = subprocess.run([sys.executable, "-S", "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                          env={"PYTHONPATH": f"{target}:{site_packages}", "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    where, summary = done.stdout.splitlines()
+    assert where.startswith(str(target)), "the wheel, not the source tree, was imported"
+    count, first, release = summary.split()
+    assert int(count) >= 5 and first == "TP001" and release == "2.12.0"
