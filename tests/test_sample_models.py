@@ -1,0 +1,89 @@
+"""Every sample model runs on CPU, prints >= 3 finite `step=` lines, and is deterministic per seed."""
+import math
+import os
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "sample_models"
+STEPS = 5
+TIMEOUT_S = 240
+
+# (id, script relative to sample_models/, extra args)
+SCRIPTS = [
+    ("mnist_mlp", "mnist_mlp/main.py", []),
+    ("imagenet_resnet", "imagenet_resnet/main.py", []),
+    ("word_language_model", "word_language_model/main.py", ["--cuda"]),
+    ("nanogpt_amp", "nanogpt_amp/train.py", []),
+    ("ddp_trainer", "ddp_trainer/train_ddp.py", ["--world-size", "2"]),
+    ("inhouse_ctr", "inhouse_ctr/train.py", []),
+]
+STEP_RE = re.compile(r"^step=(\d+) loss=(\S+)$")
+
+
+def _env():
+    env = dict(os.environ)
+    # two runs of six scripts share the machine: one intra-op thread each keeps it fast and stable
+    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONHASHSEED="0")
+    env.pop("LOCAL_RANK", None)  # the DDP sample would think torchrun launched it
+    return env
+
+
+def _run(name, rel, extra, out_dir):
+    cmd = [sys.executable, str(SAMPLES / rel), "--steps", str(STEPS), "--seed", "3",
+           "--out-dir", str(out_dir), *extra]
+    try:
+        proc = subprocess.run(cmd, cwd=out_dir, env=_env(), text=True, capture_output=True,
+                              timeout=TIMEOUT_S)
+        return proc.returncode, proc.stdout, proc.stderr
+    except subprocess.TimeoutExpired as exc:
+        return -1, exc.stdout or "", f"timed out after {TIMEOUT_S}s"
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Run every script twice (same seed), as many at a time as there are cores; slowest first."""
+    jobs = [(name, i, rel, extra, tmp_path_factory.mktemp(f"{name}_{i}"))
+            for name, rel, extra in SCRIPTS for i in range(2)]
+    jobs.sort(key=lambda j: j[0] != "ddp_trainer")
+    # most of each run is `import torch` (single-threaded), so one job per core is the sweet spot
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        futures = {(name, i): pool.submit(_run, name, rel, extra, out)
+                   for name, i, rel, extra, out in jobs}
+        return {key: fut.result() for key, fut in futures.items()}
+
+
+def _step_lines(stdout):
+    return [line for line in stdout.splitlines() if line.startswith("step=")]
+
+
+@pytest.mark.parametrize("name", [s[0] for s in SCRIPTS])
+def test_runs_and_prints_finite_steps(runs, name):
+    rc, out, err = runs[(name, 0)]
+    assert rc == 0, f"{name} exited {rc}\nstdout:\n{out[-2000:]}\nstderr:\n{err[-4000:]}"
+    lines = _step_lines(out)
+    assert len(lines) == STEPS, lines
+    for expected, line in enumerate(lines, start=1):
+        m = STEP_RE.match(line)
+        assert m, f"malformed step line: {line!r}"
+        assert int(m.group(1)) == expected
+        assert math.isfinite(float(m.group(2))), line
+
+
+@pytest.mark.parametrize("name", [s[0] for s in SCRIPTS])
+def test_same_seed_same_losses(runs, name):
+    (rc0, out0, _), (rc1, out1, err1) = runs[(name, 0)], runs[(name, 1)]
+    assert rc0 == 0 and rc1 == 0, err1[-4000:]
+    assert _step_lines(out0) == _step_lines(out1)
+    assert len(_step_lines(out0)) >= 3
+
+
+def test_every_sample_is_listed_in_readme():
+    readme = (SAMPLES / "README.md").read_text()
+    for _, rel, _ in SCRIPTS:
+        assert rel in readme, rel
