@@ -53,6 +53,8 @@ def convert(
         None, "-v", "--version", help=f"Ascend release data, by PyTorch version: {', '.join(data.releases())} "
         f"(default {data.default_release()})."),
     force: bool = typer.Option(False, "--force", help="Replace an existing <name>_msft folder."),
+    opt_in: Optional[List[str]] = typer.Option(None, "--opt-in", help="Enable rewrites that need a human check, "
+                                               "e.g. fused-optimizers (apex fused optimizers -> torch_npu)."),
     strict: bool = typer.Option(False, "--strict", help="Exit 3 when unsupported APIs are found."),
     jobs: int = typer.Option(0, "-j", "--jobs", min=0, help="Worker processes; 0 chooses by input size."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress bar and no summary table."),
@@ -67,7 +69,7 @@ def convert(
     from ms_fmk_transplt.run import Options, UsageError, convert_project
 
     options = Options(source=input, output=output, rule_files=tuple(rule or ()), release=release,
-                      force=force, jobs=jobs)
+                      force=force, jobs=jobs, opt_ins=tuple(opt_in or ()))
     try:
         with _progress(quiet) as progress:
             run = convert_project(options, progress=progress)
@@ -82,7 +84,7 @@ def convert(
         _summary(run)
     if run.failed:
         raise typer.Exit(EXIT_FAILED_FILES)
-    if strict and any(f.operation is Operation.UNSUPPORTED for r in run.files for f in r.findings):
+    if strict and any(f.operation is Operation.UNSUPPORTED and not f.noop for r in run.files for f in r.findings):
         raise typer.Exit(EXIT_UNSUPPORTED)
 
 

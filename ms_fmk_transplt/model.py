@@ -39,6 +39,7 @@ class Finding:
     end_line: int
     message: str
     heuristic: bool = False
+    noop: bool = False  # UNSUPPORTED but harmless: the line is kept and does nothing on the NPU
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ class Options:
     release: str | None = None
     force: bool = False
     jobs: int = 0
+    opt_ins: Sequence[str] = ()
     warnings: list[str] = field(default_factory=list)
 
 
@@ -75,7 +76,11 @@ def convert_project(options: Options, progress: Progress | None = None) -> RunRe
         raise UsageError(f"unknown release {release!r}; shipped: {', '.join(data.releases())}")
     try:
         rules = load_rules(options.rule_files, warnings=options.warnings)
-        tables = compile_rules(rules, release=release)
+        known = {r.params["opt_in"] for r in rules if r.params.get("opt_in")}
+        unknown = sorted(set(options.opt_ins) - known)
+        if unknown:
+            raise UsageError(f"unknown --opt-in {', '.join(unknown)}; valid: {', '.join(sorted(known)) or 'none'}")
+        tables = compile_rules(rules, release=release, opt_ins=options.opt_ins)
     except RuleFileError as exc:
         raise UsageError(str(exc)) from None
     final = _check_paths(options)

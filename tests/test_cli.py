@@ -217,3 +217,28 @@ def test_console_scripts_and_module(tmp_path: Path, project: Path) -> None:
     quiet = subprocess.run([sys.executable, "-m", "ms_fmk_transplt", "-i", str(project), "-o", str(tmp_path / "o"),
                             "--force", "-q"], capture_output=True, text=True)
     assert quiet.returncode == 0 and quiet.stderr == "" and quiet.stdout == ""
+
+
+def test_opt_in_fused_optimizers(tmp_path: Path) -> None:
+    src = tmp_path / "s"
+    src.mkdir()
+    (src / "m.py").write_text("from apex.optimizers import FusedSGD\nopt = FusedSGD(params, lr=0.1)\n")
+    assert _run("-i", str(src), "-o", str(tmp_path / "plain"), "-q").exit_code == 0
+    assert (tmp_path / "plain" / "s_msft" / "m.py").read_text() == (src / "m.py").read_text()
+    assert _run("-i", str(src), "-o", str(tmp_path / "opt"), "-q", "--opt-in", "fused-optimizers").exit_code == 0
+    assert (tmp_path / "opt" / "s_msft" / "m.py").read_text() == (
+        "from torch_npu.optim import NpuFusedSGD\nopt = NpuFusedSGD(params, lr=0.1)\n")
+    result = _run("-i", str(src), "-o", str(tmp_path / "bad"), "--opt-in", "everything")
+    assert result.exit_code == 2 and "unknown --opt-in everything; valid: fused-optimizers" in result.output
+
+
+def test_release_changes_the_rules(tmp_path: Path) -> None:
+    """torch.npu of torch_npu 6.0.0 (PyTorch 2.1.0) lacks graph capture; 26.1.0 has it."""
+    src = tmp_path / "s"
+    src.mkdir()
+    (src / "m.py").write_text("import torch\ntorch.cuda.graph(g)\n")
+    assert _run("-i", str(src), "-o", str(tmp_path / "new"), "-q").exit_code == 0
+    assert "torch.npu.graph(g)" in (tmp_path / "new" / "s_msft" / "m.py").read_text()
+    assert _run("-i", str(src), "-o", str(tmp_path / "old"), "-q", "-v", "2.1.0").exit_code == 0
+    assert "torch.cuda.graph(g)" in (tmp_path / "old" / "s_msft" / "m.py").read_text()
+    assert "torch.cuda.graph has no NPU counterpart" in (tmp_path / "old" / "s_msft" / "msFmkTranspltlog.txt").read_text()

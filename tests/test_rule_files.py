@@ -40,9 +40,15 @@ def test_guide_example_loads(tmp_path: Path) -> None:
     ("[]", "FILE: /: [] is not of type 'object'"),
     ({}, "FILE: /: 'rules' is required"),
     ({"rules": []}, "FILE: /rules: [] is not of type 'object'"),
-    ({"rules": {"RenameRule": []}}, "FILE: /rules: unknown rule kind 'RenameRule'; valid kinds: ArgsModifyRule, "
-     "AttributeRenameRule, FuncNameModifyRule, ImportInsertRule, MethodRenameRule, ModuleMemberRule, "
-     "ModuleNameModifyRule"),
+    ({"rules": {"RenameRule": []}}, "FILE: /rules: unknown rule kind 'RenameRule'; valid kinds: ApiSupportRule, "
+     "ArgsModifyRule, AttributeRenameRule, EnvVarRule, FuncNameModifyRule, ImportInsertRule, KeywordRenameRule, "
+     "MethodRenameRule, ModuleMemberRule, ModuleNameModifyRule, StringLiteralRule, UnsupportedApiRule"),
+    ({"rules": {"StringLiteralRule": [{"pattern": "cuda(", "old": "cuda", "new": "npu"}]}},
+     "FILE: /rules/StringLiteralRule/0/pattern: not a valid regular expression (missing ), unterminated subpattern"),
+    ({"rules": {"EnvVarRule": [{"name": "NCCL_*", "new_name": "HCCL_X"}]}},
+     "FILE: /rules/EnvVarRule/0/new_name: a prefix rule can only report; new_name must be a plain variable name"),
+    ({"rules": {"FuncNameModifyRule": [{"old_name": "a.f", "new_name": "a.g", "opt_in": "Fused Optimizers"}]}},
+     "FILE: /rules/FuncNameModifyRule/0/opt_in: 'Fused Optimizers' does not match '^[a-z][a-z0-9_-]*$'"),
     ({"rules": {"FuncNameModifyRule": [{"old_name": "a.b"}]}}, "FILE: /rules/FuncNameModifyRule/0: 'new_name' is required"),
     ({"rules": {"FuncNameModifyRule": [{"old_name": "a.b", "new_name": 3}]}},
      "FILE: /rules/FuncNameModifyRule/0/new_name: 3 is not of type 'string'"),
@@ -96,7 +102,7 @@ def test_unknown_key_warns(tmp_path: Path) -> None:
     doc = {"rules": {"FuncNameModifyRule": [{"old_name": "a.f", "new_name": "a.g", "comment": "why"}]}}
     load_rule_file(_write(tmp_path, doc), warnings=warnings)
     assert warnings == [f"{tmp_path / 'rules.json'}: /rules/FuncNameModifyRule/0/comment: unknown key ignored "
-                        "(valid: examples, id, message, needs_torch_npu, new_name, old_name, suggestion, summary, tags)"]
+                        "(valid: examples, id, message, needs_torch_npu, new_name, old_name, opt_in, suggestion, summary, tags)"]
 
 
 def test_user_ids_continue_across_files(tmp_path: Path) -> None:

@@ -129,6 +129,6 @@ def _place(module: cst.Module, converter: Converter) -> tuple[Finding, ...]:
             start, end = where.start.line, where.end.line
             if item.line_offset:
                 start = end
-        findings.append(Finding(item.rule.id, item.operation, start, end, item.message, item.heuristic))
+        findings.append(Finding(item.rule.id, item.operation, start, end, item.message, item.heuristic, item.noop))
     findings.sort(key=lambda f: (f.start_line, f.end_line, f.rule_id))
     return tuple(findings)

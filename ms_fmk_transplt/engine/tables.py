@@ -40,6 +40,23 @@ class ArgRewrite:
 
 
 @dataclass(frozen=True)
+class StringRewrite:
+    """A string literal whose whole value matches `pattern` gets its leading `old` replaced by `new`."""
+
+    rule: Rule
+    pattern: Any  # compiled regex
+    old: str
+    new: str
+
+
+@dataclass(frozen=True)
+class KeywordRename:
+    rule: Rule
+    keyword: str
+    new_keyword: str
+
+
+@dataclass(frozen=True)
 class Match:
     """The result of looking a qualified name up: `prefix` of `name` matched an entry."""
 
@@ -61,7 +78,12 @@ class Tables:
     attributes: dict[str, Rename] = field(default_factory=dict)  # heuristic: x.is_cuda
     args_by_name: dict[str, list[ArgRewrite]] = field(default_factory=dict)
     args_by_method: dict[str, list[ArgRewrite]] = field(default_factory=dict)
+    keywords: dict[str, list[KeywordRename]] = field(default_factory=dict)
+    strings: list[StringRewrite] = field(default_factory=list)
+    env_vars: dict[str, Rename] = field(default_factory=dict)
+    env_prefixes: dict[str, Rename] = field(default_factory=dict)
     handlers: list[tuple[Rule, Any]] = field(default_factory=list)
+    opt_ins: frozenset[str] = frozenset()
     import_insert: Rule | None = None
     triggers: set[str] = field(default_factory=set)
     release: str = ""
@@ -83,23 +105,35 @@ class Tables:
                 return Match(members.rule, name, member, None, members.suggestion)
         return None
 
+    def rename(self, rule: Rule, new: str | None, suggestion: str = "") -> Rename:
+        """A Rename, or a report-only one when the rule is opt-in and not opted into."""
+        opt_in = rule.params.get("opt_in")
+        if new is not None and opt_in and opt_in not in self.opt_ins:
+            hint = f"rerun with --opt-in {opt_in} to rewrite it as {new}"
+            return Rename(rule, None, f"{suggestion}; {hint}" if suggestion else hint)
+        return Rename(rule, new, suggestion)
+
     def add_trigger(self, *names: str) -> None:
         """Words whose absence from a file proves that no rule can match in it."""
         for name in names:
             self.triggers.add(name.rsplit(".", 1)[-1])
 
 
-def compile_rules(rules: Iterable[Rule], release: str = "") -> Tables:
-    """Build the lookup tables from validated rules; later rules override earlier ones."""
+def compile_rules(rules: Iterable[Rule], release: str = "", opt_ins: Iterable[str] = ()) -> Tables:
+    """Build the lookup tables from validated rules; later rules override earlier ones.
+
+    A rule with an `opt_in` name that is not in `opt_ins` is compiled as a report only.
+    """
     from ms_fmk_transplt.rules.registry import all_kinds
 
     from ms_fmk_transplt import data
 
     kinds = all_kinds()
-    tables = Tables(release=release or data.default_release())
+    tables = Tables(release=release or data.default_release(), opt_ins=frozenset(opt_ins))
     by_kind: dict[str, list[Rule]] = {}
     for rule in rules:
         by_kind.setdefault(rule.kind, []).append(rule)
-    for name, group in by_kind.items():
-        kinds[name].compile(group, tables)
+    # report-only data lists go last so that any explicit rule for the same name wins
+    for name in sorted(by_kind, key=lambda kind: kind == "ApiSupportRule"):
+        kinds[name].compile(by_kind[name], tables)
     return tables

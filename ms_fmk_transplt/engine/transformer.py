@@ -6,6 +6,7 @@ rewrites build on `updated_node`, so `x.cuda(device=torch.device("cuda:0"))` get
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -35,6 +36,7 @@ class Pending:
     message: str
     heuristic: bool = False
     line_offset: int = 0
+    noop: bool = False
 
 
 def _chain_root(node: cst.BaseExpression) -> cst.Name:
@@ -81,6 +83,14 @@ class Converter(cst.CSTTransformer):
         self._qualified: dict[int, str | None] = {}
         self.has_torch_npu = False
         self.imported_modules: set[str] = set()
+        # where string literals are the user's words (messages, docstrings, keys), not devices
+        self._quiet_args: set[int] = set()
+        self._quiet_depth = 0
+        self._keys: set[int] = set()
+        self._env_keys: set[int] = set()
+        self._device_args: set[int] = set()
+        self._device_depth = 0
+        self._extra_lines: list[cst.BaseSmallStatement] = []
         # bound name -> (name bound after the import rewrites, what it then refers to)
         self.rebound: dict[str, tuple[str, str]] = {}
         self._plan_imports(module)
@@ -140,10 +150,11 @@ class Converter(cst.CSTTransformer):
 
     def report_unsupported(self, node: cst.CSTNode, rule: Rule, what: str, suggestion: str = "") -> None:
         """An UNSUPPORTED finding: `what` cannot run on the NPU as written; `suggestion` says what to do."""
-        text = f"{what} has no NPU counterpart"
+        noop = bool(rule.params.get("noop"))
+        text = f"{what} has no effect on the NPU" if noop else f"{what} has no NPU counterpart"
         if suggestion:
             text += "; " + suggestion.format(release=self.t.release)
-        self.pending.append(Pending(node, rule, Operation.UNSUPPORTED, text))
+        self.pending.append(Pending(node, rule, Operation.UNSUPPORTED, text, noop=noop))
 
     def _report_match(self, node: cst.CSTNode, match: Match) -> None:
         if match.new is None:
@@ -161,7 +172,115 @@ class Converter(cst.CSTTransformer):
     def visit_Arg(self, node: cst.Arg) -> bool:
         if node.keyword is not None:
             self._not_loads.add(id(node.keyword))
+            if node.keyword.value in _MESSAGE_KEYWORDS:
+                self._quiet_depth += 1
+            elif node.keyword.value in _DEVICE_KEYWORDS:
+                self._device_depth += 1
+        if id(node) in self._quiet_args:
+            self._quiet_depth += 1
+        if id(node) in self._device_args:
+            self._device_depth += 1
         return True
+
+    def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
+        if original_node.keyword is not None:
+            if original_node.keyword.value in _MESSAGE_KEYWORDS:
+                self._quiet_depth -= 1
+            elif original_node.keyword.value in _DEVICE_KEYWORDS:
+                self._device_depth -= 1
+        if id(original_node) in self._quiet_args:
+            self._quiet_depth -= 1
+        if id(original_node) in self._device_args:
+            self._device_depth -= 1
+        return updated_node
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        func = node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        positional = [a for a in node.args if a.keyword is None]
+        if name in _MESSAGE_CALLS or name.endswith(("Error", "Exception", "Warning")):
+            self._quiet_args.update(id(a) for a in node.args)
+        elif name in _OPTION_CALLS or name in _ATTRIBUTE_NAME_CALLS:
+            self._quiet_args.update(id(a) for a in positional[: None if name in _OPTION_CALLS else 2])
+        qualified = self.qualify(func)
+        if qualified in _ENV_CALLS and positional:
+            self._env_keys.add(id(positional[0].value))
+        if name == "to" or qualified == "torch.device":
+            self._device_args.update(id(a) for a in positional[:1])
+        elif qualified == "torch.load" and len(positional) > 1:
+            self._device_args.add(id(positional[1]))
+        return True
+
+    def visit_Expr(self, node: cst.Expr) -> bool:
+        if isinstance(node.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return False  # a bare string statement (docstring) is prose
+        return True
+
+    def visit_DictElement(self, node: cst.DictElement) -> bool:
+        if self._device_depth == 0:
+            self._keys.add(id(node.key))
+        return True
+
+    def visit_Subscript(self, node: cst.Subscript) -> bool:
+        environ = self.qualify(node.value) == "os.environ"
+        for element in node.slice:
+            if isinstance(element.slice, cst.Index):
+                (self._env_keys if environ else self._keys).add(id(element.slice.value))
+        return True
+
+    def visit_Comparison(self, node: cst.Comparison) -> bool:
+        for target in node.comparisons:
+            if isinstance(target.operator, (cst.In, cst.NotIn)) and self.qualify(target.comparator) == "os.environ":
+                self._env_keys.add(id(node.left))
+        return True
+
+    # ---- string literals: devices, backends, environment variables ------------------------------
+    def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString) -> cst.BaseExpression:
+        key = id(original_node)
+        if key not in self._env_keys and (self._quiet_depth or (key in self._keys and not self._device_depth)):
+            return updated_node
+        try:
+            value = original_node.evaluated_value
+        except Exception:  # an escape libcst cannot evaluate: leave it alone
+            return updated_node
+        if not isinstance(value, str):
+            return updated_node
+        if key in self._env_keys:
+            return self._rewrite_env(original_node, updated_node, value)
+        for rewrite in self.t.strings:
+            if rewrite.pattern.fullmatch(value):
+                new_value = rewrite.new + value[len(rewrite.old):]
+                self.report(original_node, rewrite.rule, Operation.MODIFY, heuristic=not self._device_depth,
+                            old=repr(value), new=repr(new_value))
+                quote = original_node.quote
+                return updated_node.with_changes(value=f"{original_node.prefix}{quote}{new_value}{quote}")
+        return updated_node
+
+    def leave_FormattedString(self, original_node: cst.FormattedString, updated_node: cst.FormattedString):
+        if self._quiet_depth or not updated_node.parts:
+            return updated_node
+        template = "".join(p.value if isinstance(p, cst.FormattedStringText) else "{}" for p in original_node.parts)
+        first = updated_node.parts[0]
+        for rewrite in self.t.strings:
+            if rewrite.pattern.fullmatch(template) and isinstance(first, cst.FormattedStringText) \
+                    and first.value.startswith(rewrite.old):
+                self.report(original_node, rewrite.rule, Operation.MODIFY, heuristic=not self._device_depth,
+                            old=repr(template), new=repr(rewrite.new + template[len(rewrite.old):]))
+                new_first = first.with_changes(value=rewrite.new + first.value[len(rewrite.old):])
+                return updated_node.with_changes(parts=[new_first, *updated_node.parts[1:]])
+        return updated_node
+
+    def _rewrite_env(self, original: cst.SimpleString, updated: cst.SimpleString, value: str) -> cst.BaseExpression:
+        entry = self.t.env_vars.get(value)
+        if entry is None:
+            entry = next((e for prefix, e in self.t.env_prefixes.items() if value.startswith(prefix)), None)
+        if entry is None:
+            return updated
+        if entry.new is None or entry.rule.params.get("opt_in_blocked"):
+            self.report_unsupported(original, entry.rule, f"environment variable {value}", entry.suggestion)
+            return updated
+        self.report(original, entry.rule, Operation.MODIFY, old=value, new=entry.new)
+        return updated.with_changes(value=f"{original.prefix}{original.quote}{entry.new}{original.quote}")
 
     def visit_Param(self, node: cst.Param) -> bool:
         self._not_loads.add(id(node.name))
@@ -214,7 +333,7 @@ class Converter(cst.CSTTransformer):
         """Make the first name of a freshly written dotted path resolve (torch.npu needs only torch)."""
         root = target.split(".", 1)[0]
         parent = target.rsplit(".", 1)[0] if "." in target else root
-        if root == "torch" or parent == root:
+        if root in ("torch", "torch_npu") or parent == root:
             if self.aliases.get(root) != root or root in self.renamed_names:
                 self.imports_needed.add(root)
         elif parent not in self.imported_modules:
@@ -239,6 +358,8 @@ class Converter(cst.CSTTransformer):
                 self.report(original_node, entry.rule, Operation.MODIFY, heuristic=True, old=func.value, new=entry.new)
                 result = updated_node.with_changes(func=updated_node.func.with_changes(value=entry.new))
         result = self._rewrite_args(original_node, result, name)
+        if name and isinstance(result, cst.Call):
+            result = self._rename_keywords(original_node, result, name)
         for rule, handler in self.t.handlers:
             if not isinstance(result, cst.Call):
                 break
@@ -249,6 +370,18 @@ class Converter(cst.CSTTransformer):
             if replaced is not None:
                 result = replaced
         return result
+
+    def _rename_keywords(self, original: cst.Call, updated: cst.Call, name: str) -> cst.Call:
+        renames = self.t.keywords.get(name)
+        if not renames:
+            return updated
+        args = list(updated.args)
+        for rename in renames:
+            for i, arg in enumerate(args):
+                if arg.keyword is not None and arg.keyword.value == rename.keyword:
+                    self.report(original.args[i], rename.rule, Operation.MODIFY, old=rename.keyword, new=rename.new_keyword)
+                    args[i] = arg.with_changes(keyword=arg.keyword.with_changes(value=rename.new_keyword))
+        return updated.with_changes(args=args)
 
     def _rewrite_args(self, original: cst.Call, updated: cst.BaseExpression, name: str | None) -> cst.BaseExpression:
         rewrites = self.t.args_by_name.get(name, []) if name else []
@@ -268,12 +401,13 @@ class Converter(cst.CSTTransformer):
                 continue
             if slot < 0:
                 continue
-            current = cst.Module(body=[]).code_for_node(args[slot].value)
-            if current == rewrite.new_code:
+            current = _code(args[slot].value)
+            if _same_value(current, rewrite.new_code):
                 continue
             args[slot] = args[slot].with_changes(value=cst.parse_expression(rewrite.new_code))
             self.report(original.args[slot], rewrite.rule, Operation.MODIFY, heuristic="." not in
-                        str(rewrite.rule.params.get("func_name", ".")), old=current, new=rewrite.new_code)
+                        str(rewrite.rule.params.get("func_name", ".")), old=_code(original.args[slot].value),
+                        new=rewrite.new_code)
         return updated.with_changes(args=args)
 
     @staticmethod
@@ -344,27 +478,71 @@ class Converter(cst.CSTTransformer):
         if not kept and len(moved) == 1:
             parent, aliases = next(iter(moved.items()))
             return updated_node.with_changes(module=build_dotted(parent), names=aliases)
-        statements = []
-        if kept:
-            statements.append(updated_node.with_changes(names=_strip_last_comma(kept)))
-        for parent, aliases in moved.items():
-            statements.append(cst.ImportFrom(module=build_dotted(parent), names=_strip_last_comma(aliases)))
-        return cst.FlattenSentinel(statements)
+        extra = [cst.ImportFrom(module=build_dotted(parent), names=_strip_last_comma(aliases))
+                 for parent, aliases in moved.items()]
+        if not kept:
+            first, extra = extra[0], extra[1:]
+        else:
+            first = updated_node.with_changes(names=_strip_last_comma(kept))
+        self._extra_lines.extend(extra)
+        return first
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+        self._extra_lines = []
+        return True
+
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
+                                  updated_node: cst.SimpleStatementLine):
+        if not self._extra_lines:
+            return updated_node
+        lines = [cst.SimpleStatementLine(body=[statement]) for statement in self._extra_lines]
+        self._extra_lines = []
+        return cst.FlattenSentinel([updated_node, *lines])
 
     # ---- module: the torch_npu import ---------------------------------------------------------
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         rule = self.t.import_insert
-        if rule is None or not self.needs_torch_npu or self.has_torch_npu:
+        if rule is None:
             return updated_node
         module_name = rule.params["module"]
         after = rule.params.get("after", "torch")
         body = list(updated_node.body)
+        # a rewrite that spelled out `torch_npu.x.y` needs the bare name, not just any import of it
+        name_needed = module_name in self.imports_needed and self.aliases.get(module_name) != module_name
+        self.imports_needed.discard(module_name)
+        imported = any(r == module_name or r.startswith(module_name + ".") for s in body for r in _imported_roots(s))
+        if not name_needed and (not self.needs_torch_npu or self.has_torch_npu or imported):
+            return updated_node
         index = _insert_position(original_node.body, body, after)
         anchor = original_node.body[index - 1] if 0 < index <= len(original_node.body) else original_node
         line = cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=build_dotted(module_name))])])
         body.insert(index, line)
         self.pending.append(Pending(anchor, rule, Operation.INSERT, rule.render(module=module_name), line_offset=1))  # reported at the anchor line
         return updated_node.with_changes(body=body)
+
+
+_MESSAGE_KEYWORDS = frozenset({"help", "description", "epilog", "usage", "msg", "message", "desc", "title", "prog"})
+_DEVICE_KEYWORDS = frozenset({"device", "map_location", "device_type", "output_device", "backend"})
+_MESSAGE_CALLS = frozenset({"print", "debug", "info", "warning", "warn", "error", "critical", "exception", "log",
+                            "write", "set_description", "set_postfix_str", "echo", "fail", "skip", "xfail"})
+_OPTION_CALLS = frozenset({"add_argument", "add_option", "DEFINE_string", "DEFINE_bool", "DEFINE_boolean"})
+_ATTRIBUTE_NAME_CALLS = frozenset({"getattr", "setattr", "hasattr", "delattr"})
+_ENV_CALLS = frozenset({"os.getenv", "os.putenv", "os.unsetenv", "os.environ.get", "os.environ.setdefault",
+                        "os.environ.pop", "os.environ.__contains__"})
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node)
+
+
+def _same_value(code: str, other: str) -> bool:
+    """Equal source, or equal literals spelled differently ('hccl' and "hccl")."""
+    if code == other:
+        return True
+    try:
+        return ast.literal_eval(code) == ast.literal_eval(other)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
 
 
 def _strip_last_comma(aliases: list[cst.ImportAlias]) -> list[cst.ImportAlias]:

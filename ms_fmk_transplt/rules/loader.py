@@ -22,6 +22,7 @@ COMMON = {
     "message": {"type": "string"},
     "suggestion": {"type": "string"},
     "needs_torch_npu": {"type": "boolean"},
+    "opt_in": {"type": "string", "pattern": "^[a-z][a-z0-9_-]*$"},
     "tags": {"type": "array", "items": {"type": "string"}},
     "examples": {
         "type": "array",
@@ -114,7 +115,7 @@ def parse_rule_document(document: Any, origin: str, *, builtin: bool, first_user
             else:
                 rule_id = f"U{next_id:03d}"
                 next_id += 1
-            params = {k: v for k, v in entry.items() if k in kind.schema.get("properties", {}) or k == "suggestion"}
+            params = {k: v for k, v in entry.items() if k in kind.schema.get("properties", {}) or k in ("suggestion", "opt_in")}
             rules.append(Rule(
                 id=rule_id,
                 kind=kind_name,

@@ -7,7 +7,6 @@ through the file's imports: `torch.cuda.synchronize()`, `tc.synchronize` after
 by name alone, and `new_name` must then be a bare name too.
 """
 
-from ms_fmk_transplt.engine.tables import Rename
 from ms_fmk_transplt.rules import checks
 from ms_fmk_transplt.rules.registry import kind
 
@@ -42,9 +41,10 @@ class FuncNameModifyRule:
     def compile(rules, tables):
         for rule in rules:
             old, new = rule.params["old_name"], rule.params["new_name"]
+            entry = tables.rename(rule, new, rule.params.get("suggestion", ""))
             if "." in old:
-                tables.renames[old] = Rename(rule, new)
+                tables.renames[old] = entry
             else:
-                tables.methods[old] = Rename(rule, new)
-                tables.functions[old] = Rename(rule, new)
+                tables.methods[old] = entry
+                tables.functions[old] = entry
             tables.add_trigger(old)

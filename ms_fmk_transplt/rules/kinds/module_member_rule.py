@@ -2,7 +2,8 @@
 
 `torch.cuda.X` becomes `torch.npu.X` for each X in `members` (or in the shipped release data
 named by `members_from`); any other member is left as it is and reported as UNSUPPORTED with
-the rule's `suggestion`. A reference to the module itself is renamed.
+the rule's `suggestion` (or left alone, with `"others": "keep"`). A reference to the module
+itself is renamed unless others are kept.
 """
 
 from ms_fmk_transplt.engine.tables import ModuleMembers, Rename
@@ -19,6 +20,7 @@ from ms_fmk_transplt.rules.registry import kind
             "new_module": {"type": "string"},
             "members": {"type": "array", "items": {"type": "string"}},
             "members_from": {"type": "string"},
+            "others": {"enum": ["unsupported", "keep"]},
         },
     },
     message="{old} -> {new}",
@@ -58,7 +60,8 @@ class ModuleMemberRule:
             if "members_from" in p:
                 members += data.members(p["members_from"], tables.release)
             suggestion = rule.params.get("suggestion", "")
-            tables.modules[p["module"]] = ModuleMembers(rule, p["new_module"], suggestion)
+            if p.get("others", "unsupported") == "unsupported":
+                tables.modules[p["module"]] = ModuleMembers(rule, p["new_module"], suggestion)
             for member in members:
                 tables.renames.setdefault(f"{p['module']}.{member}", Rename(rule, f"{p['new_module']}.{member}"))
             tables.add_trigger(p["module"])

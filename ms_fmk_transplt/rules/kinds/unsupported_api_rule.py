@@ -1,0 +1,36 @@
+"""UnsupportedApiRule: report every use of a module or API that cannot run on the NPU.
+
+Matches the qualified name and everything under it (imports included); nothing is rewritten.
+`noop: true` marks knobs that are harmless on the NPU (cuDNN flags): reported, kept, and not
+counted by --strict.
+"""
+
+from ms_fmk_transplt.rules import checks
+from ms_fmk_transplt.rules.registry import kind
+
+
+@kind(
+    name="UnsupportedApiRule",
+    schema={"required": ["name"],
+            "properties": {"name": {"type": "string"}, "noop": {"type": "boolean"}}},
+    message="{old} has no NPU counterpart",
+)
+class UnsupportedApiRule:
+    @staticmethod
+    def check(entry):
+        return [("name", p)] if (p := checks.dotted_name(entry["name"])) else []
+
+    @staticmethod
+    def summary(entry):
+        what = "has no effect on the NPU (kept)" if entry.get("noop") else "cannot run on the NPU (reported)"
+        return f"{entry['name']} {what}"
+
+    @staticmethod
+    def key(entry):
+        return entry["name"]
+
+    @staticmethod
+    def compile(rules, tables):
+        for rule in rules:
+            tables.renames[rule.params["name"]] = tables.rename(rule, None, rule.params.get("suggestion", ""))
+            tables.add_trigger(rule.params["name"])
