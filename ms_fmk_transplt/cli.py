@@ -152,6 +152,21 @@ def rules_list(
     Console(highlight=False, width=max(120, Console().width)).print(table)
 
 
+@rules_app.command("doc")
+def rules_doc(
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write here instead of stdout."),
+) -> None:
+    """Print the built-in rules reference (Markdown), generated from the rules' metadata."""
+    from ms_fmk_transplt.rules import load_rules
+    from ms_fmk_transplt.rules.reference import rules_markdown
+
+    text = rules_markdown(load_rules())
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text)
+
+
 def main() -> None:
     """Console-script entry point."""
     app(prog_name="ms_fmk_transplt")

@@ -73,3 +73,11 @@ def test_every_builtin_rule_fires_in_a_fixture() -> None:
     fired = {line.split()[2] for path in (FIXTURES / "rules").rglob("*.findings") for line in path.read_text().splitlines()}
     missing = {r.id for r in load_rules()} - fired
     assert not missing, f"built-in rules that no fixture exercises: {sorted(missing)}"
+
+
+def test_readme_quotes_the_worked_example() -> None:
+    readme = (FIXTURES.parent.parent / "README.md").read_text()
+    folder = FIXTURES / "user_rules" / "readme_example"
+    for name in ("rules.json", "worked.in.py", "worked.out.py"):
+        text = (folder / name).read_text()
+        assert text in readme, f"README's worked example no longer matches {name}"

@@ -24,3 +24,12 @@ def test_every_builtin_rule_fires_on_one_of_its_examples(builtin_tables) -> None
         assert rule.examples, f"{rule.id} has no examples"
         fired = [f for e in rule.examples for f in convert_text(e.before, builtin_tables)[1].findings if f.rule_id == rule.id]
         assert fired, f"{rule.id} reports nothing on its own examples"
+
+
+def test_rules_reference_is_current() -> None:
+    from pathlib import Path
+
+    from ms_fmk_transplt.rules.reference import rules_markdown
+
+    committed = (Path(__file__).resolve().parent.parent / "docs" / "rules.md").read_text()
+    assert committed == rules_markdown(load_rules()), "run: ms_fmk_transplt rules doc -o docs/rules.md"
