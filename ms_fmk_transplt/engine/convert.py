@@ -70,10 +70,6 @@ def _syntax_problem(data: bytes) -> str | None:
     return None
 
 
-def _could_match(data: bytes, tables: Tables) -> bool:
-    return any(t.encode() in data for t in tables.triggers)
-
-
 def convert_source(path: str, data: bytes, tables: Tables) -> FileResult:
     """Convert one Python source; on any failure the result says why and carries no output."""
     try:
@@ -95,7 +91,7 @@ def _convert(path: str, data: bytes, tables: Tables) -> FileResult:
     problem = _syntax_problem(data)
     if problem:
         return FileResult(path, Status.FAILED, reason=problem)
-    if not _could_match(data, tables):
+    if not tables.could_match(data):
         return FileResult(path, Status.UNCHANGED)
     try:
         module = cst.parse_module(data)

@@ -85,7 +85,7 @@ class Tables:
     handlers: list[tuple[Rule, Any]] = field(default_factory=list)
     opt_ins: frozenset[str] = frozenset()
     import_insert: Rule | None = None
-    triggers: set[str] = field(default_factory=set)
+    triggers: set[tuple[str, ...]] = field(default_factory=set)
     release: str = ""
 
     def lookup(self, name: str) -> Match | None:
@@ -114,9 +114,18 @@ class Tables:
         return Rename(rule, new, suggestion)
 
     def add_trigger(self, *names: str) -> None:
-        """Words whose absence from a file proves that no rule can match in it."""
+        """Record what a file must contain for a rule to match in it.
+
+        Any use of a dotted name `a.b.c` spells out its last two segments somewhere in the file,
+        whatever the import form (`import a.b as m; m.c`, `from a.b import c`, `a.b.c`), so the
+        pair ("b", "c") is a necessary condition; a single word is its own condition.
+        """
         for name in names:
-            self.triggers.add(name.rsplit(".", 1)[-1])
+            self.triggers.add(tuple(name.split(".")[-2:]))
+
+    def could_match(self, data: bytes) -> bool:
+        """False only when no rule can possibly match in `data` (proved by test to change nothing)."""
+        return any(all(word.encode() in data for word in trigger) for trigger in self.triggers)
 
 
 def compile_rules(rules: Iterable[Rule], release: str = "", opt_ins: Iterable[str] = ()) -> Tables:

@@ -2,11 +2,17 @@
 
 The lists ship as package data (tools/derive_converter_data.py) per PyTorch version; `-v`
 selects one. Only names that resolve through the file's imports are checked (`torch.X.Y`), not
-tensor methods, whose receiver type is unknown. An API absent from the list is not verified,
+methods of classes (`torch.optim.Adam.step`, `torch.Tensor.mode`), whose receiver type is unknown. An API absent from the list is not verified,
 which is not the same as unsupported, so it is not reported.
 """
 
 from ms_fmk_transplt.rules.registry import kind
+
+
+def _class_member(name: str) -> bool:
+    """`torch.optim.Adam.step`: reached through instances (`opt.step()`), never resolvable statically."""
+    parts = name.split(".")
+    return len(parts) > 2 and parts[-2][:1].isupper()
 
 
 @kind(
@@ -36,10 +42,10 @@ class ApiSupportRule:
             listed = release[rule.params["source"]]
             supported = sorted(name for name, support in listed.items() if support != "no")
             for name, support in listed.items():
-                if support != "no" or not name.startswith(prefix) or name.startswith("torch.Tensor."):
+                if support != "no" or not name.startswith(prefix) or _class_member(name):
                     continue
                 # a class listed as unsupported may still have supported members: never report those
                 if any(other.startswith(name + ".") for other in supported):
                     continue
                 tables.renames.setdefault(name, tables.rename(rule, None, suggestion))
-            tables.add_trigger(prefix.rstrip("."))
+                tables.add_trigger(name)

@@ -45,4 +45,4 @@ class EnvVarRule:
                 tables.env_prefixes[name[:-1]] = entry
             else:
                 tables.env_vars[name] = entry
-            tables.add_trigger(name.rstrip("*").split("_", 1)[0])
+            tables.add_trigger(name.rstrip("*"))
