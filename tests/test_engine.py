@@ -109,3 +109,13 @@ def test_serial_equals_parallel(tmp_path: Path, builtin_tables) -> None:
     parallel = convert_entries(entries, builtin_tables, jobs=2)
     assert serial == parallel
     assert any(r.status is Status.CONVERTED for r in serial)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=400) | st.text(max_size=400).map(lambda t: t.encode("utf-8", "surrogatepass")))
+def test_arbitrary_bytes_never_crash(builtin_tables, data: bytes) -> None:
+    result = convert_source("fuzz.py", data, builtin_tables)
+    assert result.status in (Status.CONVERTED, Status.UNCHANGED, Status.FAILED)
+    assert not result.reason.startswith("internal error"), result.reason
+    if result.output is not None:
+        compile(result.output, "fuzz.py", "exec")
