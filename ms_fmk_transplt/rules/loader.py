@@ -128,12 +128,7 @@ def parse_rule_document(document: Any, origin: str, *, builtin: bool, first_user
                 user=not builtin,
                 tags=tuple(entry.get("tags", [])),
             ))
-    ids: dict[str, str] = {}
-    for rule in rules:
-        if rule.id in ids:
-            raise RuleFileError(f"{rule.origin}: duplicate rule id {rule.id} (also at {ids[rule.id]})")
-        ids[rule.id] = rule.origin
-    return rules
+    return _unique_ids(rules)
 
 
 _NPU_WORDS = re.compile(r"\btorch[._]npu\b|['\"]npu\b|\bhccl\b")
@@ -143,6 +138,15 @@ _REPLACEMENT_KEYS = ("new_name", "arg_new", "new_method", "new_attribute", "new_
 def _mentions_npu(kind_name: str, entry: dict[str, Any]) -> bool:
     """A rule whose replacement talks about the NPU needs torch_npu imported, unless it says otherwise."""
     return kind_name != "ImportInsertRule" and any(_NPU_WORDS.search(str(entry.get(k, ""))) for k in _REPLACEMENT_KEYS)
+
+
+def _unique_ids(rules: list[Rule]) -> list[Rule]:
+    ids: dict[str, str] = {}
+    for rule in rules:
+        if rule.id in ids:
+            raise RuleFileError(f"{rule.origin}: duplicate rule id {rule.id} (also at {ids[rule.id]})")
+        ids[rule.id] = rule.origin
+    return rules
 
 
 def _compiles(code: str) -> bool:
@@ -181,12 +185,7 @@ def load_builtin_rules() -> list[Rule]:
         if entry.name.endswith(".json"):
             document = json.loads(entry.read_text(encoding="utf-8"))
             rules.extend(parse_rule_document(document, f"builtin/{entry.name}", builtin=True))
-    ids: dict[str, str] = {}
-    for rule in rules:
-        if rule.id in ids:
-            raise RuleFileError(f"{rule.origin}: duplicate rule id {rule.id} (also at {ids[rule.id]})")
-        ids[rule.id] = rule.origin
-    return rules
+    return _unique_ids(rules)
 
 
 def load_rules(user_files: Iterable[str | Path] = (), *, builtin: bool = True,
