@@ -54,20 +54,19 @@ def _decode_problem(data: bytes) -> str | None:
     return None
 
 
-def _syntax_problem(data: bytes) -> str | None:
+def _syntax_problem(data: bytes) -> tuple[str | None, ast.Module | None]:
     """CPython's verdict on the source (libcst accepts some Python 2 forms that CPython rejects)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ast.parse(data)
+            return None, ast.parse(data)
     except SyntaxError as exc:
         reason = f"syntax error at line {exc.lineno}: {exc.msg}"
         if any(p.search(data) for p in _PY2_HINTS):
             reason += " (looks like Python 2 code; convert it to Python 3 first)"
-        return reason
+        return reason, None
     except (ValueError, MemoryError) as exc:
-        return f"not parseable: {exc}"
-    return None
+        return f"not parseable: {exc}", None
 
 
 def convert_source(path: str, data: bytes, tables: Tables) -> FileResult:
@@ -88,7 +87,7 @@ def _convert(path: str, data: bytes, tables: Tables) -> FileResult:
     problem = _decode_problem(data)
     if problem:
         return FileResult(path, Status.FAILED, reason=problem)
-    problem = _syntax_problem(data)
+    problem, tree = _syntax_problem(data)
     if problem:
         return FileResult(path, Status.FAILED, reason=problem)
     if not tables.could_match(data):
@@ -104,27 +103,64 @@ def _convert(path: str, data: bytes, tables: Tables) -> FileResult:
         for name in sorted(converter.imports_needed):
             AddImportsVisitor.add_needed_import(context, name)
         new_module = new_module.visit(AddImportsVisitor(context))
-    findings = _place(module, converter)
+    findings = _place(module, converter, tree)
     output = new_module.bytes
     if output == data:
         return FileResult(path, Status.UNCHANGED, findings=findings)
     return FileResult(path, Status.CONVERTED, findings=findings, output=output)
 
 
-def _place(module: cst.Module, converter: Converter) -> tuple[Finding, ...]:
-    """Positions for the pending findings, computed only when there are any."""
+def _statement_lines(module: cst.Module, tree: ast.Module | None) -> list[int] | None:
+    """First line of each top-level libcst statement, from CPython's tree; None if they don't align."""
+    if tree is None:
+        return None
+    starts: list[int] = []
+    nodes = iter(tree.body)
+    try:
+        for statement in module.body:
+            count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+            first = next(nodes)
+            for _ in range(count - 1):
+                next(nodes)
+            starts.append(first.lineno)  # for decorated definitions both trees start at `def` / `class`
+    except StopIteration:
+        return None
+    return starts if next(nodes, None) is None else None
+
+
+def _place(module: cst.Module, converter: Converter, tree: ast.Module | None = None) -> tuple[Finding, ...]:
+    """Original positions for the pending findings.
+
+    Positions are resolved only inside the top-level statements that hold findings, each as a
+    one-statement module offset by CPython's line numbers; the whole-module provider is the
+    fallback. A test checks both give the same lines.
+    """
     if not converter.pending:
         return ()
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    starts = _statement_lines(module, tree)
+    lines: dict[int, tuple[int, int]] = {}
+    if starts is None or any(item.top < 0 and item.node is not module for item in converter.pending):
+        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        for item in converter.pending:
+            if item.node is not module:
+                where = positions[item.node]
+                lines[id(item)] = (where.start.line, where.end.line)
+    else:
+        tops = sorted({item.top for item in converter.pending if item.top >= 0})
+        for top in tops:
+            statement = module.body[top]
+            mini = module.with_changes(body=[statement], header=(), footer=())
+            positions = MetadataWrapper(mini, unsafe_skip_copy=True).resolve(PositionProvider)
+            shift = starts[top] - positions[statement].start.line
+            for item in converter.pending:
+                if item.top == top:
+                    where = positions[item.node]
+                    lines[id(item)] = (where.start.line + shift, where.end.line + shift)
     findings = []
     for item in converter.pending:
-        if item.node is module:
-            start = end = 1
-        else:
-            where = positions[item.node]
-            start, end = where.start.line, where.end.line
-            if item.line_offset:
-                start = end
+        start, end = lines.get(id(item), (1, 1))
+        if item.line_offset:
+            start = end
         findings.append(Finding(item.rule.id, item.operation, start, end, item.message, item.heuristic, item.noop))
     findings.sort(key=lambda f: (f.start_line, f.end_line, f.rule_id))
     return tuple(findings)

@@ -37,6 +37,7 @@ class Pending:
     heuristic: bool = False
     line_offset: int = 0
     noop: bool = False
+    top: int = -1  # index of the enclosing top-level statement, -1 for the module itself
 
 
 def _chain_root(node: cst.BaseExpression) -> cst.Name:
@@ -94,7 +95,15 @@ class Converter(cst.CSTTransformer):
         # bound name -> (name bound after the import rewrites, what it then refers to)
         self.rebound: dict[str, tuple[str, str]] = {}
         self._plan_imports(module)
+        self._top_ids = {id(statement): i for i, statement in enumerate(module.body)}
+        self._top = -1
         self.renamed_names = {old: new for old, (new, _) in self.rebound.items() if old != new}
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        top = self._top_ids.get(id(node))
+        if top is not None:
+            self._top = top
+        return super().on_visit(node)
 
     # ---- name resolution -------------------------------------------------------------------
     def qualify(self, node: cst.CSTNode) -> str | None:
@@ -144,7 +153,7 @@ class Converter(cst.CSTTransformer):
     def report(self, node: cst.CSTNode, rule: Rule, operation: Operation, heuristic: bool = False, **fields: Any) -> None:
         """Record a finding at `node` (an original node) rendered from the rule's template."""
         fields.setdefault("release", self.t.release)
-        self.pending.append(Pending(node, rule, operation, rule.render(**fields), heuristic))
+        self.pending.append(Pending(node, rule, operation, rule.render(**fields), heuristic, top=self._top))
         if operation is not Operation.UNSUPPORTED and rule.needs_torch_npu:
             self.needs_torch_npu = True
 
@@ -154,7 +163,7 @@ class Converter(cst.CSTTransformer):
         text = f"{what} has no effect on the NPU" if noop else f"{what} has no NPU counterpart"
         if suggestion:
             text += "; " + suggestion.format(release=self.t.release)
-        self.pending.append(Pending(node, rule, Operation.UNSUPPORTED, text, noop=noop))
+        self.pending.append(Pending(node, rule, Operation.UNSUPPORTED, text, noop=noop, top=self._top))
 
     def _report_match(self, node: cst.CSTNode, match: Match) -> None:
         if match.new is None:
@@ -397,7 +406,8 @@ class Converter(cst.CSTTransformer):
             if slot == -2:
                 where = f"argument {rewrite.index} of {rewrite.rule.params.get('func_name')}"
                 self.pending.append(Pending(original, rewrite.rule, Operation.UNSUPPORTED,
-                                            f"{where} is hidden behind *args; set it to {rewrite.new_code} by hand"))
+                                            f"{where} is hidden behind *args; set it to {rewrite.new_code} by hand",
+                                            top=self._top))
                 continue
             if slot < 0:
                 continue
@@ -517,7 +527,8 @@ class Converter(cst.CSTTransformer):
         anchor = original_node.body[index - 1] if 0 < index <= len(original_node.body) else original_node
         line = cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=build_dotted(module_name))])])
         body.insert(index, line)
-        self.pending.append(Pending(anchor, rule, Operation.INSERT, rule.render(module=module_name), line_offset=1))  # reported at the anchor line
+        self.pending.append(Pending(anchor, rule, Operation.INSERT, rule.render(module=module_name), line_offset=1,
+                                    top=index - 1 if anchor is not original_node else -1))  # at the anchor line
         return updated_node.with_changes(body=body)
 
 
