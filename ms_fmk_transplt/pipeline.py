@@ -110,10 +110,19 @@ class Staging:
         self.path = final.with_name(f".{final.name}.partial-{os.getpid()}")
 
     def __enter__(self) -> Path:
+        self._remove_abandoned()
         if self.path.exists():
             shutil.rmtree(self.path)
         self.path.mkdir(parents=True)
         return self.path
+
+    def _remove_abandoned(self) -> None:
+        """Staging folders of runs that were killed outright (their process is gone)."""
+        for leftover in self.final.parent.glob(f".{self.final.name}.*-*"):
+            pid = leftover.name.rsplit("-", 1)[-1]
+            if pid.isdigit() and not _alive(int(pid)):
+                _make_writable(leftover)
+                shutil.rmtree(leftover, ignore_errors=True)
 
     def commit(self) -> None:
         old = None
@@ -130,6 +139,16 @@ class Staging:
         if self.path.exists():
             _make_writable(self.path)
             shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _make_writable(path: Path) -> None:

@@ -242,3 +242,12 @@ def test_release_changes_the_rules(tmp_path: Path) -> None:
     assert _run("-i", str(src), "-o", str(tmp_path / "old"), "-q", "-v", "2.1.0").exit_code == 0
     assert "torch.cuda.graph(g)" in (tmp_path / "old" / "s_msft" / "m.py").read_text()
     assert "torch.cuda.graph has no NPU counterpart" in (tmp_path / "old" / "s_msft" / "msFmkTranspltlog.txt").read_text()
+
+
+def test_killed_run_leftovers_are_removed(project: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    dead = out / ".proj_msft.partial-999999999"
+    dead.mkdir(parents=True)
+    (dead / "half.py").write_text("x = ")
+    assert _run("-i", str(project), "-o", str(out), "-q").exit_code == 0
+    assert sorted(p.name for p in out.iterdir()) == ["proj_msft"]
