@@ -164,7 +164,7 @@ class GPT(nn.Module):
             loss = None
         return logits, loss
 
-    def configure_optimizers(self, weight_decay, learning_rate, betas, device_type):
+    def configure_optimizers(self, weight_decay, learning_rate, betas, device_type, fused='auto'):
         param_dict = {pn: p for pn, p in self.named_parameters() if p.requires_grad}
         # 2D params (matmuls + embeddings) decay, biases and layernorms don't.
         decay_params = [p for n, p in param_dict.items() if p.dim() >= 2]
@@ -175,7 +175,7 @@ class GPT(nn.Module):
         ]
         # Create AdamW optimizer and use the fused version if it is available
         fused_available = 'fused' in inspect.signature(torch.optim.AdamW).parameters
-        use_fused = fused_available and device_type == 'cuda'
+        use_fused = fused_available and device_type == 'cuda' if fused == 'auto' else fused == 'yes'
         extra_args = dict(fused=True) if use_fused else dict()
         optimizer = torch.optim.AdamW(optim_groups, lr=learning_rate, betas=betas, **extra_args)
         print(f"using fused AdamW: {use_fused}")
@@ -209,6 +209,8 @@ def get_args():
     p.add_argument('--dtype', default='auto', choices=['auto', 'float32', 'bfloat16', 'float16'],
                    help="'auto' = bfloat16 if the GPU supports it, else float16 (fp16 uses a GradScaler)")
     p.add_argument('--compile', action='store_true', help='use torch.compile (PyTorch 2.0)')
+    p.add_argument('--fused', default='auto', choices=['auto', 'yes', 'no'],
+                   help='fused AdamW: auto picks it on the GPU only')
     return p.parse_args()
 
 
@@ -276,7 +278,7 @@ def main():
 
     # initialize a GradScaler. If enabled=False scaler is a no-op
     scaler = torch.cuda.amp.GradScaler(enabled=(dtype == 'float16'))
-    optimizer = model.configure_optimizers(args.weight_decay, args.lr, (0.9, 0.95), device_type)
+    optimizer = model.configure_optimizers(args.weight_decay, args.lr, (0.9, 0.95), device_type, args.fused)
     if args.compile:
         print("compiling the model... (takes a ~minute)")
         model = torch.compile(model)
