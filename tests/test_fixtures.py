@@ -28,9 +28,11 @@ def _id(path: Path) -> str:
 
 
 def _tables_for(case: Path, builtin_tables):
+    """Built-in rules, plus the folder's rules.json; a folder named `topic@2.7.1` uses that release."""
     rules_file = case.parent / "rules.json"
-    if rules_file.exists():
-        return compile_rules(load_rules([rules_file]))
+    release = case.parent.name.partition("@")[2] or None
+    if rules_file.exists() or release:
+        return compile_rules(load_rules([rules_file] if rules_file.exists() else []), release=release)
     return builtin_tables
 
 
@@ -53,7 +55,7 @@ def _check(case: Path, tables, update: bool) -> None:
 
 @pytest.mark.parametrize("case", _cases("rules"), ids=_id)
 def test_builtin_rule_fixture(case: Path, builtin_tables, update_fixtures: bool) -> None:
-    _check(case, builtin_tables, update_fixtures)
+    _check(case, _tables_for(case, builtin_tables), update_fixtures)
 
 
 @pytest.mark.parametrize("case", _cases("user_rules"), ids=_id)

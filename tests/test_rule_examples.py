@@ -5,24 +5,31 @@ from __future__ import annotations
 import pytest
 
 from helpers import convert_text
+from ms_fmk_transplt.engine import compile_rules
 from ms_fmk_transplt.rules import load_rules
+
+
+def _tables(example, builtin_tables):
+    return compile_rules(load_rules(), release=example.release) if example.release else builtin_tables
 
 EXAMPLES = [(rule.id, i, ex) for rule in load_rules() for i, ex in enumerate(rule.examples)]
 
 
 @pytest.mark.parametrize("rule_id,index,example", EXAMPLES, ids=[f"{r}-{i}" for r, i, _ in EXAMPLES])
 def test_example(rule_id, index, example, builtin_tables) -> None:
-    converted, result = convert_text(example.before, builtin_tables)
+    tables = _tables(example, builtin_tables)
+    converted, result = convert_text(example.before, tables)
     assert converted == example.after
     if example.after != example.before:
         assert any(f.rule_id == rule_id for f in result.findings), f"{rule_id} did not fire"
-    assert convert_text(converted, builtin_tables)[0] == converted
+    assert convert_text(converted, tables)[0] == converted
 
 
 def test_every_builtin_rule_fires_on_one_of_its_examples(builtin_tables) -> None:
     for rule in load_rules():
         assert rule.examples, f"{rule.id} has no examples"
-        fired = [f for e in rule.examples for f in convert_text(e.before, builtin_tables)[1].findings if f.rule_id == rule.id]
+        fired = [f for e in rule.examples for f in convert_text(e.before, _tables(e, builtin_tables))[1].findings
+                 if f.rule_id == rule.id]
         assert fired, f"{rule.id} reports nothing on its own examples"
 
 

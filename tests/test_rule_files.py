@@ -41,7 +41,8 @@ def test_guide_example_loads(tmp_path: Path) -> None:
     ({}, "FILE: /: 'rules' is required"),
     ({"rules": []}, "FILE: /rules: [] is not of type 'object'"),
     ({"rules": {"RenameRule": []}}, "FILE: /rules: unknown rule kind 'RenameRule'; valid kinds: ApiSupportRule, "
-     "ArgsModifyRule, AttributeRenameRule, EnvVarRule, FuncNameModifyRule, ImportInsertRule, KeywordRenameRule, "
+     "ArgsModifyRule, AttributeRenameRule, EnvVarRule, FuncNameModifyRule, ImportInsertRule, KeywordDefaultRule, "
+     "KeywordRenameRule, "
      "MethodRenameRule, ModuleMemberRule, ModuleNameModifyRule, StringLiteralRule, UnsupportedApiRule"),
     ({"rules": {"StringLiteralRule": [{"pattern": "cuda(", "old": "cuda", "new": "npu"}]}},
      "FILE: /rules/StringLiteralRule/0/pattern: not a valid regular expression (missing ), unterminated subpattern"),

@@ -43,15 +43,16 @@ class Binding:
     statement: cst.CSTNode
 
 
-def iter_imports(module: cst.Module):
-    """Every Import / ImportFrom in the module, at any depth, visiting statements only."""
+def iter_imports(module: cst.Module, lines: bool = False):
+    """Every Import / ImportFrom in the module in source order, at any depth, visiting statements
+    only; with `lines`, (line, import) pairs, the line being the SimpleStatementLine holding it."""
     stack: list[cst.CSTNode] = list(reversed(module.body))
     while stack:
         node = stack.pop()
         if isinstance(node, cst.SimpleStatementLine):
             for small in node.body:
                 if isinstance(small, (cst.Import, cst.ImportFrom)):
-                    yield small
+                    yield (node, small) if lines else small
         elif isinstance(node, _BLOCKS):
             stack.extend(reversed([c for c in node.children if isinstance(c, (cst.BaseStatement, *_BLOCKS))]))
 

@@ -79,6 +79,7 @@ class Tables:
     args_by_name: dict[str, list[ArgRewrite]] = field(default_factory=dict)
     args_by_method: dict[str, list[ArgRewrite]] = field(default_factory=dict)
     keywords: dict[str, list[KeywordRename]] = field(default_factory=dict)
+    keyword_defaults: dict[str, list[Rule]] = field(default_factory=dict)
     strings: list[StringRewrite] = field(default_factory=list)
     env_vars: dict[str, Rename] = field(default_factory=dict)
     env_prefixes: dict[str, Rename] = field(default_factory=dict)

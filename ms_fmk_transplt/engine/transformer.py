@@ -92,6 +92,8 @@ class Converter(cst.CSTTransformer):
         self._device_args: set[int] = set()
         self._device_depth = 0
         self._extra_lines: list[cst.BaseSmallStatement] = []
+        self._anchor_updated: cst.SimpleStatementLine | None = None
+        self._anchor_top = -1
         # bound name -> (name bound after the import rewrites, what it then refers to)
         self.rebound: dict[str, tuple[str, str]] = {}
         self._plan_imports(module)
@@ -121,30 +123,40 @@ class Converter(cst.CSTTransformer):
         return result
 
     def _plan_imports(self, module: cst.Module) -> None:
-        for statement in iter_imports(module):
-            for bound, qualified, alias in import_bindings(statement):
-                if qualified == "torch_npu" or qualified.startswith("torch_npu."):
-                    self.has_torch_npu = True
-                full = dotted(alias.name)
-                if isinstance(statement, cst.Import) and full:
-                    self.imported_modules.add(full)
-                target = f"{dotted(statement.module)}.{full}" if isinstance(statement, cst.ImportFrom) else full
-                match = self.t.lookup(target) if target else None
-                if match is None or match.new is None:
-                    continue
-                new_target = match.new + target[len(match.prefix):]
-                if isinstance(statement, cst.Import):
-                    if alias.asname is not None:
-                        self.rebound[bound] = (bound, new_target)
-                    else:
-                        root = new_target.split(".", 1)[0]
-                        self.rebound[bound] = (root, root)
-                elif alias.asname is not None:
+        insert = self.t.import_insert
+        after = insert.params.get("after", "torch") if insert else None
+        self._anchor_line: cst.SimpleStatementLine | None = None
+        for line, statement in iter_imports(module, lines=True):
+            if self._anchor_line is None and after and _imports(statement, after):
+                self._anchor_line = line
+            self._plan_import(statement)
+        self.entry_point = bool(insert and insert.params.get("entry_points")) and any(
+            _is_main_guard(statement) for statement in module.body)
+
+    def _plan_import(self, statement: cst.Import | cst.ImportFrom) -> None:
+        for bound, qualified, alias in import_bindings(statement):
+            if qualified == "torch_npu" or qualified.startswith("torch_npu."):
+                self.has_torch_npu = True
+            full = dotted(alias.name)
+            if isinstance(statement, cst.Import) and full:
+                self.imported_modules.add(full)
+            target = f"{dotted(statement.module)}.{full}" if isinstance(statement, cst.ImportFrom) else full
+            match = self.t.lookup(target) if target else None
+            if match is None or match.new is None:
+                continue
+            new_target = match.new + target[len(match.prefix):]
+            if isinstance(statement, cst.Import):
+                if alias.asname is not None:
                     self.rebound[bound] = (bound, new_target)
                 else:
-                    last = new_target.rsplit(".", 1)[-1]
-                    free = last == bound or last not in self.aliases
-                    self.rebound[bound] = (last if free else bound, new_target)
+                    root = new_target.split(".", 1)[0]
+                    self.rebound[bound] = (root, root)
+            elif alias.asname is not None:
+                self.rebound[bound] = (bound, new_target)
+            else:
+                last = new_target.rsplit(".", 1)[-1]
+                free = last == bound or last not in self.aliases
+                self.rebound[bound] = (last if free else bound, new_target)
 
     def _binding(self, name: str) -> tuple[str, str | None]:
         return self.rebound.get(name, (name, self.aliases.get(name)))
@@ -381,6 +393,18 @@ class Converter(cst.CSTTransformer):
         return result
 
     def _rename_keywords(self, original: cst.Call, updated: cst.Call, name: str) -> cst.Call:
+        for rule in self.t.keyword_defaults.get(name, ()):
+            keyword = rule.params["keyword"]
+            if any(a.star == "**" or (a.keyword is not None and a.keyword.value == keyword) for a in updated.args):
+                continue
+            new_arg = cst.Arg(keyword=cst.Name(keyword), value=cst.parse_expression(rule.params["value"]),
+                              equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                                    whitespace_after=cst.SimpleWhitespace("")))
+            args = list(updated.args)
+            if args and args[-1].comma is cst.MaybeSentinel.DEFAULT:
+                args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            updated = updated.with_changes(args=[*args, new_arg])
+            self.report(original, rule, Operation.MODIFY, old=name, new=f"{keyword}={rule.params['value']}")
         renames = self.t.keywords.get(name)
         if not renames:
             return updated
@@ -503,6 +527,9 @@ class Converter(cst.CSTTransformer):
 
     def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
                                   updated_node: cst.SimpleStatementLine):
+        if original_node is self._anchor_line:
+            self._anchor_updated = updated_node
+            self._anchor_top = self._top
         if not self._extra_lines:
             return updated_node
         lines = [cst.SimpleStatementLine(body=[statement]) for statement in self._extra_lines]
@@ -515,21 +542,66 @@ class Converter(cst.CSTTransformer):
         if rule is None:
             return updated_node
         module_name = rule.params["module"]
-        after = rule.params.get("after", "torch")
         body = list(updated_node.body)
         # a rewrite that spelled out `torch_npu.x.y` needs the bare name, not just any import of it
         name_needed = module_name in self.imports_needed and self.aliases.get(module_name) != module_name
         self.imports_needed.discard(module_name)
         imported = any(r == module_name or r.startswith(module_name + ".") for s in body for r in _imported_roots(s))
-        if not name_needed and (not self.needs_torch_npu or self.has_torch_npu or imported):
+        wanted = self.needs_torch_npu or (self.entry_point and self._anchor_line is not None)
+        if not name_needed and (not wanted or self.has_torch_npu or imported):
             return updated_node
-        index = _insert_position(original_node.body, body, after)
-        anchor = original_node.body[index - 1] if 0 < index <= len(original_node.body) else original_node
         line = cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=build_dotted(module_name))])])
-        body.insert(index, line)
-        self.pending.append(Pending(anchor, rule, Operation.INSERT, rule.render(module=module_name), line_offset=1,
-                                    top=index - 1 if anchor is not original_node else -1))  # at the anchor line
-        return updated_node.with_changes(body=body)
+        message = rule.render(module=module_name)
+        if not self.needs_torch_npu and not name_needed:
+            message += " (entry-point script: registers the NPU for torch.accelerator and every module it imports)"
+        top_level = self._anchor_line is None or any(s is self._anchor_line for s in original_node.body)
+        if top_level:
+            index = _insert_position(original_node.body, body, rule.params.get("after", "torch"))
+            anchor = original_node.body[index - 1] if 0 < index <= len(original_node.body) else original_node
+            body.insert(index, line)
+            self.pending.append(Pending(anchor, rule, Operation.INSERT, message, line_offset=1,
+                                        top=index - 1 if anchor is not original_node else -1))
+            return updated_node.with_changes(body=body)
+        # the first torch import sits in a block (try: import torch / except ImportError): go next to it
+        self.pending.append(Pending(self._anchor_line, rule, Operation.INSERT, message, line_offset=1,
+                                    top=self._anchor_top))
+        before = _imports_device_module(self._anchor_updated)
+        return updated_node.visit(_InsertNextTo(self._anchor_updated, line, before))
+
+
+class _InsertNextTo(cst.CSTTransformer):
+    """Put `line` right after (or before) one statement line, found by identity."""
+
+    def __init__(self, target: cst.CSTNode | None, line: cst.SimpleStatementLine, before: bool) -> None:
+        super().__init__()
+        self.target, self.line, self.before = target, line, before
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return not isinstance(node, cst.BaseExpression)
+
+    def leave_SimpleStatementLine(self, original_node, updated_node):
+        if original_node is not self.target:
+            return updated_node
+        pair = [self.line, updated_node] if self.before else [updated_node, self.line]
+        return cst.FlattenSentinel(pair)
+
+
+def _imports(statement: cst.Import | cst.ImportFrom, root: str) -> bool:
+    if isinstance(statement, cst.Import):
+        names = [dotted(a.name) or "" for a in statement.names]
+    else:
+        names = [] if statement.relative or statement.module is None else [dotted(statement.module) or ""]
+    return any(n == root or n.startswith(root + ".") for n in names)
+
+
+def _is_main_guard(statement: cst.CSTNode) -> bool:
+    """`if __name__ == "__main__":` at module level."""
+    if not isinstance(statement, cst.If) or not isinstance(statement.test, cst.Comparison):
+        return False
+    parts = [statement.test.left, *(c.comparator for c in statement.test.comparisons)]
+    names = {p.value for p in parts if isinstance(p, cst.Name)}
+    strings = {p.evaluated_value for p in parts if isinstance(p, cst.SimpleString)}
+    return "__name__" in names and "__main__" in strings
 
 
 _MESSAGE_KEYWORDS = frozenset({"help", "description", "epilog", "usage", "msg", "message", "desc", "title", "prog"})

@@ -29,7 +29,7 @@ COMMON = {
         "items": {
             "type": "object",
             "required": ["before"],
-            "properties": {"before": {"type": "string"}, "after": {"type": "string"}},
+            "properties": {"before": {"type": "string"}, "after": {"type": "string"}, "release": {"type": "string"}},
             "additionalProperties": False,
         },
     },
@@ -123,7 +123,8 @@ def parse_rule_document(document: Any, origin: str, *, builtin: bool, first_user
                 summary=entry.get("summary") or kind.summary(entry),
                 message=entry.get("message") or kind.message,
                 origin=f"{origin}:{where}",
-                examples=tuple(Example(e["before"], e.get("after", e["before"])) for e in entry.get("examples", [])),
+                examples=tuple(Example(e["before"], e.get("after", e["before"]), e.get("release"))
+                               for e in entry.get("examples", [])),
                 needs_torch_npu=entry.get("needs_torch_npu", defaults.get("needs_torch_npu", _mentions_npu(kind_name, entry))),
                 user=not builtin,
                 tags=tuple(entry.get("tags", [])),

@@ -12,6 +12,7 @@ class Example:
 
     before: str
     after: str
+    release: str | None = None  # the Ascend release data it needs, when not the default
 
 
 @dataclass(frozen=True)

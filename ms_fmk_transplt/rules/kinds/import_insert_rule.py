@@ -1,7 +1,10 @@
 """ImportInsertRule: `import torch_npu` once, after the first `import torch`, in files that need it.
 
 A file needs it when another rule flagged `needs_torch_npu` changed it and it does not import
-the module already. Placed before the first import of torch.npu, which only exists after it.
+the module already; with `entry_points`, so does every script with an `if __name__ == "__main__":`
+block that imports torch (torch.accelerator and every module the script imports then see the
+NPU). Placed after the first import of torch, inside the same block when that import is guarded
+(`try: import torch`), and before the first import of torch.npu, which only exists after it.
 """
 
 from ms_fmk_transplt.rules import checks
@@ -11,7 +14,8 @@ from ms_fmk_transplt.rules.registry import kind
 @kind(
     name="ImportInsertRule",
     schema={"required": ["module"],
-            "properties": {"module": {"type": "string"}, "after": {"type": "string"}}},
+            "properties": {"module": {"type": "string"}, "after": {"type": "string"},
+                           "entry_points": {"type": "boolean"}}},
     message="import {module}",
 )
 class ImportInsertRule:
@@ -35,3 +39,7 @@ class ImportInsertRule:
     @staticmethod
     def compile(rules, tables):
         tables.import_insert = rules[-1]
+        if rules[-1].params.get("entry_points"):
+            tables.add_trigger(rules[-1].params.get("after", "torch"))
+            tables.triggers.add((rules[-1].params.get("after", "torch"), "__main__"))
+            tables.triggers.discard((rules[-1].params.get("after", "torch"),))
