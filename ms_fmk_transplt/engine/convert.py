@@ -9,8 +9,6 @@ import traceback
 import warnings
 
 import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ms_fmk_transplt.engine.tables import Tables
@@ -99,6 +97,10 @@ def _convert(path: str, data: bytes, tables: Tables) -> FileResult:
     converter = Converter(tables, module)
     new_module = module.visit(converter)
     if converter.imports_needed:
+        # libcst.codemod costs ~0.4 s to import; only a few files ever need it
+        from libcst.codemod import CodemodContext
+        from libcst.codemod.visitors import AddImportsVisitor
+
         context = CodemodContext()
         for name in sorted(converter.imports_needed):
             AddImportsVisitor.add_needed_import(context, name)
