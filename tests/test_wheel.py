@@ -34,3 +34,7 @@ def test_wheel_install_loads_builtin_rules(tmp_path: Path) -> None:
     assert where.startswith(str(target)), "the wheel, not the source tree, was imported"
     count, first, release = summary.split()
     assert int(count) >= 5 and first == "TP001" and release == "2.12.0"
+    shim = target / "runtime_shim"
+    for part in ("data/releases.json", "data/npu_ops_torch2.12.0_torchnpu26.1.0.txt", "_boot/sitecustomize.py",
+                 "torch_npu_stub/__init__.py", "torch_npu_stub/profiler.py", "torch_npu_stub/optim.py", "compat.py"):
+        assert (shim / part).is_file(), f"the wheel lacks runtime_shim/{part}"

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Training-step time on the simulated npu against native CPU, side by side in one process.
+
+For each model and optimizer, a CPU copy and an npu copy of the same model are
+stepped alternately (CPU step, npu step, CPU step, ...), so machine load hits
+both alike; the ratio is median(npu step) / median(CPU step).
+
+    python bench/bench_runtime.py [--steps 60] [--warmup 10] [--threads N] [--models mlp,cnn,...]
+
+Targets from issue 4: <= 1.15x for conv nets at batch 32, <= 2x for small MLP/LSTM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def _load_models():
+    spec = importlib.util.spec_from_file_location("runtime_models", ROOT / "tests" / "runtime" / "models.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while defining
+    spec.loader.exec_module(module)
+    return module
+
+
+def _configs(models):
+    import torch
+
+    def dense(batch):
+        return lambda g: (torch.randn(batch, 32, generator=g), torch.randint(0, 10, (batch,), generator=g))
+
+    def images(batch, size):
+        return lambda g: (torch.randn(batch, 3, size, size, generator=g), torch.randint(0, 10, (batch,), generator=g))
+
+    def tokens(batch):
+        return lambda g: (torch.randint(0, 50, (batch, 12), generator=g), torch.randint(0, 5, (batch,), generator=g))
+
+    def view(batch):
+        return lambda g: (torch.randn(batch, 24, generator=g), torch.randint(0, 10, (batch,), generator=g))
+
+    return {
+        "mlp": ("MLP width 128, batch 256", lambda: models.MLP(128), dense(256)),
+        "cnn": ("CNN+BN+dropout 16ch, batch 32, 3x32x32", lambda: models.CNN(16), images(32, 32)),
+        "lstm": ("LSTM h=32, batch 32, seq 12", models.LSTMClassifier, tokens(32)),
+        "transformer": ("Transformer 2x d=32, batch 32, seq 12", models.TinyTransformer, tokens(32)),
+        "view_inplace": ("view/in-place model, batch 64", models.ViewInplace, view(64)),
+    }
+
+
+OPTIMIZERS = {
+    "sgd": lambda params: __import__("torch").optim.SGD(params, lr=0.01, momentum=0.9),
+    "adamw": lambda params: __import__("torch").optim.AdamW(params, lr=1e-3),
+}
+
+
+def _stepper(build, batch_fn, optimizer, device):
+    import torch
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    model = build().to(device)
+    opt = OPTIMIZERS[optimizer](model.parameters())
+    x, y = batch_fn(torch.Generator().manual_seed(1))
+    x, y = x.to(device), y.to(device)
+
+    def step():
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()  # forces completion, as a real training loop's logging does
+
+    return step
+
+
+def measure(build, batch_fn, optimizer, steps, warmup):
+    """Median step seconds (cpu, npu), interleaved."""
+    cpu = _stepper(build, batch_fn, optimizer, "cpu")
+    npu = _stepper(build, batch_fn, optimizer, "npu:0")
+    times = {"cpu": [], "npu": []}
+    for i in range(warmup + steps):
+        for name, fn in (("cpu", cpu), ("npu", npu)) if i % 2 == 0 else (("npu", npu), ("cpu", cpu)):
+            start = time.perf_counter()
+            fn()
+            elapsed = time.perf_counter() - start
+            if i >= warmup:
+                times[name].append(elapsed)
+    return statistics.median(times["cpu"]), statistics.median(times["npu"])
+
+
+def main(argv=None) -> int:
+    """Run the benchmark and print a markdown table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch default)")
+    parser.add_argument("--models", default="mlp,cnn,lstm,transformer,view_inplace")
+    parser.add_argument("--optimizers", default="sgd,adamw")
+    args = parser.parse_args(argv)
+
+    import os
+
+    os.environ.setdefault("RUNTIME_SHIM_OPCHECK", "off")
+    import torch
+
+    import runtime_shim
+
+    runtime_shim.activate()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    configs = _configs(_load_models())
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.steps} measured steps "
+          f"(+{args.warmup} warm-up), interleaved, medians")
+    print()
+    print("| model | optimizer | CPU ms/step | simulated NPU ms/step | ratio |")
+    print("|---|---|---:|---:|---:|")
+    for key in args.models.split(","):
+        label, build, batch_fn = configs[key]
+        for optimizer in args.optimizers.split(","):
+            cpu, npu = measure(build, batch_fn, optimizer, args.steps, args.warmup)
+            print(f"| {label} | {optimizer} | {cpu * 1e3:.2f} | {npu * 1e3:.2f} | {npu / cpu:.2f}x |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

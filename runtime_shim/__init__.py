@@ -1,0 +1,22 @@
+"""runtime_shim: run scripts converted for Ascend NPU on a machine without one.
+
+``python -m runtime_shim train.py ARGS...`` runs ``train.py`` with a simulated
+``npu`` device: ``import torch_npu`` works, ``torch.npu`` exists, npu tensors
+live in host memory and compute with PyTorch's CPU kernels, bit-identical to
+running the original script on CPU. Programmatic use::
+
+    import runtime_shim
+    runtime_shim.activate()
+
+Supported torch versions: >=2.6,<2.14 (verified on 2.13.0). Importing this
+package does not import torch; activate() does. It never imports libcst,
+typer or rich.
+"""
+
+from __future__ import annotations
+
+from runtime_shim._compat import SUPPORTED as SUPPORTED_TORCH
+from runtime_shim.activate import activate, is_active, real_torch_npu_installed
+
+__all__ = ["activate", "is_active", "real_torch_npu_installed", "SUPPORTED_TORCH"]
+__version__ = "0.1.0"

@@ -1,0 +1,38 @@
+"""Start-up hook for child processes of a runtime_shim-activated process.
+
+This directory is put on PYTHONPATH by runtime_shim.activate(). When the
+interpreter starts with RUNTIME_SHIM_ACTIVE=1, the ``torch_npu`` import hook is
+installed (cheap: torch is not imported until ``import torch_npu`` runs). Any
+other sitecustomize further along sys.path is run afterwards, so this one never
+hides it.
+"""
+
+import importlib.machinery
+import importlib.util
+import os
+import sys
+
+
+def _install_hook() -> None:
+    if os.environ.get("RUNTIME_SHIM_ACTIVE") != "1":
+        return
+    try:
+        from runtime_shim.activate import install_import_hook
+    except ImportError as exc:  # the package moved or was uninstalled
+        sys.stderr.write(f"runtime_shim: cannot activate in child process: {exc}\n")
+        return
+    install_import_hook()
+
+
+def _run_next_sitecustomize() -> None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    others = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", others)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+
+_install_hook()
+_run_next_sitecustomize()

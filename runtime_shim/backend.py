@@ -1,0 +1,167 @@
+"""Install the simulated npu into PyTorch: PrivateUse1 rename, hooks, kernels, storage."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import types
+
+import torch
+from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
+
+from runtime_shim import kernels as _kernels
+from runtime_shim import memory as _memory
+from runtime_shim.device import DEVICE_TYPE, STATE, new_storage
+
+DEFAULT_DEVICE_COUNT = 8
+
+
+class _Hooks(torch._C._acc.PrivateUse1Hooks):
+    """PrivateUse1 hooks: the simulated device is always built and available."""
+
+    def is_available(self) -> bool:
+        return True
+
+    def has_primary_context(self, dev_id) -> bool:
+        return True
+
+    def is_built(self) -> bool:
+        return True
+
+
+class _Guard(torch._C._acc.DeviceGuard):
+    """Device guard of the simulated device (names the device type only)."""
+
+    # PyTorch asks for the type on every device-guarded op (several times per
+    # autograd node); a C-level callable answers without a Python frame.
+    # (A builtin bound method is not a descriptor, so it is called with no
+    # arguments and returns the constant.)
+    type_ = itertools.repeat(torch._C._autograd.DeviceType.PrivateUse1).__next__
+
+
+def device_count_from_env() -> int:
+    """Number of simulated devices.
+
+    RUNTIME_SHIM_DEVICE_COUNT wins; else ASCEND_RT_VISIBLE_DEVICES (the variable
+    torch_npu honours) is counted; else 8, the size of an Ascend training node.
+    """
+    explicit = os.environ.get("RUNTIME_SHIM_DEVICE_COUNT")
+    if explicit:
+        return max(1, int(explicit))
+    visible = os.environ.get("ASCEND_RT_VISIBLE_DEVICES")
+    if visible:
+        return max(1, len([v for v in visible.split(",") if v.strip()]))
+    return DEFAULT_DEVICE_COUNT
+
+
+def install(backend_module: types.ModuleType) -> None:
+    """Rename PrivateUse1 to ``npu`` and register everything the device needs.
+
+    ``backend_module`` becomes ``torch.npu``. Idempotent within a process.
+    """
+    if STATE.installed:
+        return
+    count = device_count_from_env()
+    STATE.device_count = count
+    STATE.tracker = _memory.MemoryTracker(count, _memory.capacity_from_env())
+    _setup_privateuseone_for_python_backend(
+        DEVICE_TYPE, backend_module=backend_module, hook=_Hooks(), device_guard=_Guard()
+    )
+    STATE.devices = [torch.device(DEVICE_TYPE, i) for i in range(count)]
+    _register_kernels()
+    _patch_storage_constructor()
+    _register_host_pinning()
+    from runtime_shim import rnn
+
+    rnn.install()
+    # The autograd engine runs a non-CPU device's backward on a worker thread,
+    # so every Python kernel would hand the GIL between threads; running it on
+    # the calling thread (as for CPU) costs nothing and removes that overhead.
+    torch._C._set_multithreading_enabled(False)
+    STATE.installed = True
+
+
+def _op_from_name(qualified: str):
+    name, _, overload = qualified.partition(".")
+    packet = getattr(torch.ops.aten, name)
+    return getattr(packet, overload or "default")
+
+
+# Tensor-list ops whose generic kernel is a composite per-tensor loop: one
+# direct kernel replaces one Python round trip per tensor in the list.
+_LIST_OP_PREFIXES = ("_foreach_", "_fused_", "_amp_")
+
+
+def _register_kernels() -> None:
+    library = torch.library.Library("aten", "IMPL")
+    names = [n[len("aten::"):] for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")]
+    for qualified in names:
+        full = f"aten::{qualified}"
+        if not torch._C._dispatch_has_kernel_for_dispatch_key(full, "CPU") and not (
+            qualified.startswith(_LIST_OP_PREFIXES)
+            and torch._C._dispatch_has_kernel_for_dispatch_key(full, "CompositeExplicitAutograd")
+        ):
+            continue
+        try:
+            op = _op_from_name(qualified)
+        except (AttributeError, RuntimeError):
+            continue
+        library.impl(qualified, _kernels.build_kernel(op), "PrivateUse1")
+    for qualified in _kernels.DIRECT_COMPOSITES:
+        if not torch._C._dispatch_has_kernel_for_dispatch_key(f"aten::{qualified}", "PrivateUse1"):
+            library.impl(qualified, _kernels.build_kernel(_op_from_name(qualified)), "PrivateUse1")
+    STATE.library = library
+
+    # Anything else that reaches the device (ops with neither a CPU kernel nor a
+    # composite one) gets a kernel built on first use.
+    built: dict = {}
+
+    def fallback(op, *args, **kwargs):
+        kernel = built.get(op)
+        if kernel is None:
+            kernel = built[op] = _kernels.build_kernel(op)
+        return kernel(*args, **kwargs)
+
+    fallback_library = torch.library.Library("_", "IMPL")
+    fallback_library.fallback(fallback, "PrivateUse1")
+    STATE.fallback_library = fallback_library
+
+
+def _patch_storage_constructor() -> None:
+    # torch.UntypedStorage(n, device="npu") would reach PyTorch's allocator
+    # table, which has no PrivateUse1 entry from Python (it crashes the
+    # process). torch.load(map_location="npu"), storage.to("npu") and deepcopy
+    # all go through it, so npu storages are built here over host storages.
+    storage_cls = torch.UntypedStorage
+    original_new = torch._C.StorageBase.__new__
+
+    def __new__(cls, *args, device=None, **kwargs):
+        if device is not None:
+            target = torch.device(device)
+            if target.type == DEVICE_TYPE:
+                host = original_new(torch.UntypedStorage, *args, **kwargs)
+                index = STATE.current if target.index is None else target.index
+                return new_storage(host, index)
+            return original_new(cls, *args, device=device, **kwargs)
+        return original_new(cls, *args, **kwargs)
+
+    storage_cls.__new__ = __new__
+
+
+def _register_host_pinning() -> None:
+    # With npu as the current accelerator, DataLoader(pin_memory=True) and
+    # tensor.pin_memory() ask the PrivateUse1 hooks for a pinned allocator,
+    # which a Python backend cannot provide. Host memory of the simulated device
+    # is ordinary memory, so "pinning" is a copy and nothing is ever reported
+    # as pinned. CPU-only PyTorch has no other pinned-memory user to disturb.
+    library = torch.library.Library("aten", "IMPL")
+
+    def pin_memory(self, device=None):
+        return self.clone()
+
+    def is_pinned(self, device=None):
+        return False
+
+    library.impl("_pin_memory", pin_memory, "CPU")
+    library.impl("is_pinned", is_pinned, "CPU")
+    STATE.pin_library = library

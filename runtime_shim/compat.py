@@ -1,0 +1,178 @@
+"""torch_npu's additions to PyTorch's own API that ported scripts rely on.
+
+torch_npu patches a few PyTorch objects when it is imported; a converted script uses them
+without knowing. Each patch here reproduces one of them on the simulated device:
+`storage.npu()` (checkpoint `map_location=lambda s, loc: s.npu(rank)`),
+`torch.autograd.profiler.profile(use_npu=...)` (the porting guide's profiler form),
+`tensor.record_stream(torch.npu.Stream)` and `torch.distributed.is_hccl_available()`. Two more
+keep PyTorch's CPU behaviour where its PrivateUse1 path differs: tied parameters stay tied when
+a module moves to the device, and attention uses the same kernel as on the CPU.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Any
+
+import torch
+
+
+def _device_index(device: Any) -> int:
+    from runtime_shim import npu_api
+
+    return npu_api._index(device)
+
+
+def _untyped_storage_npu(self: torch.UntypedStorage, device: Any = None, non_blocking: bool = False):
+    """Copy of this storage on an NPU (itself when it already lives there)."""
+    index = _device_index(device)
+    if self.device.type == "npu" and self.device.index == index:
+        return self
+    host = torch.empty(0, dtype=torch.uint8, device=self.device).set_(self, 0, (self.nbytes(),), (1,))
+    return host.to(torch.device("npu", index), non_blocking=non_blocking).untyped_storage()
+
+
+def _typed_storage_npu(self: torch.TypedStorage, device: Any = None, non_blocking: bool = False):
+    untyped = _untyped_storage_npu(self._untyped_storage, device, non_blocking)
+    return torch.TypedStorage(wrap_storage=untyped, dtype=self.dtype, _internal=True)
+
+
+def _accept_use_npu(init):
+    @functools.wraps(init)
+    def __init__(self, *args: Any, use_npu: bool = False, **kwargs: Any) -> None:
+        # Host-side events are all there is to record on the simulated device.
+        init(self, *args, **kwargs)
+        self.use_npu = use_npu
+
+    return __init__
+
+
+def _record_stream_accepting_npu(record_stream):
+    @functools.wraps(record_stream)
+    def wrapper(self: torch.Tensor, stream: Any) -> None:
+        from runtime_shim import npu_api
+
+        if isinstance(stream, npu_api.Stream):
+            return None  # simulated streams run synchronously: nothing can free the memory early
+        return record_stream(self, stream)
+
+    wrapper._runtime_shim = True
+    return wrapper
+
+
+# PyTorch picks the attention kernel of a PrivateUse1 device through a C++-only hook and falls
+# back to the math decomposition, while the CPU uses its fused flash kernel: different rounding.
+# Asking the CPU's own choice and calling the same kernels keeps the simulated NPU bit-identical.
+_SDPA_FLASH = 1  # sdp::SDPBackend::flash_attention
+_sdpa_library = None
+
+
+def _shape_only(t: torch.Tensor | None) -> torch.Tensor | None:
+    if t is None:
+        return None
+    empty = torch.empty(t.shape, dtype=t.dtype)
+    return empty.requires_grad_() if t.requires_grad and t.is_floating_point() else empty
+
+
+def _sdpa_as_on_cpu(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None,
+                    enable_gqa=False):
+    choice = torch.ops.aten._fused_sdp_choice(*map(_shape_only, (query, key, value, attn_mask)), dropout_p,
+                                              is_causal, scale=scale, enable_gqa=enable_gqa)
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        attn_mask = torch.zeros(attn_mask.shape, dtype=query.dtype, device=query.device).masked_fill_(
+            attn_mask.logical_not(), float("-inf"))
+    if choice == _SDPA_FLASH:
+        return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+            query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale)[0]
+    return torch.ops.aten._scaled_dot_product_attention_math(
+        query, key, value, attn_mask, dropout_p, is_causal, None, scale=scale, enable_gqa=enable_gqa)[0]
+
+
+def _install_sdpa() -> None:
+    global _sdpa_library
+    if _sdpa_library is None:
+        _sdpa_library = torch.library.Library("aten", "IMPL")
+        _sdpa_library.impl("scaled_dot_product_attention", _sdpa_as_on_cpu, "AutogradPrivateUse1")
+
+
+def _keep_shared_parameters(apply):
+    """Module._apply that keeps parameters shared between modules shared after a device move.
+
+    For CPU and CUDA, PyTorch moves a parameter in place (`param.data = moved`), so tied weights
+    (a GPT's token embedding and output head) stay one object. Its shallow-copy check does not
+    count PrivateUse1 as a dense backend, so for the npu it makes a new Parameter per module and
+    the tie silently breaks; this restores the sharing the module had before the move.
+    """
+
+    @functools.wraps(apply)
+    def _apply(self: torch.nn.Module, fn, recurse: bool = True):
+        if not recurse or getattr(_apply_state, "busy", False):
+            return apply(self, fn, recurse)
+        owners: dict[int, list[tuple[torch.nn.Module, str]]] = {}
+        for module in self.modules():
+            for name, param in module._parameters.items():
+                if param is not None:
+                    owners.setdefault(id(param), []).append((module, name))
+        _apply_state.busy = True
+        try:
+            result = apply(self, fn, recurse)
+        finally:
+            _apply_state.busy = False
+        for places in owners.values():
+            if len(places) > 1:
+                first_module, first_name = places[0]
+                shared = first_module._parameters[first_name]
+                for module, name in places[1:]:
+                    module._parameters[name] = shared
+        return result
+
+    _apply._runtime_shim = True
+    return _apply
+
+
+_apply_state = threading.local()
+
+
+def _type_accepting_npu(type_method):
+    """`tensor.type(torch.npu.FloatTensor)` / `.type("torch.npu.LongTensor")`, as for CUDA types."""
+
+    @functools.wraps(type_method)
+    def type(self: torch.Tensor, dtype: Any = None, non_blocking: bool = False, **kwargs: Any):
+        from runtime_shim import npu_api
+
+        target = dtype
+        if isinstance(target, str) and target.startswith("torch.npu."):
+            target = getattr(npu_api, target.rsplit(".", 1)[1], target)
+        if isinstance(target, npu_api._TypedTensorMeta):
+            index = self.device.index if self.device.type == "npu" else npu_api.current_device()
+            return self.to(device=torch.device("npu", index), dtype=target.dtype, non_blocking=non_blocking)
+        return type_method(self, dtype, non_blocking, **kwargs)
+
+    type._runtime_shim = True
+    return type
+
+
+def install() -> None:
+    """Apply the patches (idempotent)."""
+    _install_sdpa()
+    if not getattr(torch.Tensor.type, "_runtime_shim", False):
+        torch.Tensor.type = _type_accepting_npu(torch.Tensor.type)
+    if not getattr(torch.nn.Module._apply, "_runtime_shim", False):
+        torch.nn.Module._apply = _keep_shared_parameters(torch.nn.Module._apply)
+    if not getattr(torch.Tensor.record_stream, "_runtime_shim", False):
+        torch.Tensor.record_stream = _record_stream_accepting_npu(torch.Tensor.record_stream)
+    if getattr(torch.UntypedStorage, "npu", None) is not _untyped_storage_npu:
+        torch.UntypedStorage.npu = _untyped_storage_npu
+        torch.TypedStorage.npu = _typed_storage_npu
+    profile = torch.autograd.profiler.profile
+    if not getattr(profile.__init__, "_runtime_shim", False):
+        patched = _accept_use_npu(profile.__init__)
+        patched._runtime_shim = True
+        profile.__init__ = patched
+    try:
+        import torch.distributed as dist
+    except ImportError:  # pragma: no cover - depends on the torch build
+        return
+    if dist.is_available() and not hasattr(dist, "is_hccl_available"):
+        dist.is_hccl_available = lambda: True

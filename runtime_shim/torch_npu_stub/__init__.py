@@ -1,0 +1,27 @@
+"""Stand-in for ``torch_npu`` when the simulated NPU is active (no real torch_npu installed).
+
+``import torch_npu`` resolves here through runtime_shim's import hook. The
+device itself is ``torch.npu``; NPU-only operators (``torch_npu.npu_*``) are not
+simulated and raise a NotImplementedError that names them.
+"""
+
+from __future__ import annotations
+
+import torch
+
+import runtime_shim as _runtime_shim
+
+_runtime_shim.activate()
+
+from runtime_shim import npu_api as npu  # noqa: E402
+from runtime_shim.torch_npu_stub import optim, profiler  # noqa: E402,F401  (torch_npu imports them too)
+
+__runtime_shim__ = True
+#: torch_npu versions track the torch version they are built for.
+__version__ = torch.__version__.split("+", 1)[0] + "+runtime_shim"
+
+
+def __getattr__(name: str):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise NotImplementedError(f"torch_npu.{name} is not simulated by runtime_shim")

@@ -1,0 +1,44 @@
+"""Runtime tests share one process-wide simulated npu, activated once here."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+torch = pytest.importorskip("torch")
+
+import runtime_shim  # noqa: E402
+
+# Tests check opcheck explicitly; its warnings would only be noise elsewhere.
+os.environ.setdefault("RUNTIME_SHIM_OPCHECK", "off")
+runtime_shim.activate()
+
+
+@pytest.fixture
+def npu():
+    """The simulated device, for tests that need torch.device("npu:0")."""
+    return torch.device("npu", 0)
+
+
+def run_python(args, env_extra=None, cwd=None, timeout=240):
+    """Run the venv's python with ``args`` in a clean-ish environment; return the CompletedProcess."""
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNTIME_SHIM")}
+    env["PYTHONPATH"] = str(ROOT)
+    env.pop("TORCH_NPU_FALLBACK_CPU_DISABLE", None)
+    env["RUNTIME_SHIM_OPCHECK"] = "off"
+    env.update(env_extra or {})
+    return subprocess.run(
+        [sys.executable, *args], cwd=cwd or ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""Derive runtime_shim's package data from the shared Ascend support data.
+
+Writes into ``runtime_shim/data/``:
+
+* ``npu_ops_torch<T>_torchnpu<N>.txt``: the ATen operators torch_npu registers an
+  NPU kernel for in that release, one ``name.overload`` per line, under a
+  ``#`` header giving the source file and the ``repository@commit`` it came from;
+* ``releases.json``: the index of those lists (newest first) with provenance;
+* ``npu_api_names.json``: ``__all__`` of ``torch_npu.npu`` and ``torch_npu.npu.amp``
+  per release, with provenance.
+
+Run from the repository root:
+    python tools/derive_runtime_data.py [--source ../shared/ascend-data]
+Re-running on unchanged input rewrites identical files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_SOURCE = ROOT.parent / "shared" / "ascend-data"
+OUT_DIR = ROOT / "runtime_shim" / "data"
+
+ATEN_FILE = re.compile(r"npu_aten_ops_torch(?P<torch>[\d.]+)_torchnpu(?P<npu>[\d.]+)\.txt$")
+API_FILE = re.compile(r"torch_npu_npu_(?P<kind>all|amp_all)_(?P<tag>master|v[\d.]+-pytorch[\d.]+)\.txt$")
+TORCH_NPU_SOURCE = re.compile(r"(?P<repo>Ascend/pytorch)@(?P<commit>[0-9a-f]+)\((?P<tag>[^)]+)\)")
+OP_PLUGIN_SOURCE = re.compile(r"(?P<repo>Ascend/op-plugin)@(?P<commit>[0-9a-f]+)")
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def collect_commits(source: Path) -> tuple[dict[str, str], str | None]:
+    """Map torch_npu release tags to ``repo@commit`` from the CSV rows' source column,
+    and find the op-plugin ``repo@commit`` the rows cite."""
+    tags: dict[str, str] = {}
+    op_plugin: str | None = None
+    for path in sorted(source.rglob("*.csv")):
+        with path.open(encoding="utf-8", newline="") as fh:
+            for row in csv.DictReader(fh):
+                cell = row.get("source") or ""
+                for match in TORCH_NPU_SOURCE.finditer(cell):
+                    tags.setdefault(match["tag"], f"{match['repo']}@{match['commit']}")
+                match = OP_PLUGIN_SOURCE.search(cell)
+                if match and op_plugin is None:
+                    op_plugin = f"{match['repo']}@{match['commit']}"
+    return tags, op_plugin
+
+
+def read_names(path: Path) -> list[str]:
+    """Non-empty, non-comment lines of a list file, sorted and de-duplicated."""
+    lines = (line.strip() for line in path.read_text(encoding="utf-8").splitlines())
+    return sorted({line for line in lines if line and not line.startswith("#")})
+
+
+def derive(source: Path, out_dir: Path) -> list[Path]:
+    """Write all derived files; return their paths."""
+    tags, op_plugin = collect_commits(source)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    releases = []
+    for path in sorted((source / "aten_ops").glob("npu_aten_ops_*.txt")):
+        match = ATEN_FILE.search(path.name)
+        if not match:
+            continue
+        torch_version, npu_version = match["torch"], match["npu"]
+        tag = f"v{npu_version}-pytorch{torch_version}"
+        torch_npu_commit = tags.get(tag, "unknown (no row of the shared data cites this tag)")
+        ops = read_names(path)
+        name = f"npu_ops_torch{torch_version}_torchnpu{npu_version}.txt"
+        provenance = {
+            "source_file": f"shared/ascend-data/aten_ops/{path.name}",
+            "torch_npu_source": f"{torch_npu_commit}({tag}):torch_npu/csrc/aten/npu_native_functions.yaml",
+            "op_plugin_source": f"{op_plugin}:op_plugin/config/op_plugin_functions.yaml"
+            if op_plugin
+            else "unknown",
+        }
+        header = [
+            "# NPU ATen operator list, derived by tools/derive_runtime_data.py (do not edit).",
+            f"# release: torch {torch_version} / torch_npu {npu_version}",
+            f"# source file: {provenance['source_file']}",
+            f"# torch_npu: {provenance['torch_npu_source']}",
+            f"# op-plugin: {provenance['op_plugin_source']} (commit as cited by the shared data rows)",
+            "# caveats: CompositeImplicitAutograd ops are not listed (they decompose);",
+            "#   _foreach_* ops not listed run through generic per-tensor kernels.",
+            f"# operators: {len(ops)}",
+        ]
+        target = out_dir / name
+        target.write_text("\n".join(header + ops) + "\n", encoding="utf-8")
+        written.append(target)
+        releases.append(
+            {"torch": torch_version, "torch_npu": npu_version, "file": name, "count": len(ops), **provenance}
+        )
+    releases.sort(key=lambda r: _version_key(r["torch"]), reverse=True)
+    index = out_dir / "releases.json"
+    index.write_text(
+        json.dumps(
+            {"_generated_by": "tools/derive_runtime_data.py", "default": releases[0]["torch"], "releases": releases},
+            indent=2,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    written.append(index)
+
+    api: dict[str, dict[str, list[str]]] = {"all": {}, "amp_all": {}}
+    api_sources: dict[str, str] = {}
+    for path in sorted((source / "torch_npu_module").glob("torch_npu_npu_*.txt")):
+        match = API_FILE.search(path.name)
+        if not match:
+            continue
+        tag = match["tag"]
+        key = tag.removeprefix("v")
+        api[match["kind"]][key] = read_names(path)
+        commit = tags.get(tag, "unknown")
+        api_sources[key] = f"{commit}({tag}):torch_npu/npu/__init__.py"
+    names_file = out_dir / "npu_api_names.json"
+    names_file.write_text(
+        json.dumps(
+            {
+                "_generated_by": "tools/derive_runtime_data.py",
+                "_source_files": "shared/ascend-data/torch_npu_module/torch_npu_npu_*.txt",
+                "_provenance": api_sources,
+                "releases": api["all"],
+                "amp": api["amp_all"],
+            },
+            indent=2,
+            sort_keys=False,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    written.append(names_file)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="shared ascend-data directory")
+    parser.add_argument("--out", type=Path, default=OUT_DIR, help="output directory")
+    args = parser.parse_args(argv)
+    if not (args.source / "aten_ops").is_dir():
+        print(f"error: {args.source} has no aten_ops/ directory", file=sys.stderr)
+        return 2
+    for path in derive(args.source, args.out):
+        print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
