@@ -2,7 +2,8 @@
 
 Each kernel is specialised from the operator schema once (which argument
 positions hold tensors, which are written, which returns alias which argument),
-so the per-call work is a short loop. See device.py for the overall design.
+so the per-call work is a short loop: cached CPU views in, one direct CPU
+redispatch, outputs wrapped. See device.py for the overall design.
 """
 
 from __future__ import annotations
@@ -260,7 +261,8 @@ def _generic_kernel(op: torch._ops.OpOverload, spec: _Spec, fn: Callable | None 
     mutable = spec.mutable
     convert, convert_list = _convert, _convert_list
     # Most ops take tensors only at fixed positions: no lists, no devices, no
-    # keyword tensors. Calls of those without keyword arguments take a short path.
+    # keyword tensors, no out=. Those take a short path (their keyword
+    # arguments, if any, are plain values and pass through untouched).
     simple = not (list_pos or device_pos or tensor_kw or list_kw or device_kw or (mutable and written_kw))
 
     def general(args, kwargs):
