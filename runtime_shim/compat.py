@@ -89,11 +89,24 @@ def _sdpa_as_on_cpu(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=
         query, key, value, attn_mask, dropout_p, is_causal, None, scale=scale, enable_gqa=enable_gqa)[0]
 
 
+def _dropout_as_on_cpu(input: torch.Tensor, p: float, train: bool) -> torch.Tensor:
+    """The CPU's dropout (a bernoulli mask scaled by 1/(1-p)), not the fused kernel PyTorch picks
+    for accelerators; the values are the same, and on host kernels it is the faster of the two."""
+    if p == 0 or not train or input.numel() == 0:
+        return input
+    if p == 1:
+        return input * torch.zeros((), dtype=input.dtype, device=input.device)
+    noise = torch.empty_like(input).bernoulli_(1 - p)
+    noise.div_(1 - p)
+    return input * noise
+
+
 def _install_sdpa() -> None:
     global _sdpa_library
     if _sdpa_library is None:
         _sdpa_library = torch.library.Library("aten", "IMPL")
         _sdpa_library.impl("scaled_dot_product_attention", _sdpa_as_on_cpu, "AutogradPrivateUse1")
+        _sdpa_library.impl("dropout", _dropout_as_on_cpu, "AutogradPrivateUse1")
 
 
 def _keep_shared_parameters(apply):

@@ -147,3 +147,19 @@ def test_tensor_type_with_npu_typed_tensors(npu) -> None:
     assert z.device == npu and z.dtype == torch.int64
     assert x.type(torch.FloatTensor).device.type == "cpu"
     assert isinstance(y, torch.npu.FloatTensor)
+
+
+@pytest.mark.parametrize("p", [0.0, 0.3, 1.0])
+def test_dropout_matches_cpu_bit_for_bit(npu, p) -> None:
+    import torch.nn.functional as F
+
+    x = torch.randn(64, 32, requires_grad=True)
+    xn = x.detach().to(npu).requires_grad_()
+    torch.manual_seed(5)
+    a = F.dropout(x, p, training=True)
+    a.square().sum().backward()
+    torch.manual_seed(5)
+    b = F.dropout(xn, p, training=True)
+    b.square().sum().backward()
+    assert torch.equal(a, b.cpu()) and torch.equal(x.grad, xn.grad.cpu())
+    assert torch.equal(F.dropout(xn, p, training=False).cpu(), x.detach())
