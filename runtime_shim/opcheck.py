@@ -91,7 +91,15 @@ def is_supported(op: str, release: Release) -> bool:
         return True
     # torch_npu lists an overload-less name for ops whose only overload is
     # "default"; the dispatcher reports those without a suffix too.
-    return base == op and f"{op}.default" in release.ops
+    if base == op and f"{op}.default" in release.ops:
+        return True
+    # Structured ops: the functional and in-place forms (gelu, gelu_, add.Tensor, add_.Tensor)
+    # delegate to the out= kernel, and torch_npu generates them from it when it lists only that.
+    overload = op.split(".", 1)[1] if "." in op else ""
+    stem = base[:-1] if base.endswith("_") and not base.endswith("__") else base
+    if overload in ("", "default", "Tensor") and f"{stem}.out" in release.ops:
+        return True
+    return bool(overload) and f"{stem}.{overload}_out" in release.ops
 
 
 class OpChecker:

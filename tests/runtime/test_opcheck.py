@@ -104,3 +104,14 @@ def test_env_configuration_and_exit_report(tmp_path):
     proc = run_python(["-c", "import runtime_shim, os; runtime_shim.activate(); from runtime_shim import opcheck; print(opcheck.CHECKER.mode)"],
                       env_extra={"TORCH_NPU_FALLBACK_CPU_DISABLE": "1"})
     assert proc.stdout.strip() == "error", proc.stderr
+
+
+def test_structured_ops_follow_their_out_kernel() -> None:
+    """torch_npu lists gelu.out and isneginf.out only; their functional/in-place forms run too."""
+    from runtime_shim import opcheck
+
+    release = opcheck.load_release("2.12.0")
+    for op in ("gelu", "gelu_", "gelu.default", "isneginf", "silu_", "add.Tensor", "add_.Tensor"):
+        assert opcheck.is_supported(op, release), op
+    for op in ("cholesky_inverse", "cholesky_inverse.default", "linalg_lstsq"):
+        assert not opcheck.is_supported(op, release), op
