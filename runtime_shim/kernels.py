@@ -61,6 +61,7 @@ def _convert(a: Any, acc: list, storages: list) -> Any:
             else:
                 acc[1] = f"{_DEVICE_TYPE}:{index}"
         storages.append(storage)
+        # device.host_view, inlined: this runs for every tensor argument of every op
         dtype = a.dtype
         size = a.size()
         stride = a.stride()
