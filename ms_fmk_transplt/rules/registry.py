@@ -37,8 +37,7 @@ def kind(**attrs: Any) -> Callable[[Any], Any]:
     def register(cls: Any) -> Any:
         module = cls.__module__.rsplit(".", 1)[-1]
         name = attrs.pop("name")
-        expected = "".join(ch for ch in name.lower())
-        if module.replace("_", "") != expected:
+        if module.replace("_", "") != name.lower():
             raise RuntimeError(f"rule kind {name} must live in a module named after it, not {module}")
         _KINDS[name] = Kind(
             name=name,
