@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ms_fmk_transplt.discover import Entry, EntryKind
-from ms_fmk_transplt.engine import Tables, convert_source
+from ms_fmk_transplt.engine import Tables, convert_source, scan_text
 from ms_fmk_transplt.model import FileResult, Status
 
 Progress = Callable[[int, int, str], None]
@@ -69,12 +69,26 @@ def convert_entries(entries: Iterable[Entry], tables: Tables, jobs: int = 0,
         if entry.kind is EntryKind.PYTHON:
             results.append(converted[entry.rel])
         elif entry.kind is EntryKind.FILE:
-            results.append(FileResult(entry.rel, Status.COPIED))
+            results.append(FileResult(entry.rel, Status.COPIED, findings=_scan(entry, tables)))
         elif entry.kind is EntryKind.LINK:
             results.append(FileResult(entry.rel, Status.LINKED))
         elif entry.kind is EntryKind.SKIP:
             results.append(FileResult(entry.rel, Status.SKIPPED, reason=entry.reason))
     return results
+
+
+TEXT_SCAN_MAX_BYTES = 1 << 20
+
+
+def _scan(entry: Entry, tables: Tables) -> tuple:
+    if not tables.text_scans:
+        return ()
+    try:
+        if entry.path.stat().st_size > TEXT_SCAN_MAX_BYTES:
+            return ()
+        return scan_text(entry.rel, entry.path.read_bytes(), tables)
+    except OSError:
+        return ()
 
 
 def write_tree(entries: Iterable[Entry], results: Iterable[FileResult], staging: Path) -> None:

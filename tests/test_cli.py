@@ -251,3 +251,20 @@ def test_killed_run_leftovers_are_removed(project: Path, tmp_path: Path) -> None
     (dead / "half.py").write_text("x = ")
     assert _run("-i", str(project), "-o", str(out), "-q").exit_code == 0
     assert sorted(p.name for p in out.iterdir()) == ["proj_msft"]
+
+
+def test_launch_scripts_and_configs_are_reported_not_changed(tmp_path: Path) -> None:
+    src = tmp_path / "proj"
+    src.mkdir()
+    (src / "train.py").write_text("import torch\n")
+    run_sh = "#!/bin/bash\nexport CUDA_VISIBLE_DEVICES=0,1\nexport NCCL_SOCKET_IFNAME=eth0\ntorchrun train.py\n"
+    (src / "run.sh").write_text(run_sh)
+    (src / "config.yaml").write_text("device: cuda\nname: cuda-run\n")
+    assert _run("-i", str(src), "-o", str(tmp_path / "out"), "-q").exit_code == 0
+    final = tmp_path / "out" / "proj_msft"
+    assert (final / "run.sh").read_text() == run_sh
+    rows = list(csv.reader((final / "change_list.csv").open()))
+    reported = {(r[0], r[1], r[5]) for r in rows[1:]}
+    assert reported == {("run.sh", "2", "TP801"), ("run.sh", "3", "TP802"), ("config.yaml", "1", "TP803")}
+    sheet = openpyxl.load_workbook(final / "unsupported_op.xlsx")["Unsupported"]
+    assert [c.value for c in sheet["A"]][1:] == ["config.yaml", "run.sh", "run.sh"]

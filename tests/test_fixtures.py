@@ -73,7 +73,8 @@ def test_every_rewrite_has_a_must_not_change_case() -> None:
 
 def test_every_builtin_rule_fires_in_a_fixture() -> None:
     fired = {line.split()[2] for path in (FIXTURES / "rules").rglob("*.findings") for line in path.read_text().splitlines()}
-    missing = {r.id for r in load_rules()} - fired
+    # text-scan rules report on launch scripts, not Python; tests/test_cli.py covers them
+    missing = {r.id for r in load_rules() if r.kind != "TextScanRule"} - fired
     assert not missing, f"built-in rules that no fixture exercises: {sorted(missing)}"
 
 

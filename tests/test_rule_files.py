@@ -43,7 +43,7 @@ def test_guide_example_loads(tmp_path: Path) -> None:
     ({"rules": {"RenameRule": []}}, "FILE: /rules: unknown rule kind 'RenameRule'; valid kinds: ApiSupportRule, "
      "ArgsModifyRule, AttributeRenameRule, EnvVarRule, FuncNameModifyRule, ImportInsertRule, KeywordDefaultRule, "
      "KeywordRenameRule, "
-     "MethodRenameRule, ModuleMemberRule, ModuleNameModifyRule, StringLiteralRule, UnsupportedApiRule"),
+     "MethodRenameRule, ModuleMemberRule, ModuleNameModifyRule, StringLiteralRule, TextScanRule, UnsupportedApiRule"),
     ({"rules": {"StringLiteralRule": [{"pattern": "cuda(", "old": "cuda", "new": "npu"}]}},
      "FILE: /rules/StringLiteralRule/0/pattern: not a valid regular expression (missing ), unterminated subpattern"),
     ({"rules": {"EnvVarRule": [{"name": "NCCL_*", "new_name": "HCCL_X"}]}},

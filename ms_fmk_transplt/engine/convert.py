@@ -7,13 +7,14 @@ import codecs
 import re
 import traceback
 import warnings
+from fnmatch import fnmatch
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.engine.transformer import Converter, RuleError
-from ms_fmk_transplt.model import FileResult, Finding, Status
+from ms_fmk_transplt.model import FileResult, Finding, Operation, Status
 
 _PY2_HINTS = (
     re.compile(rb"^\s*print\s+[^\s(=,.\[][^=]*$", re.M),
@@ -165,4 +166,21 @@ def _place(module: cst.Module, converter: Converter, tree: ast.Module | None = N
             start = end
         findings.append(Finding(item.rule.id, item.operation, start, end, item.message, item.heuristic, item.noop))
     findings.sort(key=lambda f: (f.start_line, f.end_line, f.rule_id))
+    return tuple(findings)
+
+
+def scan_text(path: str, data: bytes, tables: Tables) -> tuple[Finding, ...]:
+    """Findings for a non-Python file that is copied as is: lines the text-scan rules report."""
+    name = path.rsplit("/", 1)[-1]
+    scans = [(rule, regex) for rule, regex, globs in tables.text_scans if any(fnmatch(name, g) for g in globs)]
+    if not scans or b"\0" in data[:8192]:
+        return ()
+    text = data.decode("utf-8", errors="replace")
+    findings = []
+    for number, line in enumerate(text.splitlines(), 1):
+        for rule, regex in scans:
+            if regex.search(line):
+                suggestion = rule.params.get("suggestion", "")
+                message = f"{line.strip()[:120]}: {suggestion}" if suggestion else line.strip()[:120]
+                findings.append(Finding(rule.id, Operation.UNSUPPORTED, number, number, message))
     return tuple(findings)

@@ -84,6 +84,7 @@ class Tables:
     env_vars: dict[str, Rename] = field(default_factory=dict)
     env_prefixes: dict[str, Rename] = field(default_factory=dict)
     handlers: list[tuple[Rule, Any]] = field(default_factory=list)
+    text_scans: list[tuple[Rule, Any, tuple[str, ...]]] = field(default_factory=list)
     opt_ins: frozenset[str] = frozenset()
     import_insert: Rule | None = None
     triggers: set[tuple[str, ...]] = field(default_factory=set)

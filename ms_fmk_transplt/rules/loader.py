@@ -29,7 +29,8 @@ COMMON = {
         "items": {
             "type": "object",
             "required": ["before"],
-            "properties": {"before": {"type": "string"}, "after": {"type": "string"}, "release": {"type": "string"}},
+            "properties": {"before": {"type": "string"}, "after": {"type": "string"}, "release": {"type": "string"},
+                           "file": {"type": "string"}},
             "additionalProperties": False,
         },
     },
@@ -102,7 +103,8 @@ def parse_rule_document(document: Any, origin: str, *, builtin: bool, first_user
             for key, problem in kind.check(entry):
                 raise RuleFileError(f"{origin}: {where}/{key}: {problem}")
             for i, example in enumerate(entry.get("examples", [])):
-                if not _compiles(example["before"]) or not _compiles(example.get("after", example["before"])):
+                if "file" not in example and (not _compiles(example["before"])
+                                              or not _compiles(example.get("after", example["before"]))):
                     raise RuleFileError(f"{origin}: {where}/examples/{i}: example is not valid Python")
             dup_key = (kind_name, kind.key(entry))
             if dup_key in seen:
@@ -123,7 +125,7 @@ def parse_rule_document(document: Any, origin: str, *, builtin: bool, first_user
                 summary=entry.get("summary") or kind.summary(entry),
                 message=entry.get("message") or kind.message,
                 origin=f"{origin}:{where}",
-                examples=tuple(Example(e["before"], e.get("after", e["before"]), e.get("release"))
+                examples=tuple(Example(e["before"], e.get("after", e["before"]), e.get("release"), e.get("file"))
                                for e in entry.get("examples", [])),
                 needs_torch_npu=entry.get("needs_torch_npu", defaults.get("needs_torch_npu", _mentions_npu(kind_name, entry))),
                 user=not builtin,

@@ -13,6 +13,7 @@ class Example:
     before: str
     after: str
     release: str | None = None  # the Ascend release data it needs, when not the default
+    file: str | None = None  # a non-Python file name (run.sh, config.yaml) the example stands for
 
 
 @dataclass(frozen=True)

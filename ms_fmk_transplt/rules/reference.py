@@ -14,12 +14,15 @@ RANGES = [
     ("TP5", "apex and CUDA extensions"),
     ("TP6", "Profiler"),
     ("TP7", "cuDNN / TF32 knobs (no-ops on the NPU)"),
+    ("TP8", "Launch scripts and configs (reported; copied unchanged)"),
     ("TP9", "Release API support lists"),
 ]
 
 
-def _fence(code: str) -> str:
-    return "```python\n" + code.rstrip("\n") + "\n```\n"
+def _fence(code: str, file: str | None = None) -> str:
+    language = "python" if file is None else ("yaml" if file.endswith((".yaml", ".yml")) else "bash")
+    title = f"`{file}`:\n\n" if file else ""
+    return title + f"```{language}\n" + code.rstrip("\n") + "\n```\n"
 
 
 def rules_markdown(rules: list[Rule]) -> str:
@@ -46,7 +49,7 @@ def rules_markdown(rules: list[Rule]) -> str:
                 out.append(f"When it reports: {rule.params['suggestion']}\n\n")
             for example in rule.examples:
                 if example.after == example.before:
-                    out.append("Left as it is (or only reported):\n\n" + _fence(example.before) + "\n")
+                    out.append("Left as it is (or only reported):\n\n" + _fence(example.before, example.file) + "\n")
                 else:
                     out.append("Before:\n\n" + _fence(example.before) + "\nAfter:\n\n" + _fence(example.after) + "\n")
     kinds_doc = ["\n## Rule kinds\n\n"]
