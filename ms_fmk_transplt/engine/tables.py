@@ -87,6 +87,7 @@ class Tables:
     text_scans: list[tuple[Rule, Any, tuple[str, ...]]] = field(default_factory=list)
     opt_ins: frozenset[str] = frozenset()
     import_insert: Rule | None = None
+    needs_module: set[str] = field(default_factory=set)  # using these needs the inserted import
     triggers: set[tuple[str, ...]] = field(default_factory=set)
     release: str = ""
 

@@ -78,6 +78,7 @@ class Converter(cst.CSTTransformer):
         self.aliases = alias_table(module)
         self.pending: list[Pending] = []
         self.needs_torch_npu = False
+        self.uses_needed_api = False  # e.g. torch.accelerator, which finds the NPU only after import torch_npu
         self.imports_needed: set[str] = set()
         self._inner: set[int] = set()
         self._not_loads: set[int] = set()
@@ -333,6 +334,8 @@ class Converter(cst.CSTTransformer):
             return updated_node
         name = self.qualify(original_node)
         match = self.t.lookup(name) if name else None
+        if name and self.t.needs_module and not self.uses_needed_api:
+            self.uses_needed_api = any(name == n or name.startswith(n + ".") for n in self.t.needs_module)
         if match is None:
             entry = self.t.attributes.get(original_node.attr.value)
             if entry is None or entry.new is None:
@@ -547,12 +550,14 @@ class Converter(cst.CSTTransformer):
         name_needed = module_name in self.imports_needed and self.aliases.get(module_name) != module_name
         self.imports_needed.discard(module_name)
         imported = any(r == module_name or r.startswith(module_name + ".") for s in body for r in _imported_roots(s))
-        wanted = self.needs_torch_npu or (self.entry_point and self._anchor_line is not None)
+        wanted = self.needs_torch_npu or self.uses_needed_api or (self.entry_point and self._anchor_line is not None)
         if not name_needed and (not wanted or self.has_torch_npu or imported):
             return updated_node
         line = cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=build_dotted(module_name))])])
         message = rule.render(module=module_name)
-        if not self.needs_torch_npu and not name_needed:
+        if self.uses_needed_api and not self.needs_torch_npu:
+            message += " (the script asks torch.accelerator for its device: the NPU is registered by this import)"
+        elif not self.needs_torch_npu and not name_needed:
             message += " (entry-point script: registers the NPU for torch.accelerator and every module it imports)"
         top_level = self._anchor_line is None or any(s is self._anchor_line for s in original_node.body)
         if top_level:

@@ -5,6 +5,8 @@ the module already; with `entry_points`, so does every script with an `if __name
 block that imports torch (torch.accelerator and every module the script imports then see the
 NPU). Placed after the first import of torch, inside the same block when that import is guarded
 (`try: import torch`), and before the first import of torch.npu, which only exists after it.
+`when_used` names APIs whose use alone needs it (torch.accelerator finds the NPU only once
+torch_npu is imported).
 """
 
 from ms_fmk_transplt.rules import checks
@@ -15,7 +17,8 @@ from ms_fmk_transplt.rules.registry import kind
     name="ImportInsertRule",
     schema={"required": ["module"],
             "properties": {"module": {"type": "string"}, "after": {"type": "string"},
-                           "entry_points": {"type": "boolean"}}},
+                           "entry_points": {"type": "boolean"},
+                           "when_used": {"type": "array", "items": {"type": "string"}}}},
     message="import {module}",
 )
 class ImportInsertRule:
@@ -26,6 +29,9 @@ class ImportInsertRule:
             problems.append(("module", p))
         if "after" in entry and (p := checks.dotted_name(entry["after"])):
             problems.append(("after", p))
+        for i, name in enumerate(entry.get("when_used", [])):
+            if p := checks.dotted_name(name):
+                problems.append((f"when_used/{i}", p))
         return problems
 
     @staticmethod
@@ -39,6 +45,9 @@ class ImportInsertRule:
     @staticmethod
     def compile(rules, tables):
         tables.import_insert = rules[-1]
+        for name in rules[-1].params.get("when_used", []):
+            tables.needs_module.add(name)
+            tables.add_trigger(name)
         if rules[-1].params.get("entry_points"):
             tables.add_trigger(rules[-1].params.get("after", "torch"))
             tables.triggers.add((rules[-1].params.get("after", "torch"), "__main__"))
