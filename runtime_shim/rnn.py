@@ -1,4 +1,4 @@
-"""LSTM on the simulated npu, taking the same kernel path as on CPU.
+"""LSTM, GRU and plain RNN on the simulated npu, taking the same kernel path as on CPU.
 
 ``aten::lstm`` picks its implementation from the input's device: on CPU it
 runs oneDNN's ``mkldnn_rnn_layer`` per layer; on any other device it builds the
@@ -8,11 +8,16 @@ key, so autograd still records every step) to the CPU sequence of calls:
 batch-first transpose, one ``mkldnn_rnn_layer`` per layer and direction,
 inter-layer dropout, then stacking the final states. Each of those ops has an
 autograd formula and a CPU kernel, so the result and gradients are the CPU ones.
+
+GRU and RNN (tanh / relu) likewise pick a fused CUDA cell off the CPU. On the CPU they run
+the unfused cells over inputs whose projection is computed once for the whole sequence;
+``gru_input`` and ``rnn_input`` replay that sequence of ops on npu tensors.
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 _LSTM_MODE = 2  # ideep::rnn_kind::LSTM, the mode number PyTorch passes for LSTM
 
@@ -67,13 +72,96 @@ def lstm_input(input, hx, params, has_biases, num_layers, dropout, train, bidire
     return output, torch.stack(hy, 0), torch.stack(cy, 0)
 
 
+def _gru_cell(igates, hidden, w_hh, b_hh):
+    i_r, i_z, i_n = igates.unsafe_chunk(3, 1)
+    h_r, h_z, h_n = F.linear(hidden, w_hh, b_hh).unsafe_chunk(3, 1)
+    reset = h_r.add_(i_r).sigmoid_()
+    update = h_z.add_(i_z).sigmoid_()
+    new = i_n.add(h_n.mul_(reset)).tanh_()
+    return (hidden - new).mul_(update).add_(new)
+
+
+def _simple_cell(nonlinearity):
+    def cell(igates, hidden, w_hh, b_hh):
+        return nonlinearity(F.linear(hidden, w_hh, b_hh).add_(igates))
+
+    return cell
+
+
+def _layer(cell, x, hidden, w_ih, w_hh, b_ih, b_hh, reverse):
+    steps = F.linear(x, w_ih, b_ih).unbind(0)  # the CPU projects the whole sequence at once
+    if reverse:
+        steps = steps[::-1]
+    outputs = []
+    for step in steps:
+        hidden = cell(step, hidden, w_hh, b_hh)
+        outputs.append(hidden)
+    if reverse:
+        outputs.reverse()
+    return torch.stack(outputs, 0), hidden
+
+
+def _run_cells(cell, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    directions = 2 if bidirectional else 1
+    stride = 4 if has_biases else 2
+    x = input.transpose(0, 1) if batch_first else input
+    hiddens = hx.unbind(0)
+    finals = []
+    for layer in range(num_layers):
+        outputs = []
+        for direction in range(directions):
+            index = layer * directions + direction
+            weights = params[index * stride:(index + 1) * stride]
+            b_ih, b_hh = (weights[2], weights[3]) if has_biases else (None, None)
+            out, h = _layer(cell, x, hiddens[index], weights[0], weights[1], b_ih, b_hh, direction > 0)
+            outputs.append(out)
+            finals.append(h)
+        x = outputs[0] if directions == 1 else torch.cat(outputs, outputs[0].dim() - 1)
+        if dropout != 0 and train and layer < num_layers - 1:
+            x = torch.dropout(x, dropout, True)
+    output = x.transpose(0, 1) if batch_first else x
+    return output, torch.stack(finals, 0)
+
+
+def gru_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    """``aten::gru.input`` for npu tensors, following the CPU implementation."""
+    return _run_cells(_gru_cell, input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+                      batch_first)
+
+
+def rnn_tanh_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    """``aten::rnn_tanh.input`` for npu tensors, following the CPU implementation."""
+    return _run_cells(_simple_cell(torch.tanh), input, hx, params, has_biases, num_layers, dropout, train,
+                      bidirectional, batch_first)
+
+
+def rnn_relu_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    """``aten::rnn_relu.input`` for npu tensors, following the CPU implementation."""
+    return _run_cells(_simple_cell(torch.relu), input, hx, params, has_biases, num_layers, dropout, train,
+                      bidirectional, batch_first)
+
+
+def _packed_not_simulated(kind):
+    def kernel(*args, **kwargs):
+        raise NotImplementedError(
+            f"torch.nn.{kind} with a PackedSequence on the simulated npu is not simulated by runtime_shim; "
+            "pad the batch instead (pad_packed_sequence) or run this layer on the CPU")
+
+    return kernel
+
+
 _library = None
 
 
 def install() -> None:
-    """Register the npu LSTM kernel (once)."""
+    """Register the npu LSTM, GRU and RNN kernels (once)."""
     global _library
     if _library is None:
         library = torch.library.Library("aten", "IMPL")
         library.impl("lstm.input", lstm_input, "AutogradPrivateUse1")
+        library.impl("gru.input", gru_input, "AutogradPrivateUse1")
+        library.impl("rnn_tanh.input", rnn_tanh_input, "AutogradPrivateUse1")
+        library.impl("rnn_relu.input", rnn_relu_input, "AutogradPrivateUse1")
+        for op, kind in (("lstm.data", "LSTM"), ("gru.data", "GRU"), ("rnn_tanh.data", "RNN"), ("rnn_relu.data", "RNN")):
+            library.impl(op, _packed_not_simulated(kind), "AutogradPrivateUse1")
         _library = library

@@ -1,0 +1,43 @@
+"""GRU and plain RNN layers on the simulated npu compute exactly what they compute on the CPU."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+
+@pytest.mark.parametrize("kind", ["GRU", "RNN_TANH", "RNN_RELU"])
+@pytest.mark.parametrize("layers,bidirectional,batch_first,bias", [
+    (1, False, False, True), (2, True, True, True), (2, False, True, False)])
+def test_recurrent_layers_match_cpu(npu, kind, layers, bidirectional, batch_first, bias) -> None:
+    torch.manual_seed(0)
+    if kind == "GRU":
+        layer = torch.nn.GRU(6, 5, num_layers=layers, bidirectional=bidirectional, batch_first=batch_first,
+                             bias=bias, dropout=0.3 if layers > 1 else 0.0)
+    else:
+        layer = torch.nn.RNN(6, 5, num_layers=layers, bidirectional=bidirectional, batch_first=batch_first,
+                             bias=bias, nonlinearity="tanh" if kind == "RNN_TANH" else "relu")
+    on_npu = copy.deepcopy(layer).to(npu)
+    x = torch.randn(4, 7, 6)
+    h0 = torch.randn(layers * (2 if bidirectional else 1), 4 if batch_first else 7, 5)
+    results = []
+    for module, device in ((layer, "cpu"), (on_npu, npu)):
+        torch.manual_seed(1)  # same dropout masks
+        out, h = module(x.to(device), h0.to(device))
+        (out.square().sum() + h.sum()).backward()
+        results.append((out.detach().cpu(), h.detach().cpu(), [p.grad.cpu() for p in module.parameters()]))
+    (out_c, h_c, g_c), (out_n, h_n, g_n) = results
+    assert torch.equal(out_c, out_n) and torch.equal(h_c, h_n)
+    assert all(torch.equal(a, b) for a, b in zip(g_c, g_n))
+
+
+@pytest.mark.parametrize("cls", [torch.nn.GRU, torch.nn.LSTM, torch.nn.RNN])
+def test_packed_sequences_raise_a_clear_error(npu, cls) -> None:
+    from torch.nn.utils.rnn import pack_padded_sequence
+
+    layer = cls(4, 3).to(npu)
+    packed = pack_padded_sequence(torch.randn(5, 2, 4, device=npu), torch.tensor([5, 3]))
+    with pytest.raises(NotImplementedError, match="PackedSequence on the simulated npu is not simulated"):
+        layer(packed)
