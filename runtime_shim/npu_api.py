@@ -588,4 +588,4 @@ for _name in NOT_SIMULATED:
     globals()[_name] = _not_simulated(_name)
 del _name
 
-from runtime_shim import amp  # noqa: E402  (needs the names above; exposes torch.npu.amp)
+from runtime_shim import amp  # noqa: E402,F401  (needs the names above; exposes torch.npu.amp)

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import libcst as cst
 
 from ms_fmk_transplt.engine.names import alias_table, build_dotted, dotted, import_bindings, iter_imports
-from ms_fmk_transplt.engine.tables import Match, Rename, Tables
+from ms_fmk_transplt.engine.tables import Match, Tables
 from ms_fmk_transplt.model import Operation
 from ms_fmk_transplt.rules.model import Rule
 

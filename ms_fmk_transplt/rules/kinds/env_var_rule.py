@@ -20,7 +20,7 @@ class EnvVarRule:
     def check(entry):
         name = entry["name"].rstrip("*")
         problems = []
-        if not name or (p := checks.identifier(name + ("X" if entry["name"].endswith("*") else ""))):
+        if not name or checks.identifier(name + ("X" if entry["name"].endswith("*") else "")):
             problems.append(("name", f"{entry['name']!r} is not an environment variable name (letters, digits, _)"))
         new = entry.get("new_name")
         if new is not None and (entry["name"].endswith("*") or checks.identifier(new)):
