@@ -6,6 +6,7 @@ leaves a half-written output folder behind.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,10 +99,10 @@ def convert_project(options: Options, progress: Progress | None = None) -> RunRe
             rule_files=tuple(str(p) for p in options.rule_files),
             release=release,
         )
-        run = RunResult(**{**run.__dict__, "seconds": time.perf_counter() - started, "totals": totals(run)})
+        run = dataclasses.replace(run, seconds=time.perf_counter() - started, totals=totals(run))
         for name, writer in REPORTS.items():
             if name in taken:  # the project has a file of that name: keep it, rename the report
-                stem, dot, suffix = name.rpartition(".")
+                stem, _, suffix = name.rpartition(".")
                 options.warnings.append(f"input has a file named {name}; report written as {stem}.msft.{suffix}")
                 name = f"{stem}.msft.{suffix}"
             (folder / name).write_bytes(writer(run))
