@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import keyword
+import re
 
 import libcst as cst
 
@@ -29,4 +30,13 @@ def expression(value: str) -> str | None:
         return f"{value!r} does not parse as a Python expression ({exc.message})"
     except Exception as exc:  # libcst raises other errors for some malformed input
         return f"{value!r} does not parse as a Python expression ({exc})"
+    return None
+
+
+def regex(value: str) -> str | None:
+    """A regular expression Python can compile."""
+    try:
+        re.compile(value)
+    except re.error as exc:
+        return f"not a valid regular expression ({exc})"
     return None

@@ -11,6 +11,7 @@ given to getattr, dict keys and subscripts (except inside `map_location=`). Part
 import re
 
 from ms_fmk_transplt.engine.tables import StringRewrite
+from ms_fmk_transplt.rules import checks
 from ms_fmk_transplt.rules.registry import kind
 
 
@@ -24,10 +25,9 @@ from ms_fmk_transplt.rules.registry import kind
 class StringLiteralRule:
     @staticmethod
     def check(entry):
-        try:
-            regex = re.compile(entry["pattern"])
-        except re.error as exc:
-            return [("pattern", f"not a valid regular expression ({exc})")]
+        if p := checks.regex(entry["pattern"]):
+            return [("pattern", p)]
+        regex = re.compile(entry["pattern"])
         if not entry["old"] or not regex.fullmatch(entry["old"] + _sample_suffix(regex, entry["old"])):
             return [("old", f"the pattern must match strings that start with {entry['old']!r}")]
         if any(ch in entry["new"] for ch in "'\"\\\n"):

@@ -8,6 +8,7 @@ name matches one of `files` (glob patterns such as `*.sh`, `*.yaml`) and whose t
 
 import re
 
+from ms_fmk_transplt.rules import checks
 from ms_fmk_transplt.rules.registry import kind
 
 
@@ -21,11 +22,7 @@ from ms_fmk_transplt.rules.registry import kind
 class TextScanRule:
     @staticmethod
     def check(entry):
-        try:
-            re.compile(entry["pattern"])
-        except re.error as exc:
-            return [("pattern", f"not a valid regular expression ({exc})")]
-        return []
+        return [("pattern", p)] if (p := checks.regex(entry["pattern"])) else []
 
     @staticmethod
     def summary(entry):
