@@ -257,7 +257,8 @@ def test_launch_scripts_and_configs_are_reported_not_changed(tmp_path: Path) -> 
     src = tmp_path / "proj"
     src.mkdir()
     (src / "train.py").write_text("import torch\n")
-    run_sh = "#!/bin/bash\nexport CUDA_VISIBLE_DEVICES=0,1\nexport NCCL_SOCKET_IFNAME=eth0\ntorchrun train.py\n"
+    run_sh = ("#!/bin/bash\nexport CUDA_VISIBLE_DEVICES=0,1\nexport NCCL_SOCKET_IFNAME=eth0\n"
+              "echo \"training on cuda\"\ntorchrun train.py --device cuda\n")
     (src / "run.sh").write_text(run_sh)
     (src / "config.yaml").write_text("device: cuda\nname: cuda-run\n")
     assert _run("-i", str(src), "-o", str(tmp_path / "out"), "-q").exit_code == 0
@@ -265,6 +266,7 @@ def test_launch_scripts_and_configs_are_reported_not_changed(tmp_path: Path) -> 
     assert (final / "run.sh").read_text() == run_sh
     rows = list(csv.reader((final / "change_list.csv").open()))
     reported = {(r[0], r[1], r[5]) for r in rows[1:]}
-    assert reported == {("run.sh", "2", "TP801"), ("run.sh", "3", "TP802"), ("config.yaml", "1", "TP803")}
+    assert reported == {("run.sh", "2", "TP801"), ("run.sh", "3", "TP802"), ("run.sh", "5", "TP803"),
+                        ("config.yaml", "1", "TP803")}
     sheet = openpyxl.load_workbook(final / "unsupported_op.xlsx")["Unsupported"]
-    assert [c.value for c in sheet["A"]][1:] == ["config.yaml", "run.sh", "run.sh"]
+    assert [c.value for c in sheet["A"]][1:] == ["config.yaml", "run.sh", "run.sh", "run.sh"]
