@@ -21,3 +21,30 @@ def test_demo_trains_every_converted_sample_identically(tmp_path: Path) -> None:
     verdicts = [line for line in done.stdout.splitlines() if "losses" in line]
     assert len(verdicts) == 6 and all("bit-identical" in line for line in verdicts), done.stdout
     assert (tmp_path / "sample_models_msft" / "msFmkTranspltlog.txt").exists()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_torchrun_launches_the_converted_ddp_script_on_the_simulated_npu(tmp_path: Path) -> None:
+    """`torchrun ... -m runtime_shim train.py` (hccl on npu) == `torchrun train.py` (gloo on CPU)."""
+    import os
+
+    from ms_fmk_transplt.run import Options, convert_project
+
+    converted = Path(convert_project(Options(source=ROOT / "sample_models" / "ddp_trainer", output=tmp_path)).output_root)
+    torchrun = Path(sys.executable).with_name("torchrun")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    runs = []
+    for cwd, extra in ((ROOT / "sample_models" / "ddp_trainer", []), (converted, ["-m", "runtime_shim"])):
+        command = [str(torchrun), "--nproc-per-node", "2", "--master-addr", "127.0.0.1", "--master-port",
+                   str(_free_port()), *extra, "train_ddp.py", "--steps", "3"]
+        done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        runs.append([line for line in done.stdout.splitlines() if line.startswith("step=")])
+    assert len(runs[0]) == 3 and runs[0] == runs[1]

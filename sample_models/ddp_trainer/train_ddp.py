@@ -184,6 +184,10 @@ def main():
     parser.add_argument("--sync-bn", action="store_true", help="use SyncBatchNorm (GPU only)")
     parser.add_argument("--out-dir", default=None, help="checkpoint directory (default: temp dir)")
     args = parser.parse_args()
+    if args.out_dir is None and "LOCAL_RANK" in os.environ:
+        # torchrun workers are separate processes: they must agree on one checkpoint folder
+        run_id = os.environ.get("TORCHELASTIC_RUN_ID", "none")
+        args.out_dir = os.path.join(tempfile.gettempdir(), f"ddp_trainer_{run_id}_{os.environ['MASTER_PORT']}")
     args.out_dir = args.out_dir or tempfile.mkdtemp(prefix="ddp_trainer_")
     os.makedirs(args.out_dir, exist_ok=True)
 
