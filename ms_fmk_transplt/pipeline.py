@@ -81,8 +81,8 @@ TEXT_SCAN_MAX_BYTES = 1 << 20
 
 
 def _scan(entry: Entry, tables: Tables) -> tuple:
-    if not tables.text_scans:
-        return ()
+    if not tables.text_scans_for(entry.rel):
+        return ()  # most copied files (images, data) are never read
     try:
         if entry.path.stat().st_size > TEXT_SCAN_MAX_BYTES:
             return ()

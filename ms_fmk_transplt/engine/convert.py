@@ -7,7 +7,6 @@ import codecs
 import re
 import traceback
 import warnings
-from fnmatch import fnmatch
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -171,8 +170,7 @@ def _place(module: cst.Module, converter: Converter, tree: ast.Module | None = N
 
 def scan_text(path: str, data: bytes, tables: Tables) -> tuple[Finding, ...]:
     """Findings for a non-Python file that is copied as is: lines the text-scan rules report."""
-    name = path.rsplit("/", 1)[-1]
-    scans = [(rule, regex) for rule, regex, globs in tables.text_scans if any(fnmatch(name, g) for g in globs)]
+    scans = tables.text_scans_for(path)
     if not scans or b"\0" in data[:8192]:
         return ()
     text = data.decode("utf-8", errors="replace")

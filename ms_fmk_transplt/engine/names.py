@@ -7,7 +7,7 @@ two different meanings is not resolved at all.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Iterable
 
 import libcst as cst
 
@@ -32,15 +32,6 @@ def dotted(node: cst.CSTNode | None) -> str | None:
         return None
     parts.append(node.value)
     return ".".join(reversed(parts))
-
-
-@dataclass(frozen=True)
-class Binding:
-    """A name bound by an import, and the statement that binds it."""
-
-    name: str
-    qualified: str
-    statement: cst.CSTNode
 
 
 def iter_imports(module: cst.Module, lines: bool = False):
@@ -85,11 +76,11 @@ def import_bindings(node: cst.Import | cst.ImportFrom) -> list[tuple[str, str, c
     return out
 
 
-def alias_table(module: cst.Module) -> dict[str, str]:
-    """Bound name -> qualified name for every unambiguous import in the module."""
+def alias_table(imports: Iterable[cst.Import | cst.ImportFrom]) -> dict[str, str]:
+    """Bound name -> qualified name for every unambiguous import among `imports`."""
     table: dict[str, str] = {}
     ambiguous: set[str] = set()
-    for statement in iter_imports(module):
+    for statement in imports:
         for bound, qualified, _ in import_bindings(statement):
             previous = table.get(bound)
             if previous is not None and previous != qualified:

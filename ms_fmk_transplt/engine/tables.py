@@ -126,6 +126,13 @@ class Tables:
         for name in names:
             self.triggers.add(tuple(name.split(".")[-2:]))
 
+    def text_scans_for(self, path: str) -> list[tuple[Rule, Any]]:
+        """(rule, regex) of the text-scan rules whose file globs match this file's name."""
+        from fnmatch import fnmatch
+
+        name = path.rsplit("/", 1)[-1]
+        return [(rule, regex) for rule, regex, globs in self.text_scans if any(fnmatch(name, g) for g in globs)]
+
     def could_match(self, data: bytes) -> bool:
         """False only when no rule can possibly match in `data` (proved by test to change nothing)."""
         return any(all(word.encode() in data for word in trigger) for trigger in self.triggers)

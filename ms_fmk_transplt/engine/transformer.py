@@ -75,7 +75,8 @@ class Converter(cst.CSTTransformer):
     def __init__(self, tables: Tables, module: cst.Module) -> None:
         super().__init__()
         self.t = tables
-        self.aliases = alias_table(module)
+        imports = list(iter_imports(module, lines=True))
+        self.aliases = alias_table(statement for _, statement in imports)
         self.pending: list[Pending] = []
         self.needs_torch_npu = False
         self.uses_needed_api = False  # e.g. torch.accelerator, which finds the NPU only after import torch_npu
@@ -97,7 +98,7 @@ class Converter(cst.CSTTransformer):
         self._anchor_top = -1
         # bound name -> (name bound after the import rewrites, what it then refers to)
         self.rebound: dict[str, tuple[str, str]] = {}
-        self._plan_imports(module)
+        self._plan_imports(module, imports)
         self._top_ids = {id(statement): i for i, statement in enumerate(module.body)}
         self._top = -1
         self.renamed_names = {old: new for old, (new, _) in self.rebound.items() if old != new}
@@ -123,11 +124,11 @@ class Converter(cst.CSTTransformer):
         self._qualified[key] = result
         return result
 
-    def _plan_imports(self, module: cst.Module) -> None:
+    def _plan_imports(self, module: cst.Module, imports: list) -> None:
         insert = self.t.import_insert
         after = insert.params.get("after", "torch") if insert else None
         self._anchor_line: cst.SimpleStatementLine | None = None
-        for line, statement in iter_imports(module, lines=True):
+        for line, statement in imports:
             if self._anchor_line is None and after and _imports(statement, after):
                 self._anchor_line = line
             self._plan_import(statement)
