@@ -25,6 +25,7 @@ Examples::
         --msft-src /tmp/msft/msfmktransplt/src --msft-python /tmp/msft-venv/bin/python \\
         --msft-corpora pytorch_examples,sample_models --msft-runs 1
 """
+
 from __future__ import annotations
 
 import argparse
@@ -90,11 +91,15 @@ def build_synthetic(src: Path, root: Path, copies: int) -> Path:
     return dst
 
 
-def run_once(cmd: list[str], cwd: Path | None, env: dict[str, str], timeout: float) -> tuple[float, float, int, int, str]:
+def run_once(
+    cmd: list[str], cwd: Path | None, env: dict[str, str], timeout: float
+) -> tuple[float, float, int, int, str]:
     """Run cmd, return (wall s, cpu s, peak rss KB, returncode, tail of output)."""
     log = tempfile.TemporaryFile()
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+    )
     deadline = t0 + timeout
     while True:
         pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
@@ -114,8 +119,12 @@ def run_once(cmd: list[str], cwd: Path | None, env: dict[str, str], timeout: flo
 
 
 def find_msft_dir(src: Path) -> Path:
-    for cand in (src, src / "ms_fmk_transplt", src / "src" / "ms_fmk_transplt",
-                 src / "msfmktransplt" / "src" / "ms_fmk_transplt"):
+    for cand in (
+        src,
+        src / "ms_fmk_transplt",
+        src / "src" / "ms_fmk_transplt",
+        src / "msfmktransplt" / "src" / "ms_fmk_transplt",
+    ):
         if (cand / "ms_fmk_transplt.py").is_file():
             return cand.resolve()
     raise SystemExit(f"--msft-src {src}: no ms_fmk_transplt.py found")
@@ -124,23 +133,47 @@ def find_msft_dir(src: Path) -> Path:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3, help="runs per (tool, corpus) for ours (default 3)")
-    ap.add_argument("--jobs", "-j", type=int, action="append",
-                    help="ours: value for -j (repeatable: one row per value); default: not passed (tool picks)")
-    ap.add_argument("--release", default="2.1.0",
-                    help="target Ascend/PyTorch release passed as -v to both tools (default 2.1.0, the one both support)")
-    ap.add_argument("--ours", default=str(Path(sys.executable).parent / "ms_fmk_transplt"),
-                    help="our console script (default: next to this interpreter)")
-    ap.add_argument("--corpus", action="append", type=Path,
-                    help="corpus folder (repeatable); default: pytorch_examples, sample_models, pytorch_examples_x10")
-    ap.add_argument("--examples", type=Path, default=DEFAULT_EXAMPLES, help="pytorch/examples checkout (93 .py files)")
+    ap.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        action="append",
+        help="ours: value for -j (repeatable: one row per value); default: not passed (tool picks)",
+    )
+    ap.add_argument(
+        "--release",
+        default="2.1.0",
+        help="target Ascend/PyTorch release passed as -v to both tools (default 2.1.0, the one both support)",
+    )
+    ap.add_argument(
+        "--ours",
+        default=str(Path(sys.executable).parent / "ms_fmk_transplt"),
+        help="our console script (default: next to this interpreter)",
+    )
+    ap.add_argument(
+        "--corpus",
+        action="append",
+        type=Path,
+        help="corpus folder (repeatable); default: pytorch_examples, sample_models, pytorch_examples_x10",
+    )
+    ap.add_argument(
+        "--examples", type=Path, default=DEFAULT_EXAMPLES, help="pytorch/examples checkout (93 .py files)"
+    )
     ap.add_argument("--copies", type=int, default=10, help="copies in the synthetic corpus (0 = none)")
     ap.add_argument("--synth-root", type=Path, default=DEFAULT_SYNTH_ROOT)
     ap.add_argument("--msft-src", type=Path, help="existing msFmkTransplt checkout (…/msfmktransplt/src)")
     ap.add_argument("--msft-python", default="python3", help="interpreter with msFmkTransplt's dependencies")
-    ap.add_argument("--msft-runs", type=int, default=1,
-                    help="runs per corpus for theirs (default 1: it takes minutes per corpus)")
-    ap.add_argument("--msft-corpora", default="pytorch_examples,sample_models",
-                    help="comma list of corpus names theirs runs on ('all' for every corpus)")
+    ap.add_argument(
+        "--msft-runs",
+        type=int,
+        default=1,
+        help="runs per corpus for theirs (default 1: it takes minutes per corpus)",
+    )
+    ap.add_argument(
+        "--msft-corpora",
+        default="pytorch_examples,sample_models",
+        help="comma list of corpus names theirs runs on ('all' for every corpus)",
+    )
     ap.add_argument("--timeout", type=float, default=1800, help="seconds before a run is killed")
     ap.add_argument("--json", type=Path, help="also write raw results as JSON here")
     ap.add_argument("--keep", action="store_true", help="keep the temporary output folders")
@@ -172,7 +205,7 @@ def main() -> int:
     base_env["PYTHONDONTWRITEBYTECODE"] = "1"
 
     tools: list[tuple[str, object]] = []
-    for j in (args.jobs or [None]):
+    for j in args.jobs or [None]:
         label = "ours" if j is None else f"ours -j{j}"
         tools.append((label, j))
     msft_dir = find_msft_dir(args.msft_src) if args.msft_src else None
@@ -192,8 +225,16 @@ def main() -> int:
             for _ in range(runs):
                 out = Path(tempfile.mkdtemp(prefix=f"bench_{'msft' if is_msft else 'ours'}_", dir="/tmp"))
                 if is_msft:
-                    cmd = [args.msft_python, str(msft_dir / "ms_fmk_transplt.py"), "-i", str(c.path), "-o", str(out),
-                           "-v", args.release]
+                    cmd = [
+                        args.msft_python,
+                        str(msft_dir / "ms_fmk_transplt.py"),
+                        "-i",
+                        str(c.path),
+                        "-o",
+                        str(out),
+                        "-v",
+                        args.release,
+                    ]
                     env = dict(base_env, PYTHONPATH=str(msft_dir))
                     cwd = msft_dir
                 else:
@@ -204,7 +245,11 @@ def main() -> int:
                 if res is None:
                     res = Result(c.name, label, cmd)
                     shown = " ".join(shlex.quote(x) for x in cmd).replace(str(out), "$FRESH_TMP")
-                    prefix = f"cd {shlex.quote(str(cwd))} && PYTHONPATH={shlex.quote(str(msft_dir))} " if is_msft else ""
+                    prefix = (
+                        f"cd {shlex.quote(str(cwd))} && PYTHONPATH={shlex.quote(str(msft_dir))} "
+                        if is_msft
+                        else ""
+                    )
                     print(f"$ {prefix}{shown} </dev/null", flush=True)
                 wall, cpu, rss, rc, tail = run_once(cmd, cwd, env, args.timeout)
                 outdir = out / f"{c.path.name}_msft"
@@ -216,8 +261,10 @@ def main() -> int:
                     res.cpu.append(cpu)
                     res.rss_kb.append(rss)
                     res.out_py = n_out
-                print(f"  {c.name:<24} {label:<14} run wall={wall:7.2f}s cpu={cpu:7.2f}s rss={rss / 1024:6.0f}MB rc={rc}",
-                      flush=True)
+                print(
+                    f"  {c.name:<24} {label:<14} run wall={wall:7.2f}s cpu={cpu:7.2f}s rss={rss / 1024:6.0f}MB rc={rc}",
+                    flush=True,
+                )
                 if not args.keep:
                     shutil.rmtree(out, ignore_errors=True)
             if res is not None:
@@ -237,7 +284,9 @@ def main() -> int:
     for r in results:
         c = by_corpus[r.corpus]
         if not r.wall:
-            print(f"| {r.corpus:<24} | {c.files:>5} | {c.lines:>6} | {r.tool:<14} | {0:>4} | {'FAILED':>8} | {'':>7} | {'':>11} | {'':>7} | {'':>11} |")
+            print(
+                f"| {r.corpus:<24} | {c.files:>5} | {c.lines:>6} | {r.tool:<14} | {0:>4} | {'FAILED':>8} | {'':>7} | {'':>11} | {'':>7} | {'':>11} |"
+            )
             continue
         med = statistics.median(r.wall)
         cpu = statistics.median(r.cpu)
@@ -247,7 +296,9 @@ def main() -> int:
             ours_rows = [v for (cn, _), v in ours_med.items() if cn == r.corpus]
             if ours_rows:
                 ratio = f"{med / min(ours_rows):.1f}x"
-        print(f"| {r.corpus:<24} | {c.files:>5} | {c.lines:>6} | {r.tool:<14} | {len(r.wall):>4} | {med:>8.2f} | {cpu:>7.2f} | {rss:>11.0f} | {c.files / med:>7.1f} | {ratio:>11} |")
+        print(
+            f"| {r.corpus:<24} | {c.files:>5} | {c.lines:>6} | {r.tool:<14} | {len(r.wall):>4} | {med:>8.2f} | {cpu:>7.2f} | {rss:>11.0f} | {c.files / med:>7.1f} | {ratio:>11} |"
+        )
     failed = [r for r in results if r.failures]
     for r in failed:
         print(f"\n{r.corpus} / {r.tool}: {len(r.failures)} failed run(s); first: {r.failures[0]}")

@@ -38,10 +38,16 @@ def _configs(models):
         return lambda g: (torch.randn(batch, 32, generator=g), torch.randint(0, 10, (batch,), generator=g))
 
     def images(batch, size):
-        return lambda g: (torch.randn(batch, 3, size, size, generator=g), torch.randint(0, 10, (batch,), generator=g))
+        return lambda g: (
+            torch.randn(batch, 3, size, size, generator=g),
+            torch.randint(0, 10, (batch,), generator=g),
+        )
 
     def tokens(batch):
-        return lambda g: (torch.randint(0, 50, (batch, 12), generator=g), torch.randint(0, 5, (batch,), generator=g))
+        return lambda g: (
+            torch.randint(0, 50, (batch, 12), generator=g),
+            torch.randint(0, 5, (batch,), generator=g),
+        )
 
     def view(batch):
         return lambda g: (torch.randn(batch, 24, generator=g), torch.randint(0, 10, (batch,), generator=g))
@@ -117,8 +123,10 @@ def main(argv=None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     configs = _configs(_load_models())
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.steps} measured steps "
-          f"(+{args.warmup} warm-up), interleaved, medians")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.steps} measured steps "
+        f"(+{args.warmup} warm-up), interleaved, medians"
+    )
     print()
     print("| model | optimizer | CPU ms/step | simulated NPU ms/step | ratio |")
     print("|---|---|---:|---:|---:|")
@@ -126,7 +134,10 @@ def main(argv=None) -> int:
         label, build, batch_fn = configs[key]
         for optimizer in args.optimizers.split(","):
             cpu, npu = measure(build, batch_fn, optimizer, args.steps, args.warmup)
-            print(f"| {label} | {optimizer} | {cpu * 1e3:.2f} | {npu * 1e3:.2f} | {npu / cpu:.2f}x |", flush=True)
+            print(
+                f"| {label} | {optimizer} | {cpu * 1e3:.2f} | {npu * 1e3:.2f} | {npu / cpu:.2f}x |",
+                flush=True,
+            )
     return 0
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 from rich.console import Console
@@ -46,20 +45,33 @@ def _show_version(value: bool) -> None:
 @app.callback(invoke_without_command=True)
 def convert(
     ctx: typer.Context,
-    input: Optional[Path] = typer.Option(None, "-i", "--input", help="Script file or folder to convert."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Folder that receives <name>_msft/."),
-    rule: Optional[List[Path]] = typer.Option(None, "-r", "--rule", help="User rule file (JSON); may repeat."),
-    release: Optional[str] = typer.Option(
-        None, "-v", "--version", help=f"Ascend release data, by PyTorch version: {', '.join(data.releases())} "
-        f"(default {data.default_release()})."),
+    input: Path | None = typer.Option(None, "-i", "--input", help="Script file or folder to convert."),
+    output: Path | None = typer.Option(None, "-o", "--output", help="Folder that receives <name>_msft/."),
+    rule: list[Path] | None = typer.Option(None, "-r", "--rule", help="User rule file (JSON); may repeat."),
+    release: str | None = typer.Option(
+        None,
+        "-v",
+        "--version",
+        help=f"Ascend release data, by PyTorch version: {', '.join(data.releases())} "
+        f"(default {data.default_release()}).",
+    ),
     force: bool = typer.Option(False, "--force", help="Replace an existing <name>_msft folder."),
-    opt_in: Optional[List[str]] = typer.Option(None, "--opt-in", help="Enable rewrites that need a human check, "
-                                               "e.g. fused-optimizers (apex fused optimizers -> torch_npu)."),
+    opt_in: list[str] | None = typer.Option(
+        None,
+        "--opt-in",
+        help="Enable rewrites that need a human check, "
+        "e.g. fused-optimizers (apex fused optimizers -> torch_npu).",
+    ),
     strict: bool = typer.Option(False, "--strict", help="Exit 3 when unsupported APIs are found."),
     jobs: int = typer.Option(0, "-j", "--jobs", min=0, help="Worker processes; 0 chooses by input size."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress bar and no summary table."),
-    tool_version: bool = typer.Option(False, "--tool-version", callback=_show_version, is_eager=True,
-                                      help="Print the tool's version and exit."),
+    tool_version: bool = typer.Option(
+        False,
+        "--tool-version",
+        callback=_show_version,
+        is_eager=True,
+        help="Print the tool's version and exit.",
+    ),
 ) -> None:
     """Convert SRC into OUT/<name>_msft/ with msFmkTranspltlog.txt, change_list.csv, unsupported_op.xlsx."""
     if ctx.invoked_subcommand is not None:
@@ -68,8 +80,15 @@ def convert(
         _fail("both -i/--input and -o/--output are required (see --help)")
     from ms_fmk_transplt.run import Options, UsageError, convert_project
 
-    options = Options(source=input, output=output, rule_files=tuple(rule or ()), release=release,
-                      force=force, jobs=jobs, opt_ins=tuple(opt_in or ()))
+    options = Options(
+        source=input,
+        output=output,
+        rule_files=tuple(rule or ()),
+        release=release,
+        force=force,
+        jobs=jobs,
+        opt_ins=tuple(opt_in or ()),
+    )
     try:
         with _progress(quiet) as progress:
             run = convert_project(options, progress=progress)
@@ -77,14 +96,16 @@ def convert(
         _fail(str(exc))
     except KeyboardInterrupt:
         err.print("interrupted: nothing was written")
-        raise typer.Exit(130)
+        raise typer.Exit(130) from None
     for warning in options.warnings:
         err.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
     if not quiet:
         _summary(run)
     if run.failed:
         raise typer.Exit(EXIT_FAILED_FILES)
-    if strict and any(f.operation is Operation.UNSUPPORTED and not f.noop for r in run.files for f in r.findings):
+    if strict and any(
+        f.operation is Operation.UNSUPPORTED and not f.noop for r in run.files for f in r.findings
+    ):
         raise typer.Exit(EXIT_UNSUPPORTED)
 
 
@@ -103,8 +124,15 @@ class _progress:
         if self.bar is None:
             if total < PROGRESS_MIN_FILES:
                 return
-            self.bar = Progress(TextColumn("converting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                TextColumn("{task.description}"), console=err, transient=True)
+            self.bar = Progress(
+                TextColumn("converting"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.description}"),
+                console=err,
+                transient=True,
+            )
             self.bar.start()
             self.task = self.bar.add_task("", total=total)
         self.bar.update(self.task, completed=done, description=path)
@@ -133,8 +161,8 @@ def _summary(run) -> None:
 
 @rules_app.command("list")
 def rules_list(
-    rule: Optional[List[Path]] = typer.Option(None, "-r", "--rule", help="Also list the rules of this file."),
-    kind: Optional[str] = typer.Option(None, "--kind", help="Only rules of this kind."),
+    rule: list[Path] | None = typer.Option(None, "-r", "--rule", help="Also list the rules of this file."),
+    kind: str | None = typer.Option(None, "--kind", help="Only rules of this kind."),
 ) -> None:
     """List rules: id, kind and summary."""
     from ms_fmk_transplt.rules import RuleFileError, load_rules
@@ -154,7 +182,7 @@ def rules_list(
 
 @rules_app.command("doc")
 def rules_doc(
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write here instead of stdout."),
+    output: Path | None = typer.Option(None, "-o", "--output", help="Write here instead of stdout."),
 ) -> None:
     """Print the built-in rules reference (Markdown), generated from the rules' metadata."""
     from ms_fmk_transplt.rules import load_rules

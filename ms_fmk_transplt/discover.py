@@ -43,7 +43,9 @@ def _link_entry(path: Path, rel: str, root: Path) -> Entry:
         reason = "symlink loop" if exc.errno == 40 else f"unreadable symlink ({exc.strerror})"
         return Entry(rel, EntryKind.SKIP, path, reason=reason)
     if not _inside(target, root):
-        return Entry(rel, EntryKind.SKIP, path, reason=f"symlink points outside the input tree ({os.readlink(path)})")
+        return Entry(
+            rel, EntryKind.SKIP, path, reason=f"symlink points outside the input tree ({os.readlink(path)})"
+        )
     relative = os.path.relpath(target, path.parent.resolve())
     return Entry(rel, EntryKind.LINK, path, link=relative)
 
@@ -63,7 +65,11 @@ def discover(source: Path, exclude: tuple[Path, ...] = ()) -> list[Entry]:
         try:
             children = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError as exc:
-            entries.append(Entry(prefix or ".", EntryKind.SKIP, directory, reason=f"cannot list directory ({exc.strerror})"))
+            entries.append(
+                Entry(
+                    prefix or ".", EntryKind.SKIP, directory, reason=f"cannot list directory ({exc.strerror})"
+                )
+            )
             continue
         subdirs = []
         for child in children:
@@ -81,7 +87,13 @@ def discover(source: Path, exclude: tuple[Path, ...] = ()) -> list[Entry]:
                 entries.append(Entry(rel, kind, path))
             else:
                 mode = child.stat(follow_symlinks=False).st_mode
-                what = "FIFO" if stat.S_ISFIFO(mode) else "socket" if stat.S_ISSOCK(mode) else "device or special file"
+                what = (
+                    "FIFO"
+                    if stat.S_ISFIFO(mode)
+                    else "socket"
+                    if stat.S_ISSOCK(mode)
+                    else "device or special file"
+                )
                 entries.append(Entry(rel, EntryKind.SKIP, path, reason=f"{what}, not copied"))
         stack.extend(reversed(subdirs))
     return entries

@@ -6,11 +6,12 @@ bytes. Output goes to a staging folder that replaces the final folder in one ren
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Callable, Iterable
 
 from ms_fmk_transplt.discover import Entry, EntryKind
 from ms_fmk_transplt.engine import Tables, convert_source, scan_text
@@ -42,8 +43,9 @@ def _convert_path(rel: str, path: str, tables: Tables) -> FileResult:
     return convert_source(rel, data, tables)
 
 
-def convert_entries(entries: Iterable[Entry], tables: Tables, jobs: int = 0,
-                    progress: Progress | None = None) -> list[FileResult]:
+def convert_entries(
+    entries: Iterable[Entry], tables: Tables, jobs: int = 0, progress: Progress | None = None
+) -> list[FileResult]:
     """A FileResult for every entry, in entry order; `jobs` 0 picks serial or parallel by size."""
     entries = list(entries)
     python = [(e.rel, str(e.path)) for e in entries if e.kind is EntryKind.PYTHON]
@@ -167,7 +169,5 @@ def _alive(pid: int) -> bool:
 
 def _make_writable(path: Path) -> None:
     for directory, _, _ in os.walk(path):
-        try:
+        with contextlib.suppress(OSError):
             os.chmod(directory, 0o755)
-        except OSError:
-            pass

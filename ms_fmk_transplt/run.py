@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 from ms_fmk_transplt import data, reports
 from ms_fmk_transplt.discover import discover
@@ -80,7 +80,9 @@ def convert_project(options: Options, progress: Progress | None = None) -> RunRe
         known = {r.params["opt_in"] for r in rules if r.params.get("opt_in")}
         unknown = sorted(set(options.opt_ins) - known)
         if unknown:
-            raise UsageError(f"unknown --opt-in {', '.join(unknown)}; valid: {', '.join(sorted(known)) or 'none'}")
+            raise UsageError(
+                f"unknown --opt-in {', '.join(unknown)}; valid: {', '.join(sorted(known)) or 'none'}"
+            )
         tables = compile_rules(rules, release=release, opt_ins=options.opt_ins)
     except RuleFileError as exc:
         raise UsageError(str(exc)) from None
@@ -103,7 +105,9 @@ def convert_project(options: Options, progress: Progress | None = None) -> RunRe
         for name, writer in REPORTS.items():
             if name in taken:  # the project has a file of that name: keep it, rename the report
                 stem, _, suffix = name.rpartition(".")
-                options.warnings.append(f"input has a file named {name}; report written as {stem}.msft.{suffix}")
+                options.warnings.append(
+                    f"input has a file named {name}; report written as {stem}.msft.{suffix}"
+                )
                 name = f"{stem}.msft.{suffix}"
             (folder / name).write_bytes(writer(run))
         staging.commit()

@@ -18,5 +18,16 @@ from __future__ import annotations
 from runtime_shim._compat import SUPPORTED as SUPPORTED_TORCH
 from runtime_shim.activate import activate, is_active, real_torch_npu_installed
 
-__all__ = ["activate", "is_active", "real_torch_npu_installed", "SUPPORTED_TORCH"]
-__version__ = "0.1.0"
+__all__ = ["SUPPORTED_TORCH", "activate", "is_active", "real_torch_npu_installed"]
+
+
+def __getattr__(name: str) -> str:
+    """``__version__`` is the installed distribution's, read only when asked for."""
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("ms-fmk-transplt")
+        except PackageNotFoundError:
+            return "0+unknown"
+    raise AttributeError(f"module 'runtime_shim' has no attribute {name!r}")

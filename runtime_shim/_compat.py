@@ -11,6 +11,7 @@ def data_file(name: str) -> Path:
     """Path of a file shipped in runtime_shim/data."""
     return _DATA_DIR / name
 
+
 #: Inclusive lower and exclusive upper bound, as declared in pyproject.toml.
 #: Verified on torch 2.13.0; the PrivateUse1 Python-backend hooks it relies on
 #: (torch._C._acc, _setup_privateuseone_for_python_backend) first shipped in 2.6.

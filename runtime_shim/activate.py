@@ -108,11 +108,9 @@ class _TorchNpuFinder(importlib.abc.MetaPathFinder):
             return None
         if fullname == "torch_npu" and importlib.machinery.PathFinder.find_spec("torch_npu") is not None:
             return None  # a real torch_npu: never shadow it
-        target_name = _ALIASES.get(fullname) or _STUB_PACKAGE + fullname[len("torch_npu"):]
+        target_name = _ALIASES.get(fullname) or _STUB_PACKAGE + fullname[len("torch_npu") :]
         if importlib.util.find_spec(target_name) is None:
-            raise ModuleNotFoundError(
-                f"{fullname} is not simulated by runtime_shim", name=fullname
-            )
+            raise ModuleNotFoundError(f"{fullname} is not simulated by runtime_shim", name=fullname)
         is_package = fullname in ("torch_npu", "torch_npu.npu")
         return importlib.machinery.ModuleSpec(fullname, _StubLoader(target_name), is_package=is_package)
 

@@ -15,13 +15,15 @@ import torch
 
 DEVICE_TYPE = "npu"
 
-__all__ = ["autocast", "GradScaler", "custom_fwd", "custom_bwd"]
+__all__ = ["GradScaler", "autocast", "custom_bwd", "custom_fwd"]
 
 
-class autocast(torch.amp.autocast_mode.autocast):  # noqa: N801 - torch's spelling
+class autocast(torch.amp.autocast_mode.autocast):
     """``torch.npu.amp.autocast(enabled=True, dtype=torch.float16, cache_enabled=True)``."""
 
-    def __init__(self, enabled: bool = True, dtype: torch.dtype = torch.float16, cache_enabled: bool = True) -> None:
+    def __init__(
+        self, enabled: bool = True, dtype: torch.dtype = torch.float16, cache_enabled: bool = True
+    ) -> None:
         super().__init__(DEVICE_TYPE, enabled=enabled, dtype=dtype, cache_enabled=cache_enabled)
 
 
@@ -38,7 +40,9 @@ class GradScaler(torch.amp.GradScaler):
         dynamic: bool = True,
     ) -> None:
         if not dynamic:
-            raise NotImplementedError("torch.npu.amp.GradScaler(dynamic=False) is not simulated by runtime_shim")
+            raise NotImplementedError(
+                "torch.npu.amp.GradScaler(dynamic=False) is not simulated by runtime_shim"
+            )
         super().__init__(
             DEVICE_TYPE,
             init_scale=init_scale,

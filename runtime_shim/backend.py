@@ -94,7 +94,7 @@ _LIST_OP_PREFIXES = ("_foreach_", "_fused_", "_amp_")
 
 def _register_kernels() -> None:
     library = torch.library.Library("aten", "IMPL")
-    names = [n[len("aten::"):] for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")]
+    names = [n[len("aten::") :] for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")]
     for qualified in names:
         full = f"aten::{qualified}"
         if not torch._C._dispatch_has_kernel_for_dispatch_key(full, "CPU") and not (

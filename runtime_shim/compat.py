@@ -75,18 +75,27 @@ def _shape_only(t: torch.Tensor | None) -> torch.Tensor | None:
     return empty.requires_grad_() if t.requires_grad and t.is_floating_point() else empty
 
 
-def _sdpa_as_on_cpu(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None,
-                    enable_gqa=False):
-    choice = torch.ops.aten._fused_sdp_choice(*map(_shape_only, (query, key, value, attn_mask)), dropout_p,
-                                              is_causal, scale=scale, enable_gqa=enable_gqa)
+def _sdpa_as_on_cpu(
+    query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False
+):
+    choice = torch.ops.aten._fused_sdp_choice(
+        *map(_shape_only, (query, key, value, attn_mask)),
+        dropout_p,
+        is_causal,
+        scale=scale,
+        enable_gqa=enable_gqa,
+    )
     if attn_mask is not None and attn_mask.dtype == torch.bool:
         attn_mask = torch.zeros(attn_mask.shape, dtype=query.dtype, device=query.device).masked_fill_(
-            attn_mask.logical_not(), float("-inf"))
+            attn_mask.logical_not(), float("-inf")
+        )
     if choice == _SDPA_FLASH:
         return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
-            query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale)[0]
+            query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale
+        )[0]
     return torch.ops.aten._scaled_dot_product_attention_math(
-        query, key, value, attn_mask, dropout_p, is_causal, None, scale=scale, enable_gqa=enable_gqa)[0]
+        query, key, value, attn_mask, dropout_p, is_causal, None, scale=scale, enable_gqa=enable_gqa
+    )[0]
 
 
 def _dropout_as_on_cpu(input: torch.Tensor, p: float, train: bool) -> torch.Tensor:

@@ -34,7 +34,8 @@ Design (why it is shaped like this):
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch._C import DispatchKey, DispatchKeySet
@@ -104,9 +105,11 @@ class Binding:
     entered as it is wrapped, so the next op that reads it finds it.
     """
 
-    __slots__ = ("host", "index", "bases", "views", "nbytes", "memory", "ptr")
+    __slots__ = ("bases", "host", "index", "memory", "nbytes", "ptr", "views")
 
-    def __init__(self, host: torch.UntypedStorage, index: int, nbytes: int, memory: _memory.DeviceMemory) -> None:
+    def __init__(
+        self, host: torch.UntypedStorage, index: int, nbytes: int, memory: _memory.DeviceMemory
+    ) -> None:
         self.host = host
         self.index = index
         #: dtype -> CPU tensor spanning the whole host storage (as_strided

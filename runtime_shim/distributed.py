@@ -38,7 +38,7 @@ class ProcessGroupHCCL(_C10dProcessGroup):
         # other group built on the same store.
         self._gloo = dist.ProcessGroupGloo(dist.PrefixStore("runtime_shim_hccl", store), rank, size, timeout)
 
-    def getBackendName(self) -> str:  # noqa: N802 - c10d's method name
+    def getBackendName(self) -> str:
         return BACKEND_NAME
 
     def _get_backend_name(self) -> str:
@@ -62,7 +62,9 @@ class ProcessGroupHCCL(_C10dProcessGroup):
 
     def allgather(self, output_tensors, input_tensors, opts=None):
         """Gather every rank's input into each rank's output list."""
-        return self._gloo.allgather(_host(output_tensors), _host(input_tensors), opts or dist.AllgatherOptions())
+        return self._gloo.allgather(
+            _host(output_tensors), _host(input_tensors), opts or dist.AllgatherOptions()
+        )
 
     def _allgather_base(self, output, input, opts=None):
         """All-gather into one flat output tensor."""
@@ -70,7 +72,9 @@ class ProcessGroupHCCL(_C10dProcessGroup):
 
     def allgather_coalesced(self, output_lists, input_list, opts=None):
         """All-gather several tensors at once."""
-        return self._gloo.allgather_coalesced(_host(output_lists), _host(input_list), opts or dist.AllgatherOptions())
+        return self._gloo.allgather_coalesced(
+            _host(output_lists), _host(input_list), opts or dist.AllgatherOptions()
+        )
 
     def gather(self, output_tensors, input_tensors, opts=None):
         """Gather to ``opts.rootRank``."""
@@ -82,11 +86,15 @@ class ProcessGroupHCCL(_C10dProcessGroup):
 
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
         """Reduce, then scatter the result."""
-        return self._gloo.reduce_scatter(_host(output_tensors), _host(input_tensors), opts or dist.ReduceScatterOptions())
+        return self._gloo.reduce_scatter(
+            _host(output_tensors), _host(input_tensors), opts or dist.ReduceScatterOptions()
+        )
 
     def _reduce_scatter_base(self, output, input, opts=None):
         """Reduce-scatter on flat tensors."""
-        return self._gloo._reduce_scatter_base(_host(output), _host(input), opts or dist.ReduceScatterOptions())
+        return self._gloo._reduce_scatter_base(
+            _host(output), _host(input), opts or dist.ReduceScatterOptions()
+        )
 
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
         """All-to-all on flat tensors."""

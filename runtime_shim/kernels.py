@@ -9,7 +9,8 @@ redispatch, outputs wrapped. See device.py for the overall design.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -31,14 +32,28 @@ _DEVICE_TYPES = {"Device", "Optional[Device]"}
 # Ops that legitimately take tensors from two devices (real accelerators allow
 # these too: copies, CPU index tensors for advanced indexing).
 _MIXED_OK = {
-    "copy_", "_copy_from", "_copy_from_and_resize", "_to_copy", "index.Tensor",
-    "index_put_", "index_put", "_index_put_impl_", "_index_put_impl", "set_",
+    "copy_",
+    "_copy_from",
+    "_copy_from_and_resize",
+    "_to_copy",
+    "index.Tensor",
+    "index_put_",
+    "index_put",
+    "_index_put_impl_",
+    "_index_put_impl",
+    "set_",
 }
 # Metadata-only in-place ops: their CPU kernel must edit the npu tensor itself,
 # not a CPU view of it.
 _METADATA_INPLACE = {
-    "as_strided_", "squeeze_", "unsqueeze_", "t_", "transpose_", "swapdims_",
-    "swapaxes_", "detach_",
+    "as_strided_",
+    "squeeze_",
+    "unsqueeze_",
+    "t_",
+    "transpose_",
+    "swapdims_",
+    "swapaxes_",
+    "detach_",
 }
 
 
@@ -129,11 +144,15 @@ class _Spec:
         for i, arg in enumerate(schema.arguments):
             kind = str(arg.type)
             if kind in _TENSOR_TYPES:
-                (self.tensor_kw if arg.kwarg_only else self.tensor_pos).append(arg.name if arg.kwarg_only else i)
+                (self.tensor_kw if arg.kwarg_only else self.tensor_pos).append(
+                    arg.name if arg.kwarg_only else i
+                )
             elif kind in _LIST_TYPES:
                 (self.list_kw if arg.kwarg_only else self.list_pos).append(arg.name if arg.kwarg_only else i)
             elif kind in _DEVICE_TYPES:
-                (self.device_kw if arg.kwarg_only else self.device_pos).append(arg.name if arg.kwarg_only else i)
+                (self.device_kw if arg.kwarg_only else self.device_pos).append(
+                    arg.name if arg.kwarg_only else i
+                )
             info = arg.alias_info
             if info is not None:
                 where = ("kw", arg.name) if arg.kwarg_only else ("pos", i)
@@ -221,6 +240,7 @@ def _redispatch_kernel(op: torch._ops.OpOverload, name: str | None = None) -> Ca
     redispatch = op._handle.redispatch_boxed
     keyset = _CPU_KEYSET
     if name is None:
+
         def kernel(*args, **kwargs):
             return redispatch(keyset, *args, **kwargs)
 
@@ -255,7 +275,12 @@ def _generic_kernel(op: torch._ops.OpOverload, spec: _Spec, fn: Callable | None 
     single_tensor = len(returns) == 1 and returns[0][0] == "tensor"
     # A single return that is one of the positional arguments (in-place ops).
     alias_pos = -1
-    if len(returns) == 1 and returns[0][0] == "alias" and returns[0][1] is not None and returns[0][1][0] == "pos":
+    if (
+        len(returns) == 1
+        and returns[0][0] == "alias"
+        and returns[0][1] is not None
+        and returns[0][1][0] == "pos"
+    ):
         alias_pos = returns[0][1][1]
     mixed_ok = spec.mixed_ok
     written_kw = spec.written_kw
@@ -307,6 +332,7 @@ def _generic_kernel(op: torch._ops.OpOverload, spec: _Spec, fn: Callable | None 
         return _wrap_returns(out, returns, args, kwargs, index, storages)
 
     if not simple:
+
         def kernel(*args, **kwargs):
             counter[0] += 1
             if counter[0] == 1:
@@ -374,7 +400,11 @@ def _call_with_out_args(fn, cargs, ckwargs, kwargs, written_kw, index, storages)
     fixed = dict(ckwargs)
     for key in written_kw:
         value = ckwargs.get(key)
-        if isinstance(value, _Tensor) and isinstance(kwargs.get(key), _Tensor) and kwargs[key].device.type == _DEVICE_TYPE:
+        if (
+            isinstance(value, _Tensor)
+            and isinstance(kwargs.get(key), _Tensor)
+            and kwargs[key].device.type == _DEVICE_TYPE
+        ):
             fixed[key] = _fixed_size_view(value)
         elif isinstance(value, list):
             fixed[key] = [_fixed_size_view(v) if isinstance(v, _Tensor) else v for v in value]
@@ -526,11 +556,22 @@ def _k_convolution(op):
 def _k_convolution_backward(op):
     backward = _cpu_call(torch.ops.aten.convolution_backward.default)
 
-    def compute(grad_output, input, weight, stride, padding, dilation, transposed, output_padding, groups, output_mask):
+    def compute(
+        grad_output, input, weight, stride, padding, dilation, transposed, output_padding, groups, output_mask
+    ):
         out_channels = weight.shape[1] * groups if transposed else weight.shape[0]
         return backward(
-            grad_output, input, weight, [out_channels], stride, padding, dilation,
-            transposed, output_padding, groups, output_mask,
+            grad_output,
+            input,
+            weight,
+            [out_channels],
+            stride,
+            padding,
+            dilation,
+            transposed,
+            output_padding,
+            groups,
+            output_mask,
         )
 
     return _generic_kernel(op, _Spec(op), compute)
@@ -573,6 +614,12 @@ for _name in ("set_.source_Storage", "set_.source_Storage_storage_offset", "set_
 # Composite ops that would otherwise reach the device as two or three Python
 # round trips; giving them a direct kernel is purely a speed-up.
 DIRECT_COMPOSITES = (
-    "clone", "copy_", "_to_copy", "fill_.Scalar", "zero_", "record_stream",
-    "convolution_overrideable", "convolution_backward_overrideable",
+    "clone",
+    "copy_",
+    "_to_copy",
+    "fill_.Scalar",
+    "zero_",
+    "record_stream",
+    "convolution_overrideable",
+    "convolution_backward_overrideable",
 )

@@ -82,7 +82,7 @@ def set_device(device: Any) -> None:
     STATE.current = _index(device)
 
 
-class device:  # noqa: N801 - torch's spelling
+class device:
     """Context manager that changes the current npu device."""
 
     def __init__(self, device: Any) -> None:
@@ -100,7 +100,7 @@ class device:  # noqa: N801 - torch's spelling
         return False
 
 
-class device_of(device):  # noqa: N801
+class device_of(device):
     """Context manager that makes the device of tensor ``obj`` current."""
 
     def __init__(self, obj: Any) -> None:
@@ -126,7 +126,7 @@ class _NPUDeviceProperties:
     total_memory: int
     cube_core_num: int = 24
     vector_core_num: int = 48
-    L2_cache_size: int = 192 * 1024 * 1024  # noqa: N815 - torch_npu's field name
+    L2_cache_size: int = 192 * 1024 * 1024
 
     def __repr__(self) -> str:
         return (
@@ -285,13 +285,13 @@ class Stream:
     def synchronize(self) -> None:
         """Nothing is pending on a synchronous stream."""
 
-    def wait_stream(self, stream: "Stream") -> None:
+    def wait_stream(self, stream: Stream) -> None:
         """Ordering is already guaranteed by synchronous execution."""
 
-    def wait_event(self, event: "Event") -> None:
+    def wait_event(self, event: Event) -> None:
         """Ordering is already guaranteed by synchronous execution."""
 
-    def record_event(self, event: "Event | None" = None) -> "Event":
+    def record_event(self, event: Event | None = None) -> Event:
         """Record ``event`` (or a new one) on this stream."""
         event = event or Event()
         event.record(self)
@@ -368,7 +368,9 @@ def stream(stream: Stream | None) -> StreamContext:
 class Event:
     """An event of the simulated device: records host time when recorded."""
 
-    def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> None:
+    def __init__(
+        self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
+    ) -> None:
         self.enable_timing = enable_timing
         self._time: float | None = None
 
@@ -386,7 +388,7 @@ class Event:
     def synchronize(self) -> None:
         """Nothing is pending."""
 
-    def elapsed_time(self, end_event: "Event") -> float:
+    def elapsed_time(self, end_event: Event) -> float:
         """Milliseconds between this event's and ``end_event``'s record calls."""
         if not (self.enable_timing and end_event.enable_timing):
             raise RuntimeError("Both events must be created with argument 'enable_timing=True'.")

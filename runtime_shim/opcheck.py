@@ -38,11 +38,26 @@ MODES = ("warn", "error", "off")
 # backend (a real NPU performs them in its runtime, not through an operator
 # kernel listed by op-plugin), so reporting them would only be noise.
 _PLUMBING = {
-    "empty.memory_format", "empty_strided", "_copy_from", "_copy_from_and_resize",
-    "copy_", "set_", "set_.source_Storage", "set_.source_Storage_storage_offset",
-    "set_.source_Tensor", "resize_", "as_strided", "view", "_reshape_alias",
-    "_local_scalar_dense", "record_stream", "_to_copy", "alias", "unfold",
-    "is_pinned", "_pin_memory",
+    "empty.memory_format",
+    "empty_strided",
+    "_copy_from",
+    "_copy_from_and_resize",
+    "copy_",
+    "set_",
+    "set_.source_Storage",
+    "set_.source_Storage_storage_offset",
+    "set_.source_Tensor",
+    "resize_",
+    "as_strided",
+    "view",
+    "_reshape_alias",
+    "_local_scalar_dense",
+    "record_stream",
+    "_to_copy",
+    "alias",
+    "unfold",
+    "is_pinned",
+    "_pin_memory",
 }
 
 

@@ -51,7 +51,7 @@ def lstm_input(input, hx, params, has_biases, num_layers, dropout, train, bidire
         outputs = []
         for direction in range(directions):
             index = layer * directions + direction
-            weights = params[index * stride:(index + 1) * stride]
+            weights = params[index * stride : (index + 1) * stride]
             w_ih, w_hh = weights[0], weights[1]
             if has_biases:
                 b_ih, b_hh = weights[2], weights[3]
@@ -59,8 +59,22 @@ def lstm_input(input, hx, params, has_biases, num_layers, dropout, train, bidire
                 b_ih = torch.zeros(w_ih.size(0), dtype=w_ih.dtype, device=w_ih.device)
                 b_hh = torch.zeros(w_hh.size(0), dtype=w_hh.dtype, device=w_hh.device)
             out, h, c, _ = torch.ops.aten.mkldnn_rnn_layer(
-                x, w_ih, w_hh, b_ih, b_hh, h0[index], c0[index], direction > 0, [], _LSTM_MODE,
-                hidden_size, num_layers, has_biases, bidirectional, batch_first, train,
+                x,
+                w_ih,
+                w_hh,
+                b_ih,
+                b_hh,
+                h0[index],
+                c0[index],
+                direction > 0,
+                [],
+                _LSTM_MODE,
+                hidden_size,
+                num_layers,
+                has_biases,
+                bidirectional,
+                batch_first,
+                train,
             )
             outputs.append(out)
             hy.append(h)
@@ -111,7 +125,7 @@ def _run_cells(cell, input, hx, params, has_biases, num_layers, dropout, train, 
         outputs = []
         for direction in range(directions):
             index = layer * directions + direction
-            weights = params[index * stride:(index + 1) * stride]
+            weights = params[index * stride : (index + 1) * stride]
             b_ih, b_hh = (weights[2], weights[3]) if has_biases else (None, None)
             out, h = _layer(cell, x, hiddens[index], weights[0], weights[1], b_ih, b_hh, direction > 0)
             outputs.append(out)
@@ -125,27 +139,49 @@ def _run_cells(cell, input, hx, params, has_biases, num_layers, dropout, train, 
 
 def gru_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
     """``aten::gru.input`` for npu tensors, following the CPU implementation."""
-    return _run_cells(_gru_cell, input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
-                      batch_first)
+    return _run_cells(
+        _gru_cell, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first
+    )
 
 
 def rnn_tanh_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
     """``aten::rnn_tanh.input`` for npu tensors, following the CPU implementation."""
-    return _run_cells(_simple_cell(torch.tanh), input, hx, params, has_biases, num_layers, dropout, train,
-                      bidirectional, batch_first)
+    return _run_cells(
+        _simple_cell(torch.tanh),
+        input,
+        hx,
+        params,
+        has_biases,
+        num_layers,
+        dropout,
+        train,
+        bidirectional,
+        batch_first,
+    )
 
 
 def rnn_relu_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
     """``aten::rnn_relu.input`` for npu tensors, following the CPU implementation."""
-    return _run_cells(_simple_cell(torch.relu), input, hx, params, has_biases, num_layers, dropout, train,
-                      bidirectional, batch_first)
+    return _run_cells(
+        _simple_cell(torch.relu),
+        input,
+        hx,
+        params,
+        has_biases,
+        num_layers,
+        dropout,
+        train,
+        bidirectional,
+        batch_first,
+    )
 
 
 def _packed_not_simulated(kind):
     def kernel(*args, **kwargs):
         raise NotImplementedError(
             f"torch.nn.{kind} with a PackedSequence on the simulated npu is not simulated by runtime_shim; "
-            "pad the batch instead (pad_packed_sequence) or run this layer on the CPU")
+            "pad the batch instead (pad_packed_sequence) or run this layer on the CPU"
+        )
 
     return kernel
 
@@ -162,6 +198,11 @@ def install() -> None:
         library.impl("gru.input", gru_input, "AutogradPrivateUse1")
         library.impl("rnn_tanh.input", rnn_tanh_input, "AutogradPrivateUse1")
         library.impl("rnn_relu.input", rnn_relu_input, "AutogradPrivateUse1")
-        for op, kind in (("lstm.data", "LSTM"), ("gru.data", "GRU"), ("rnn_tanh.data", "RNN"), ("rnn_relu.data", "RNN")):
+        for op, kind in (
+            ("lstm.data", "LSTM"),
+            ("gru.data", "GRU"),
+            ("rnn_tanh.data", "RNN"),
+            ("rnn_relu.data", "RNN"),
+        ):
             library.impl(op, _packed_not_simulated(kind), "AutogradPrivateUse1")
         _library = library

@@ -1,4 +1,4 @@
-"""Shared test set-up: the built-in tables and the --update-fixtures option."""
+"""Shared test set-up: the built-in tables, --update-fixtures, and the slow tier (--runslow)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,26 @@ from ms_fmk_transplt.rules import load_rules
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--update-fixtures", action="store_true",
-                     help="rewrite fixture .out.py / .findings files from the current engine")
+    parser.addoption(
+        "--update-fixtures",
+        action="store_true",
+        help="rewrite fixture .out.py / .findings files from the current engine",
+    )
+    parser.addoption(
+        "--runslow",
+        action="store_true",
+        help="also run tests marked slow (subprocesses, end-to-end training, wheel build); CI does",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without --runslow, tests marked slow are skipped so the edit loop stays fast."""
+    if config.getoption("--runslow"):
+        return
+    skip = pytest.mark.skip(reason="slow tier: run with --runslow (CI does)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")

@@ -41,7 +41,9 @@ def _snapshot(root: Path) -> dict[str, str]:
 def project(tmp_path: Path) -> Path:
     root = tmp_path / "proj"
     (root / "pkg").mkdir(parents=True)
-    (root / "train.py").write_text("import torch\n\nif torch.cuda.is_available():\n    model = Net().cuda()\n")
+    (root / "train.py").write_text(
+        "import torch\n\nif torch.cuda.is_available():\n    model = Net().cuda()\n"
+    )
     (root / "pkg" / "__init__.py").write_text("")
     (root / "pkg" / "util.py").write_text("import torch.cuda as tc\n\nn = tc.device_count()\n")
     (root / "run.sh").write_text("#!/bin/sh\npython train.py\n")
@@ -68,27 +70,43 @@ def test_converts_a_project(project: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     final = tmp_path / "out" / "proj_msft"
     assert (final / "train.py").read_text() == (
-        "import torch\nimport torch_npu\n\nif torch.npu.is_available():\n    model = Net().npu()\n")
-    assert (final / "pkg" / "util.py").read_text() == "import torch_npu\nimport torch.npu as tc\n\nn = tc.device_count()\n"
+        "import torch\nimport torch_npu\n\nif torch.npu.is_available():\n    model = Net().npu()\n"
+    )
+    assert (
+        final / "pkg" / "util.py"
+    ).read_text() == "import torch_npu\nimport torch.npu as tc\n\nn = tc.device_count()\n"
     assert (final / "data.bin").read_bytes() == bytes(range(256))
     assert os.access(final / "run.sh", os.X_OK)
     assert _snapshot(project) == before
     rows = list(csv.reader((final / "change_list.csv").open()))
     assert rows[0] == ["File", "Start Line", "End Line", "Operation Type", "Message", "Rule"]
-    assert ["train.py", "3", "3", "MODIFY", "torch.cuda.is_available -> torch.npu.is_available", "TP101"] in rows
+    assert [
+        "train.py",
+        "3",
+        "3",
+        "MODIFY",
+        "torch.cuda.is_available -> torch.npu.is_available",
+        "TP101",
+    ] in rows
     report = json.loads((final / "report.json").read_text())
     assert report["totals"]["files_converted"] == 2
     workbook = openpyxl.load_workbook(final / "unsupported_op.xlsx")
     assert workbook.sheetnames == ["Unsupported", "Not converted", "Totals"]
     log = (final / "msFmkTranspltlog.txt").read_text()
     assert "train.py:4 [TP201] MODIFY .cuda(...) -> .npu(...) (heuristic)" in log
-    assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".")], "staging folder left behind"
+    assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".")], (
+        "staging folder left behind"
+    )
 
 
 def test_single_file_input(project: Path, tmp_path: Path) -> None:
     result = _run("-i", str(project / "train.py"), "-o", str(tmp_path / "out"), "-q")
     assert result.exit_code == 0
-    assert (tmp_path / "out" / "train_msft" / "train.py").read_text().startswith("import torch\nimport torch_npu\n")
+    assert (
+        (tmp_path / "out" / "train_msft" / "train.py")
+        .read_text()
+        .startswith("import torch\nimport torch_npu\n")
+    )
 
 
 def test_existing_output_refused_then_forced(project: Path, tmp_path: Path) -> None:
@@ -120,11 +138,14 @@ def test_input_inside_output_folder_is_refused(project: Path, tmp_path: Path) ->
     assert result.exit_code == 0
 
 
-@pytest.mark.parametrize("args,message", [
-    (["-i", "nowhere"], "both -i/--input and -o/--output are required"),
-    (["-i", "nowhere", "-o", "out"], "input not found: nowhere"),
-    (["-i", ".", "-o", "out", "-v", "9.9.9"], "unknown release '9.9.9'; shipped: 2.1.0, 2.7.1, 2.12.0"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["-i", "nowhere"], "both -i/--input and -o/--output are required"),
+        (["-i", "nowhere", "-o", "out"], "input not found: nowhere"),
+        (["-i", ".", "-o", "out", "-v", "9.9.9"], "unknown release '9.9.9'; shipped: 2.1.0, 2.7.1, 2.12.0"),
+    ],
+)
 def test_usage_errors(args, message, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     result = _run(*args)
@@ -143,7 +164,9 @@ def test_bad_rule_file_converts_nothing(project: Path, tmp_path: Path) -> None:
 
 def test_user_rules_apply(project: Path, tmp_path: Path) -> None:
     rules = tmp_path / "rules.json"
-    rules.write_text(json.dumps({"rules": {"FuncNameModifyRule": [{"old_name": "Net", "new_name": "NpuNet"}]}}))
+    rules.write_text(
+        json.dumps({"rules": {"FuncNameModifyRule": [{"old_name": "Net", "new_name": "NpuNet"}]}})
+    )
     assert _run("-i", str(project), "-o", str(tmp_path / "out"), "-r", str(rules), "-q").exit_code == 0
     assert "NpuNet().npu()" in (tmp_path / "out" / "proj_msft" / "train.py").read_text()
 
@@ -160,8 +183,17 @@ def test_done_when_tree_with_bad_files(tmp_path: Path) -> None:
     os.symlink("a", src / "b")
     os.symlink("..", src / "sub" / "up")  # a directory loop if it were followed
     rules = tmp_path / "rules.json"
-    rules.write_text(json.dumps({"rules": {"FuncNameModifyRule": [{"old_name": "torch.cuda.device_count",
-                                                                   "new_name": "torch.npu.device_count"}]}}))
+    rules.write_text(
+        json.dumps(
+            {
+                "rules": {
+                    "FuncNameModifyRule": [
+                        {"old_name": "torch.cuda.device_count", "new_name": "torch.npu.device_count"}
+                    ]
+                }
+            }
+        )
+    )
     before = _snapshot(src)
     result = _run("-i", str(src), "-o", str(tmp_path / "out"), "-r", str(rules), "-q")
     assert result.exit_code == 1
@@ -171,9 +203,13 @@ def test_done_when_tree_with_bad_files(tmp_path: Path) -> None:
     assert (final / "blob.py").read_bytes() == (src / "blob.py").read_bytes()
     assert os.readlink(final / "sub" / "up") == ".."
     log = (final / "msFmkTranspltlog.txt").read_text()
-    for line in ("a: symlink loop", "b: symlink loop",
-                 "sub/legacy.py: syntax error at line 2: Missing parentheses in call to 'print'",
-                 "blob.py: contains a NUL byte at offset 8", "broken.py: syntax error at line 1: invalid syntax"):
+    for line in (
+        "a: symlink loop",
+        "b: symlink loop",
+        "sub/legacy.py: syntax error at line 2: Missing parentheses in call to 'print'",
+        "blob.py: contains a NUL byte at offset 8",
+        "broken.py: syntax error at line 1: invalid syntax",
+    ):
         assert line in log
     assert _snapshot(src) == before
 
@@ -187,7 +223,10 @@ def test_symlink_out_of_tree_is_skipped(tmp_path: Path) -> None:
     result = _run("-i", str(src), "-o", str(tmp_path / "out"), "-q")
     assert result.exit_code == 1
     assert not (tmp_path / "out" / "tree_msft" / "leak.py").exists()
-    assert "leak.py: symlink points outside the input tree" in (tmp_path / "out" / "tree_msft" / "msFmkTranspltlog.txt").read_text()
+    assert (
+        "leak.py: symlink points outside the input tree"
+        in (tmp_path / "out" / "tree_msft" / "msFmkTranspltlog.txt").read_text()
+    )
 
 
 def test_strict_exit_code_for_unsupported(tmp_path: Path) -> None:
@@ -206,16 +245,35 @@ def test_rules_list() -> None:
 
 def test_console_scripts_and_module(tmp_path: Path, project: Path) -> None:
     bindir = Path(sys.executable).parent
-    for command in ([str(bindir / "ms_fmk_transplt")], [str(bindir / "ms-fmk-transplt")],
-                    [sys.executable, "-m", "ms_fmk_transplt"]):
+    for command in (
+        [str(bindir / "ms_fmk_transplt")],
+        [str(bindir / "ms-fmk-transplt")],
+        [sys.executable, "-m", "ms_fmk_transplt"],
+    ):
         done = subprocess.run([*command, "--help"], capture_output=True, text=True)
         assert done.returncode == 0 and "--input" in done.stdout
-    done = subprocess.run([sys.executable, "-m", "ms_fmk_transplt", "-i", str(project), "-o", str(tmp_path / "o")],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "ms_fmk_transplt", "-i", str(project), "-o", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0
     assert "converted" in done.stderr and done.stdout == ""
-    quiet = subprocess.run([sys.executable, "-m", "ms_fmk_transplt", "-i", str(project), "-o", str(tmp_path / "o"),
-                            "--force", "-q"], capture_output=True, text=True)
+    quiet = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ms_fmk_transplt",
+            "-i",
+            str(project),
+            "-o",
+            str(tmp_path / "o"),
+            "--force",
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert quiet.returncode == 0 and quiet.stderr == "" and quiet.stdout == ""
 
 
@@ -225,9 +283,12 @@ def test_opt_in_fused_optimizers(tmp_path: Path) -> None:
     (src / "m.py").write_text("from apex.optimizers import FusedSGD\nopt = FusedSGD(params, lr=0.1)\n")
     assert _run("-i", str(src), "-o", str(tmp_path / "plain"), "-q").exit_code == 0
     assert (tmp_path / "plain" / "s_msft" / "m.py").read_text() == (src / "m.py").read_text()
-    assert _run("-i", str(src), "-o", str(tmp_path / "opt"), "-q", "--opt-in", "fused-optimizers").exit_code == 0
+    assert (
+        _run("-i", str(src), "-o", str(tmp_path / "opt"), "-q", "--opt-in", "fused-optimizers").exit_code == 0
+    )
     assert (tmp_path / "opt" / "s_msft" / "m.py").read_text() == (
-        "from torch_npu.optim import NpuFusedSGD\nopt = NpuFusedSGD(params, lr=0.1)\n")
+        "from torch_npu.optim import NpuFusedSGD\nopt = NpuFusedSGD(params, lr=0.1)\n"
+    )
     result = _run("-i", str(src), "-o", str(tmp_path / "bad"), "--opt-in", "everything")
     assert result.exit_code == 2 and "unknown --opt-in everything; valid: fused-optimizers" in result.output
 
@@ -241,7 +302,10 @@ def test_release_changes_the_rules(tmp_path: Path) -> None:
     assert "torch.npu.graph(g)" in (tmp_path / "new" / "s_msft" / "m.py").read_text()
     assert _run("-i", str(src), "-o", str(tmp_path / "old"), "-q", "-v", "2.1.0").exit_code == 0
     assert "torch.cuda.graph(g)" in (tmp_path / "old" / "s_msft" / "m.py").read_text()
-    assert "torch.cuda.graph has no NPU counterpart" in (tmp_path / "old" / "s_msft" / "msFmkTranspltlog.txt").read_text()
+    assert (
+        "torch.cuda.graph has no NPU counterpart"
+        in (tmp_path / "old" / "s_msft" / "msFmkTranspltlog.txt").read_text()
+    )
 
 
 def test_killed_run_leftovers_are_removed(project: Path, tmp_path: Path) -> None:
@@ -257,8 +321,10 @@ def test_launch_scripts_and_configs_are_reported_not_changed(tmp_path: Path) -> 
     src = tmp_path / "proj"
     src.mkdir()
     (src / "train.py").write_text("import torch\n")
-    run_sh = ("#!/bin/bash\nexport CUDA_VISIBLE_DEVICES=0,1\nexport NCCL_SOCKET_IFNAME=eth0\n"
-              "echo \"training on cuda\"\ntorchrun train.py --device cuda\n")
+    run_sh = (
+        "#!/bin/bash\nexport CUDA_VISIBLE_DEVICES=0,1\nexport NCCL_SOCKET_IFNAME=eth0\n"
+        'echo "training on cuda"\ntorchrun train.py --device cuda\n'
+    )
     (src / "run.sh").write_text(run_sh)
     (src / "config.yaml").write_text("device: cuda\nname: cuda-run\n")
     assert _run("-i", str(src), "-o", str(tmp_path / "out"), "-q").exit_code == 0
@@ -266,7 +332,11 @@ def test_launch_scripts_and_configs_are_reported_not_changed(tmp_path: Path) -> 
     assert (final / "run.sh").read_text() == run_sh
     rows = list(csv.reader((final / "change_list.csv").open()))
     reported = {(r[0], r[1], r[5]) for r in rows[1:]}
-    assert reported == {("run.sh", "2", "TP801"), ("run.sh", "3", "TP802"), ("run.sh", "5", "TP803"),
-                        ("config.yaml", "1", "TP803")}
+    assert reported == {
+        ("run.sh", "2", "TP801"),
+        ("run.sh", "3", "TP802"),
+        ("run.sh", "5", "TP803"),
+        ("config.yaml", "1", "TP803"),
+    }
     sheet = openpyxl.load_workbook(final / "unsupported_op.xlsx")["Unsupported"]
     assert [c.value for c in sheet["A"]][1:] == ["config.yaml", "run.sh", "run.sh", "run.sh"]

@@ -15,8 +15,12 @@ pytest.importorskip("torch")
 
 
 def test_demo_trains_every_converted_sample_identically(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, str(ROOT / "tools" / "demo.py"), "--steps", "3", "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "demo.py"), "--steps", "3", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     verdicts = [line for line in done.stdout.splitlines() if "losses" in line]
     assert len(verdicts) == 6 and all("bit-identical" in line for line in verdicts), done.stdout
@@ -37,13 +41,26 @@ def test_torchrun_launches_the_converted_ddp_script_on_the_simulated_npu(tmp_pat
 
     from ms_fmk_transplt.run import Options, convert_project
 
-    converted = Path(convert_project(Options(source=ROOT / "sample_models" / "ddp_trainer", output=tmp_path)).output_root)
+    converted = Path(
+        convert_project(Options(source=ROOT / "sample_models" / "ddp_trainer", output=tmp_path)).output_root
+    )
     torchrun = Path(sys.executable).with_name("torchrun")
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     runs = []
     for cwd, extra in ((ROOT / "sample_models" / "ddp_trainer", []), (converted, ["-m", "runtime_shim"])):
-        command = [str(torchrun), "--nproc-per-node", "2", "--master-addr", "127.0.0.1", "--master-port",
-                   str(_free_port()), *extra, "train_ddp.py", "--steps", "3"]
+        command = [
+            str(torchrun),
+            "--nproc-per-node",
+            "2",
+            "--master-addr",
+            "127.0.0.1",
+            "--master-port",
+            str(_free_port()),
+            *extra,
+            "train_ddp.py",
+            "--steps",
+            "3",
+        ]
         done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
         runs.append([line for line in done.stdout.splitlines() if line.startswith("step=")])

@@ -6,7 +6,8 @@ import copy
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ms_fmk_transplt.discover import discover
 from ms_fmk_transplt.engine import convert_source
@@ -17,20 +18,29 @@ from ms_fmk_transplt.rules.model import Rule
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-@pytest.mark.parametrize("data,reason", [
-    (b"x = 1\x00\n", "contains a NUL byte at offset 5 (binary data, not Python source)"),
-    (b"x = '\xff'\n", "bytes do not decode as utf-8: byte 0xff at line 1"),
-    (b"# -*- coding: klingon -*-\nx = 1\n", "unknown source encoding 'klingon' declared at line 1"),
-    (b"#!/usr/bin/env python\n# coding: ascii\nx = 'caf\xc3\xa9'\n",
-     "bytes do not decode as ascii declared at line 2: byte 0xc3 at line 3"),
-    (b"import torch\ndef f(:\n    torch.cuda.synchronize()\n", "syntax error at line 2: invalid syntax"),
-    (b"import torch\nprint 'on', torch.cuda.device_count()\n",
-     "syntax error at line 2: Missing parentheses in call to 'print'. Did you mean print(...)? "
-     "(looks like Python 2 code; convert it to Python 3 first)"),
-    (b"try:\n    import torch\nexcept ImportError, e:\n    pass\n",
-     "syntax error at line 3: multiple exception types must be parenthesized "
-     "(looks like Python 2 code; convert it to Python 3 first)"),
-])
+@pytest.mark.parametrize(
+    "data,reason",
+    [
+        (b"x = 1\x00\n", "contains a NUL byte at offset 5 (binary data, not Python source)"),
+        (b"x = '\xff'\n", "bytes do not decode as utf-8: byte 0xff at line 1"),
+        (b"# -*- coding: klingon -*-\nx = 1\n", "unknown source encoding 'klingon' declared at line 1"),
+        (
+            b"#!/usr/bin/env python\n# coding: ascii\nx = 'caf\xc3\xa9'\n",
+            "bytes do not decode as ascii declared at line 2: byte 0xc3 at line 3",
+        ),
+        (b"import torch\ndef f(:\n    torch.cuda.synchronize()\n", "syntax error at line 2: invalid syntax"),
+        (
+            b"import torch\nprint 'on', torch.cuda.device_count()\n",
+            "syntax error at line 2: Missing parentheses in call to 'print'. Did you mean print(...)? "
+            "(looks like Python 2 code; convert it to Python 3 first)",
+        ),
+        (
+            b"try:\n    import torch\nexcept ImportError, e:\n    pass\n",
+            "syntax error at line 3: multiple exception types must be parenthesized "
+            "(looks like Python 2 code; convert it to Python 3 first)",
+        ),
+    ],
+)
 def test_bad_input_is_reported_and_not_converted(data: bytes, reason: str, builtin_tables) -> None:
     result = convert_source("bad.py", data, builtin_tables)
     assert result.status is Status.FAILED
@@ -43,7 +53,8 @@ def test_declared_encoding_round_trips(builtin_tables) -> None:
     result = convert_source("l1.py", source.encode("latin-1"), builtin_tables)
     assert result.status is Status.CONVERTED
     assert result.output == source.replace("torch.cuda", "torch.npu").replace(
-        "import torch\n", "import torch\nimport torch_npu\n").encode("latin-1")
+        "import torch\n", "import torch\nimport torch_npu\n"
+    ).encode("latin-1")
 
 
 def test_crlf_and_bom_preserved(builtin_tables) -> None:
@@ -53,11 +64,14 @@ def test_crlf_and_bom_preserved(builtin_tables) -> None:
 
 
 def test_bytes_outside_changes_preserved(builtin_tables) -> None:
-    source = ("import torch\n\n\n#   odd   comment\t\nx  =  torch.cuda.is_available( )   # trailing\n"
-              "y = '''cuda\n   string'''\nz = (1,\n     2)\t\n")
+    source = (
+        "import torch\n\n\n#   odd   comment\t\nx  =  torch.cuda.is_available( )   # trailing\n"
+        "y = '''cuda\n   string'''\nz = (1,\n     2)\t\n"
+    )
     result = convert_source("f.py", source.encode(), builtin_tables)
     expected = source.replace("torch.cuda.is_available", "torch.npu.is_available").replace(
-        "import torch\n", "import torch\nimport torch_npu\n", 1)
+        "import torch\n", "import torch\nimport torch_npu\n", 1
+    )
     assert result.output.decode() == expected
 
 
@@ -84,12 +98,30 @@ def test_prefilter_gives_the_same_result(builtin_tables) -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.sampled_from([
-    "import torch\n", "import torch.cuda as tc\n", "from torch import cuda\n", "x = torch.cuda.is_available()\n",
-    "y = tc.device_count()\n", "m = m.cuda()\n", "cuda.synchronize()\n", "z = a.is_cuda\n", "# cuda comment\n",
-    "s = 'cuda'\n", "def f(cuda):\n    return cuda\n", "from torch.cuda.amp import GradScaler\n",
-    "torch.cuda.nvtx.range_push('x')\n", "if True:\n    import torch\n", "\n",
-]), max_size=8))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "import torch\n",
+                "import torch.cuda as tc\n",
+                "from torch import cuda\n",
+                "x = torch.cuda.is_available()\n",
+                "y = tc.device_count()\n",
+                "m = m.cuda()\n",
+                "cuda.synchronize()\n",
+                "z = a.is_cuda\n",
+                "# cuda comment\n",
+                "s = 'cuda'\n",
+                "def f(cuda):\n    return cuda\n",
+                "from torch.cuda.amp import GradScaler\n",
+                "torch.cuda.nvtx.range_push('x')\n",
+                "if True:\n    import torch\n",
+                "\n",
+            ]
+        ),
+        max_size=8,
+    )
+)
 def test_conversion_is_idempotent_and_stable(builtin_tables, lines) -> None:
     source = "".join(lines)
     first = convert_source("p.py", source.encode(), builtin_tables)
@@ -129,8 +161,12 @@ POSITION_CASES = [
 ]
 
 
-@pytest.mark.parametrize("source", POSITION_CASES + [p.read_text() for p in sorted(FIXTURES.rglob("*.in.py"))]
-                         + [p.read_text() for p in sorted((FIXTURES.parent.parent / "sample_models").rglob("*.py"))])
+@pytest.mark.parametrize(
+    "source",
+    POSITION_CASES
+    + [p.read_text() for p in sorted(FIXTURES.rglob("*.in.py"))]
+    + [p.read_text() for p in sorted((FIXTURES.parent.parent / "sample_models").rglob("*.py"))],
+)
 def test_fast_positions_equal_whole_module_positions(source: str, builtin_tables, monkeypatch) -> None:
     from ms_fmk_transplt.engine import convert
 

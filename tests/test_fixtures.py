@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from helpers import convert_text, findings_text
+
 from ms_fmk_transplt.engine import compile_rules
 from ms_fmk_transplt.rules import load_rules
 
@@ -24,7 +24,7 @@ def _cases(kind: str) -> list[Path]:
 
 
 def _id(path: Path) -> str:
-    return f"{path.parent.name}/{path.name[:-len('.in.py')]}"
+    return f"{path.parent.name}/{path.name[: -len('.in.py')]}"
 
 
 def _tables_for(case: Path, builtin_tables):
@@ -49,7 +49,7 @@ def _check(case: Path, tables, update: bool) -> None:
     expected = out_file.read_text() if out_file.exists() else source
     assert converted == expected
     assert findings_text(result) == findings_file.read_text()
-    again, second = convert_text(converted, tables, case.name)
+    again, _ = convert_text(converted, tables, case.name)
     assert again == converted, "converting the output again changed it"
 
 
@@ -72,7 +72,11 @@ def test_every_rewrite_has_a_must_not_change_case() -> None:
 
 
 def test_every_builtin_rule_fires_in_a_fixture() -> None:
-    fired = {line.split()[2] for path in (FIXTURES / "rules").rglob("*.findings") for line in path.read_text().splitlines()}
+    fired = {
+        line.split()[2]
+        for path in (FIXTURES / "rules").rglob("*.findings")
+        for line in path.read_text().splitlines()
+    }
     # text-scan rules report on launch scripts, not Python; tests/test_cli.py covers them
     missing = {r.id for r in load_rules() if r.kind != "TextScanRule"} - fired
     assert not missing, f"built-in rules that no fixture exercises: {sorted(missing)}"

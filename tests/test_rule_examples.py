@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import pytest
-
 from helpers import convert_text
+
 from ms_fmk_transplt.engine import compile_rules, scan_text
 from ms_fmk_transplt.rules import load_rules
 
 
 def _tables(example, builtin_tables):
     return compile_rules(load_rules(), release=example.release) if example.release else builtin_tables
+
 
 EXAMPLES = [(rule.id, i, ex) for rule in load_rules() for i, ex in enumerate(rule.examples)]
 
@@ -31,10 +32,16 @@ def test_example(rule_id, index, example, builtin_tables) -> None:
 def test_every_builtin_rule_fires_on_one_of_its_examples(builtin_tables) -> None:
     for rule in load_rules():
         assert rule.examples, f"{rule.id} has no examples"
-        fired = [f for e in rule.examples
-                 for f in (scan_text(e.file, e.before.encode(), builtin_tables) if e.file
-                           else convert_text(e.before, _tables(e, builtin_tables))[1].findings)
-                 if f.rule_id == rule.id]
+        fired = [
+            f
+            for e in rule.examples
+            for f in (
+                scan_text(e.file, e.before.encode(), builtin_tables)
+                if e.file
+                else convert_text(e.before, _tables(e, builtin_tables))[1].findings
+            )
+            if f.rule_id == rule.id
+        ]
         assert fired, f"{rule.id} reports nothing on its own examples"
 
 

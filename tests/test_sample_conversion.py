@@ -18,7 +18,9 @@ from ms_fmk_transplt.run import Options, convert_project
 
 ROOT = Path(__file__).resolve().parent.parent
 DEVICE_VALUE = re.compile(r"(cuda|nccl)(:.*)?")
-PROSE_LINE = re.compile(r"\b(print|log\w*|warn\w*|help=|getattr|hasattr|RuntimeError|ValueError)\b|\.(info|warning|debug)\(")
+PROSE_LINE = re.compile(
+    r"\b(print|log\w*|warn\w*|help=|getattr|hasattr|RuntimeError|ValueError)\b|\.(info|warning|debug)\("
+)
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +33,12 @@ def converted(tmp_path_factory) -> tuple[Path, dict]:
 
 
 def _reported_lines(report: dict) -> set[tuple[str, int]]:
-    return {(f["path"], finding["start_line"]) for f in report["files"] for finding in f["findings"]
-            if finding["operation"] == "UNSUPPORTED"}
+    return {
+        (f["path"], finding["start_line"])
+        for f in report["files"]
+        for finding in f["findings"]
+        if finding["operation"] == "UNSUPPORTED"
+    }
 
 
 def _leftovers(path: Path) -> list[tuple[int, str]]:
@@ -64,8 +70,9 @@ def test_no_device_meaning_cuda_or_nccl_left(converted) -> None:
         rel = str(path.relative_to(final))
         for line_no, text in _leftovers(path):
             original = (ROOT / "sample_models" / rel).read_text().splitlines()
-            if (rel, line_no) in reported or any((rel, n) in reported for n in range(1, len(original) + 1)
-                                                 if original[n - 1].strip() == text):
+            if (rel, line_no) in reported or any(
+                (rel, n) in reported for n in range(1, len(original) + 1) if original[n - 1].strip() == text
+            ):
                 continue  # reported as UNSUPPORTED (kept on purpose, e.g. a cuDNN knob)
             leftovers.append(f"{rel}:{line_no}: {text}")
     assert not leftovers, "\n".join(leftovers)
@@ -91,6 +98,12 @@ def test_second_run_changes_nothing(converted, tmp_path: Path) -> None:
 def test_every_sample_script_was_converted(converted) -> None:
     _, report = converted
     statuses = {f["path"]: f["status"] for f in report["files"]}
-    for script in ("mnist_mlp/main.py", "imagenet_resnet/main.py", "word_language_model/main.py",
-                   "nanogpt_amp/train.py", "ddp_trainer/train_ddp.py", "inhouse_ctr/train.py"):
+    for script in (
+        "mnist_mlp/main.py",
+        "imagenet_resnet/main.py",
+        "word_language_model/main.py",
+        "nanogpt_amp/train.py",
+        "ddp_trainer/train_ddp.py",
+        "inhouse_ctr/train.py",
+    ):
         assert statuses[script] == "converted", script

@@ -1,4 +1,5 @@
 """Every sample model runs on CPU, prints >= 3 finite `step=` lines, and is deterministic per seed."""
+
 import math
 import os
 import re
@@ -35,11 +36,19 @@ def _env():
 
 
 def _run(name, rel, extra, out_dir):
-    cmd = [sys.executable, str(SAMPLES / rel), "--steps", str(STEPS), "--seed", "3",
-           "--out-dir", str(out_dir), *extra]
+    cmd = [
+        sys.executable,
+        str(SAMPLES / rel),
+        "--steps",
+        str(STEPS),
+        "--seed",
+        "3",
+        "--out-dir",
+        str(out_dir),
+        *extra,
+    ]
     try:
-        proc = subprocess.run(cmd, cwd=out_dir, env=_env(), text=True, capture_output=True,
-                              timeout=TIMEOUT_S)
+        proc = subprocess.run(cmd, cwd=out_dir, env=_env(), text=True, capture_output=True, timeout=TIMEOUT_S)
         return proc.returncode, proc.stdout, proc.stderr
     except subprocess.TimeoutExpired as exc:
         return -1, exc.stdout or "", f"timed out after {TIMEOUT_S}s"
@@ -48,13 +57,15 @@ def _run(name, rel, extra, out_dir):
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """Run every script twice (same seed), as many at a time as there are cores; slowest first."""
-    jobs = [(name, i, rel, extra, tmp_path_factory.mktemp(f"{name}_{i}"))
-            for name, rel, extra in SCRIPTS for i in range(2)]
+    jobs = [
+        (name, i, rel, extra, tmp_path_factory.mktemp(f"{name}_{i}"))
+        for name, rel, extra in SCRIPTS
+        for i in range(2)
+    ]
     jobs.sort(key=lambda j: j[0] != "ddp_trainer")
     # most of each run is `import torch` (single-threaded), so one job per core is the sweet spot
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        futures = {(name, i): pool.submit(_run, name, rel, extra, out)
-                   for name, i, rel, extra, out in jobs}
+        futures = {(name, i): pool.submit(_run, name, rel, extra, out) for name, i, rel, extra, out in jobs}
         return {key: fut.result() for key, fut in futures.items()}
 
 

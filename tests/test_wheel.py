@@ -11,12 +11,29 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_wheel_install_loads_builtin_rules(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                    str(wheels), str(ROOT)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(wheels),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+    )
     wheel = next(wheels.glob("ms_fmk_transplt-*.whl"))
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
+        check=True,
+        capture_output=True,
+    )
     code = (
         "import ms_fmk_transplt\n"
         "from ms_fmk_transplt.rules import load_rules\n"
@@ -27,14 +44,26 @@ def test_wheel_install_loads_builtin_rules(tmp_path: Path) -> None:
     )
     # -S: no site processing, so the editable install's import hook cannot stand in for the wheel
     site_packages = next(p for p in sys.path if p.endswith("site-packages"))
-    done = subprocess.run([sys.executable, "-S", "-c", code], cwd=tmp_path, capture_output=True, text=True,
-                          env={"PYTHONPATH": f"{target}:{site_packages}", "PATH": "/usr/bin:/bin"})
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": f"{target}:{site_packages}", "PATH": "/usr/bin:/bin"},
+    )
     assert done.returncode == 0, done.stderr
     where, summary = done.stdout.splitlines()
     assert where.startswith(str(target)), "the wheel, not the source tree, was imported"
     count, first, release = summary.split()
     assert int(count) >= 5 and first == "TP001" and release == "2.12.0"
     shim = target / "runtime_shim"
-    for part in ("data/releases.json", "data/npu_ops_torch2.12.0_torchnpu26.1.0.txt", "_boot/sitecustomize.py",
-                 "torch_npu_stub/__init__.py", "torch_npu_stub/profiler.py", "torch_npu_stub/optim.py", "compat.py"):
+    for part in (
+        "data/releases.json",
+        "data/npu_ops_torch2.12.0_torchnpu26.1.0.txt",
+        "_boot/sitecustomize.py",
+        "torch_npu_stub/__init__.py",
+        "torch_npu_stub/profiler.py",
+        "torch_npu_stub/optim.py",
+        "compat.py",
+    ):
         assert (shim / part).is_file(), f"the wheel lacks runtime_shim/{part}"

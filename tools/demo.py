@@ -53,8 +53,20 @@ def main() -> int:
 
     python = sys.executable
     print(f"1. converting sample_models -> {args.out}/sample_models_msft")
-    subprocess.run([python, "-m", "ms_fmk_transplt", "-i", str(ROOT / "sample_models"), "-o", str(args.out),
-                    "--force", "-q"], check=True)
+    subprocess.run(
+        [
+            python,
+            "-m",
+            "ms_fmk_transplt",
+            "-i",
+            str(ROOT / "sample_models"),
+            "-o",
+            str(args.out),
+            "--force",
+            "-q",
+        ],
+        check=True,
+    )
     converted = args.out / "sample_models_msft"
     log = (converted / "msFmkTranspltlog.txt").read_text()
     totals = log.split("== totals ==")[-1].strip().replace("\n", ", ")
@@ -67,13 +79,19 @@ def main() -> int:
         common = ["--steps", str(args.steps), "--seed", str(args.seed), *extra]
         original = ROOT / "sample_models" / script
         port = converted / script
-        cpu, cpu_s, _ = _run([python, str(original), *common, "--out-dir", str(args.out / "ckpt_cpu")], original.parent)
-        npu, npu_s, stderr = _run([python, "-m", "runtime_shim", str(port), *common,
-                                   "--out-dir", str(args.out / "ckpt_npu")], port.parent)
+        cpu, cpu_s, _ = _run(
+            [python, str(original), *common, "--out-dir", str(args.out / "ckpt_cpu")], original.parent
+        )
+        npu, npu_s, stderr = _run(
+            [python, "-m", "runtime_shim", str(port), *common, "--out-dir", str(args.out / "ckpt_npu")],
+            port.parent,
+        )
         same = cpu == npu and len(cpu) == args.steps
         failures += not same
         verdict = "bit-identical" if same else "DIFFERENT"
-        print(f"   {script:30s} {len(npu):3d} steps  cpu {cpu_s:5.1f}s  npu(sim) {npu_s:5.1f}s  losses {verdict}")
+        print(
+            f"   {script:30s} {len(npu):3d} steps  cpu {cpu_s:5.1f}s  npu(sim) {npu_s:5.1f}s  losses {verdict}"
+        )
         if cpu:
             print(f"      last: {cpu[-1]}  |  {npu[-1] if npu else '(none)'}")
         if not same:
@@ -82,7 +100,9 @@ def main() -> int:
                     print(f"      first difference: {a}  vs  {b}")
                     break
             print("      " + "\n      ".join(stderr.strip().splitlines()[-5:]))
-    print("done: all converted scripts trained identically" if not failures else f"{failures} script(s) differ")
+    print(
+        "done: all converted scripts trained identically" if not failures else f"{failures} script(s) differ"
+    )
     return 1 if failures else 0
 
 

@@ -26,12 +26,19 @@ NATIVE_SUPPORT = {
     "2.7.1": "pytorch_native_api_support_2.7.1.csv",
     "2.12.0": "pytorch_native_api_support_2.12.0.csv",
 }
-MSFT_SUPPORT = {"2.1.0": "msfmktransplt_api_support_2.1.0.csv", "2.7.1": "msfmktransplt_api_support_2.7.1.csv"}
-MODULE_SOURCE = "Ascend/pytorch torch_npu/npu/__init__.py and torch_npu/npu/amp/__init__.py `__all__` at tag {tag}"
+MSFT_SUPPORT = {
+    "2.1.0": "msfmktransplt_api_support_2.1.0.csv",
+    "2.7.1": "msfmktransplt_api_support_2.7.1.csv",
+}
+MODULE_SOURCE = (
+    "Ascend/pytorch torch_npu/npu/__init__.py and torch_npu/npu/amp/__init__.py `__all__` at tag {tag}"
+)
 
 
 def _lines(path: Path) -> list[str]:
-    return [line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")]
+    return [
+        line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")
+    ]
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -67,10 +74,18 @@ def derive(source: Path) -> dict:
             "msfmktransplt_support": msft,
             "provenance": {
                 "torch.npu": [f"ascend-data/torch_npu_module/{npu_file.name}", MODULE_SOURCE.format(tag=tag)],
-                "torch.npu.amp": [f"ascend-data/torch_npu_module/{amp_file.name}", MODULE_SOURCE.format(tag=tag)],
-                "api_support": [f"ascend-data/api_support/{NATIVE_SUPPORT[version]}", *_sources(support_rows)],
+                "torch.npu.amp": [
+                    f"ascend-data/torch_npu_module/{amp_file.name}",
+                    MODULE_SOURCE.format(tag=tag),
+                ],
+                "api_support": [
+                    f"ascend-data/api_support/{NATIVE_SUPPORT[version]}",
+                    *_sources(support_rows),
+                ],
                 "msfmktransplt_support": (
-                    [f"ascend-data/api_support/{MSFT_SUPPORT[version]}", *_sources(msft_rows)] if msft_rows else []
+                    [f"ascend-data/api_support/{MSFT_SUPPORT[version]}", *_sources(msft_rows)]
+                    if msft_rows
+                    else []
                 ),
             },
         }
@@ -92,7 +107,9 @@ def main() -> None:
     args = parser.parse_args()
     text = json.dumps(derive(args.source), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
     if args.check:
-        raise SystemExit(0 if OUT.read_text() == text else f"{OUT} is stale: run tools/derive_converter_data.py")
+        raise SystemExit(
+            0 if OUT.read_text() == text else f"{OUT} is stale: run tools/derive_converter_data.py"
+        )
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(text)
     print(f"wrote {OUT.relative_to(ROOT)} ({len(text)} bytes)")

@@ -103,7 +103,11 @@ def derive(source: Path, out_dir: Path) -> list[Path]:
     index = out_dir / "releases.json"
     index.write_text(
         json.dumps(
-            {"_generated_by": "tools/derive_runtime_data.py", "default": releases[0]["torch"], "releases": releases},
+            {
+                "_generated_by": "tools/derive_runtime_data.py",
+                "default": releases[0]["torch"],
+                "releases": releases,
+            },
             indent=2,
         )
         + "\n",

@@ -77,8 +77,11 @@ def convert_source(path: str, data: bytes, tables: Tables) -> FileResult:
         return FileResult(path, Status.FAILED, reason="source too deeply nested to convert")
     except Exception as exc:  # the engine's last line of defence: one bad file never stops a run
         tb = traceback.extract_tb(exc.__traceback__)[-1]
-        return FileResult(path, Status.FAILED,
-                          reason=f"internal error {type(exc).__name__}: {exc} (at {tb.filename}:{tb.lineno})")
+        return FileResult(
+            path,
+            Status.FAILED,
+            reason=f"internal error {type(exc).__name__}: {exc} (at {tb.filename}:{tb.lineno})",
+        )
 
 
 def _convert(path: str, data: bytes, tables: Tables) -> FileResult:
@@ -93,7 +96,9 @@ def _convert(path: str, data: bytes, tables: Tables) -> FileResult:
     try:
         module = cst.parse_module(data)
     except cst.ParserSyntaxError as exc:
-        return FileResult(path, Status.FAILED, reason=f"syntax error at line {exc.raw_line}: {exc.message} (libcst)")
+        return FileResult(
+            path, Status.FAILED, reason=f"syntax error at line {exc.raw_line}: {exc.message} (libcst)"
+        )
     converter = Converter(tables, module)
     new_module = module.visit(converter)
     if converter.imports_needed:
@@ -163,7 +168,9 @@ def _place(module: cst.Module, converter: Converter, tree: ast.Module | None = N
         start, end = lines.get(id(item), (1, 1))
         if item.line_offset:
             start = end
-        findings.append(Finding(item.rule.id, item.operation, start, end, item.message, item.heuristic, item.noop))
+        findings.append(
+            Finding(item.rule.id, item.operation, start, end, item.message, item.heuristic, item.noop)
+        )
     findings.sort(key=lambda f: (f.start_line, f.end_line, f.rule_id))
     return tuple(findings)
 

@@ -7,7 +7,7 @@ two different meanings is not resolved at all.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import libcst as cst
 
@@ -71,7 +71,11 @@ def import_bindings(node: cst.Import | cst.ImportFrom) -> list[tuple[str, str, c
         name = dotted(alias.name)
         if name is None:
             continue
-        bound = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
+        bound = (
+            alias.asname.name.value
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name)
+            else name
+        )
         out.append((bound, f"{base}.{name}", alias))
     return out
 

@@ -5,8 +5,9 @@ Built once per run, shared read-only by every file (and pickled to worker proces
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from ms_fmk_transplt.rules.model import Rule
 
@@ -131,7 +132,9 @@ class Tables:
         from fnmatch import fnmatch
 
         name = path.rsplit("/", 1)[-1]
-        return [(rule, regex) for rule, regex, globs in self.text_scans if any(fnmatch(name, g) for g in globs)]
+        return [
+            (rule, regex) for rule, regex, globs in self.text_scans if any(fnmatch(name, g) for g in globs)
+        ]
 
     def could_match(self, data: bytes) -> bool:
         """False only when no rule can possibly match in `data` (proved by test to change nothing)."""
@@ -143,9 +146,8 @@ def compile_rules(rules: Iterable[Rule], release: str = "", opt_ins: Iterable[st
 
     A rule with an `opt_in` name that is not in `opt_ins` is compiled as a report only.
     """
-    from ms_fmk_transplt.rules.registry import all_kinds
-
     from ms_fmk_transplt import data
+    from ms_fmk_transplt.rules.registry import all_kinds
 
     kinds = all_kinds()
     tables = Tables(release=release or data.default_release(), opt_ins=frozenset(opt_ins))

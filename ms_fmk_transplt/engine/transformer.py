@@ -7,8 +7,9 @@ rewrites build on `updated_node`, so `x.cuda(device=torch.device("cuda:0"))` get
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import libcst as cst
 
@@ -66,7 +67,9 @@ def _set_segments(chain: cst.BaseExpression, segments: Sequence[str]) -> cst.Bas
         if inner is chain.value and attr is chain.attr:
             return chain
         return chain.with_changes(value=inner, attr=attr)
-    return build_dotted(".".join(["_", *segments]), root=_chain_root(chain)) if segments else _chain_root(chain)
+    return (
+        build_dotted(".".join(["_", *segments]), root=_chain_root(chain)) if segments else _chain_root(chain)
+    )
 
 
 class Converter(cst.CSTTransformer):
@@ -79,7 +82,9 @@ class Converter(cst.CSTTransformer):
         self.aliases = alias_table(statement for _, statement in imports)
         self.pending: list[Pending] = []
         self.needs_torch_npu = False
-        self.uses_needed_api = False  # e.g. torch.accelerator, which finds the NPU only after import torch_npu
+        self.uses_needed_api = (
+            False  # e.g. torch.accelerator, which finds the NPU only after import torch_npu
+        )
         self.imports_needed: set[str] = set()
         self._inner: set[int] = set()
         self._not_loads: set[int] = set()
@@ -133,7 +138,8 @@ class Converter(cst.CSTTransformer):
                 self._anchor_line = line
             self._plan_import(statement)
         self.entry_point = bool(insert and insert.params.get("entry_points")) and any(
-            _is_main_guard(statement) for statement in module.body)
+            _is_main_guard(statement) for statement in module.body
+        )
 
     def _plan_import(self, statement: cst.Import | cst.ImportFrom) -> None:
         for bound, qualified, alias in import_bindings(statement):
@@ -146,7 +152,7 @@ class Converter(cst.CSTTransformer):
             match = self.t.lookup(target) if target else None
             if match is None or match.new is None:
                 continue
-            new_target = match.new + target[len(match.prefix):]
+            new_target = match.new + target[len(match.prefix) :]
             if isinstance(statement, cst.Import):
                 if alias.asname is not None:
                     self.rebound[bound] = (bound, new_target)
@@ -164,7 +170,9 @@ class Converter(cst.CSTTransformer):
         return self.rebound.get(name, (name, self.aliases.get(name)))
 
     # ---- findings ----------------------------------------------------------------------------
-    def report(self, node: cst.CSTNode, rule: Rule, operation: Operation, heuristic: bool = False, **fields: Any) -> None:
+    def report(
+        self, node: cst.CSTNode, rule: Rule, operation: Operation, heuristic: bool = False, **fields: Any
+    ) -> None:
         """Record a finding at `node` (an original node) rendered from the rule's template."""
         fields.setdefault("release", self.t.release)
         self.pending.append(Pending(node, rule, operation, rule.render(**fields), heuristic, top=self._top))
@@ -219,7 +227,13 @@ class Converter(cst.CSTTransformer):
 
     def visit_Call(self, node: cst.Call) -> bool:
         func = node.func
-        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        name = (
+            func.attr.value
+            if isinstance(func, cst.Attribute)
+            else func.value
+            if isinstance(func, cst.Name)
+            else ""
+        )
         positional = [a for a in node.args if a.keyword is None]
         if name in _MESSAGE_CALLS or name.endswith(("Error", "Exception", "Warning")):
             self._quiet_args.update(id(a) for a in node.args)
@@ -235,9 +249,8 @@ class Converter(cst.CSTTransformer):
         return True
 
     def visit_Expr(self, node: cst.Expr) -> bool:
-        if isinstance(node.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-            return False  # a bare string statement (docstring) is prose
-        return True
+        # a bare string statement (docstring) is prose
+        return not isinstance(node.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
 
     def visit_DictElement(self, node: cst.DictElement) -> bool:
         if self._device_depth == 0:
@@ -253,14 +266,21 @@ class Converter(cst.CSTTransformer):
 
     def visit_Comparison(self, node: cst.Comparison) -> bool:
         for target in node.comparisons:
-            if isinstance(target.operator, (cst.In, cst.NotIn)) and self.qualify(target.comparator) == "os.environ":
+            if (
+                isinstance(target.operator, (cst.In, cst.NotIn))
+                and self.qualify(target.comparator) == "os.environ"
+            ):
                 self._env_keys.add(id(node.left))
         return True
 
     # ---- string literals: devices, backends, environment variables ------------------------------
-    def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString) -> cst.BaseExpression:
+    def leave_SimpleString(
+        self, original_node: cst.SimpleString, updated_node: cst.SimpleString
+    ) -> cst.BaseExpression:
         key = id(original_node)
-        if key not in self._env_keys and (self._quiet_depth or (key in self._keys and not self._device_depth)):
+        if key not in self._env_keys and (
+            self._quiet_depth or (key in self._keys and not self._device_depth)
+        ):
             return updated_node
         try:
             value = original_node.evaluated_value
@@ -272,9 +292,15 @@ class Converter(cst.CSTTransformer):
             return self._rewrite_env(original_node, updated_node, value)
         for rewrite in self.t.strings:
             if rewrite.pattern.fullmatch(value):
-                new_value = rewrite.new + value[len(rewrite.old):]
-                self.report(original_node, rewrite.rule, Operation.MODIFY, heuristic=not self._device_depth,
-                            old=repr(value), new=repr(new_value))
+                new_value = rewrite.new + value[len(rewrite.old) :]
+                self.report(
+                    original_node,
+                    rewrite.rule,
+                    Operation.MODIFY,
+                    heuristic=not self._device_depth,
+                    old=repr(value),
+                    new=repr(new_value),
+                )
                 quote = original_node.quote
                 return updated_node.with_changes(value=f"{original_node.prefix}{quote}{new_value}{quote}")
         return updated_node
@@ -282,18 +308,31 @@ class Converter(cst.CSTTransformer):
     def leave_FormattedString(self, original_node: cst.FormattedString, updated_node: cst.FormattedString):
         if self._quiet_depth or not updated_node.parts:
             return updated_node
-        template = "".join(p.value if isinstance(p, cst.FormattedStringText) else "{}" for p in original_node.parts)
+        template = "".join(
+            p.value if isinstance(p, cst.FormattedStringText) else "{}" for p in original_node.parts
+        )
         first = updated_node.parts[0]
         for rewrite in self.t.strings:
-            if rewrite.pattern.fullmatch(template) and isinstance(first, cst.FormattedStringText) \
-                    and first.value.startswith(rewrite.old):
-                self.report(original_node, rewrite.rule, Operation.MODIFY, heuristic=not self._device_depth,
-                            old=repr(template), new=repr(rewrite.new + template[len(rewrite.old):]))
-                new_first = first.with_changes(value=rewrite.new + first.value[len(rewrite.old):])
+            if (
+                rewrite.pattern.fullmatch(template)
+                and isinstance(first, cst.FormattedStringText)
+                and first.value.startswith(rewrite.old)
+            ):
+                self.report(
+                    original_node,
+                    rewrite.rule,
+                    Operation.MODIFY,
+                    heuristic=not self._device_depth,
+                    old=repr(template),
+                    new=repr(rewrite.new + template[len(rewrite.old) :]),
+                )
+                new_first = first.with_changes(value=rewrite.new + first.value[len(rewrite.old) :])
                 return updated_node.with_changes(parts=[new_first, *updated_node.parts[1:]])
         return updated_node
 
-    def _rewrite_env(self, original: cst.SimpleString, updated: cst.SimpleString, value: str) -> cst.BaseExpression:
+    def _rewrite_env(
+        self, original: cst.SimpleString, updated: cst.SimpleString, value: str
+    ) -> cst.BaseExpression:
         entry = self.t.env_vars.get(value)
         if entry is None:
             entry = next((e for prefix, e in self.t.env_prefixes.items() if value.startswith(prefix)), None)
@@ -330,7 +369,9 @@ class Converter(cst.CSTTransformer):
             return updated_node
         return updated_node.with_changes(value=new)
 
-    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+    def leave_Attribute(
+        self, original_node: cst.Attribute, updated_node: cst.Attribute
+    ) -> cst.BaseExpression:
         if id(original_node) in self._inner:
             return updated_node
         name = self.qualify(original_node)
@@ -341,15 +382,21 @@ class Converter(cst.CSTTransformer):
             entry = self.t.attributes.get(original_node.attr.value)
             if entry is None or entry.new is None:
                 return updated_node
-            self.report(original_node, entry.rule, Operation.MODIFY, heuristic=True,
-                        old=original_node.attr.value, new=entry.new)
+            self.report(
+                original_node,
+                entry.rule,
+                Operation.MODIFY,
+                heuristic=True,
+                old=original_node.attr.value,
+                new=entry.new,
+            )
             return updated_node.with_changes(attr=updated_node.attr.with_changes(value=entry.new))
         self._report_match(original_node, match)
         target = match.new if match.new is not None else match.prefix
-        new_full = target + name[len(match.prefix):]
+        new_full = target + name[len(match.prefix) :]
         _, root_target = self._binding(_chain_root(original_node).value)
         if root_target and (new_full == root_target or new_full.startswith(root_target + ".")):
-            segments = new_full[len(root_target) + 1:].split(".") if new_full != root_target else []
+            segments = new_full[len(root_target) + 1 :].split(".") if new_full != root_target else []
             return _set_segments(updated_node, segments)
         self._need_import_for(new_full)
         return build_dotted(new_full)
@@ -373,14 +420,25 @@ class Converter(cst.CSTTransformer):
         if isinstance(func, cst.Attribute) and not resolved and isinstance(updated_node.func, cst.Attribute):
             entry = self.t.methods.get(func.attr.value)
             if entry is not None and entry.new is not None:
-                self.report(original_node, entry.rule, Operation.MODIFY, heuristic=True,
-                            old=func.attr.value, new=entry.new)
-                result = updated_node.with_changes(func=updated_node.func.with_changes(
-                    attr=updated_node.func.attr.with_changes(value=entry.new)))
+                self.report(
+                    original_node,
+                    entry.rule,
+                    Operation.MODIFY,
+                    heuristic=True,
+                    old=func.attr.value,
+                    new=entry.new,
+                )
+                result = updated_node.with_changes(
+                    func=updated_node.func.with_changes(
+                        attr=updated_node.func.attr.with_changes(value=entry.new)
+                    )
+                )
         elif isinstance(func, cst.Name) and name is None and isinstance(updated_node.func, cst.Name):
             entry = self.t.functions.get(func.value)
             if entry is not None and entry.new is not None:
-                self.report(original_node, entry.rule, Operation.MODIFY, heuristic=True, old=func.value, new=entry.new)
+                self.report(
+                    original_node, entry.rule, Operation.MODIFY, heuristic=True, old=func.value, new=entry.new
+                )
                 result = updated_node.with_changes(func=updated_node.func.with_changes(value=entry.new))
         result = self._rewrite_args(original_node, result, name)
         if name and isinstance(result, cst.Call):
@@ -399,11 +457,17 @@ class Converter(cst.CSTTransformer):
     def _rename_keywords(self, original: cst.Call, updated: cst.Call, name: str) -> cst.Call:
         for rule in self.t.keyword_defaults.get(name, ()):
             keyword = rule.params["keyword"]
-            if any(a.star == "**" or (a.keyword is not None and a.keyword.value == keyword) for a in updated.args):
+            if any(
+                a.star == "**" or (a.keyword is not None and a.keyword.value == keyword) for a in updated.args
+            ):
                 continue
-            new_arg = cst.Arg(keyword=cst.Name(keyword), value=cst.parse_expression(rule.params["value"]),
-                              equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
-                                                    whitespace_after=cst.SimpleWhitespace("")))
+            new_arg = cst.Arg(
+                keyword=cst.Name(keyword),
+                value=cst.parse_expression(rule.params["value"]),
+                equal=cst.AssignEqual(
+                    whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+                ),
+            )
             args = list(updated.args)
             if args and args[-1].comma is cst.MaybeSentinel.DEFAULT:
                 args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
@@ -416,15 +480,29 @@ class Converter(cst.CSTTransformer):
         for rename in renames:
             for i, arg in enumerate(args):
                 if arg.keyword is not None and arg.keyword.value == rename.keyword:
-                    self.report(original.args[i], rename.rule, Operation.MODIFY, old=rename.keyword, new=rename.new_keyword)
+                    self.report(
+                        original.args[i],
+                        rename.rule,
+                        Operation.MODIFY,
+                        old=rename.keyword,
+                        new=rename.new_keyword,
+                    )
                     args[i] = arg.with_changes(keyword=arg.keyword.with_changes(value=rename.new_keyword))
         return updated.with_changes(args=args)
 
-    def _rewrite_args(self, original: cst.Call, updated: cst.BaseExpression, name: str | None) -> cst.BaseExpression:
+    def _rewrite_args(
+        self, original: cst.Call, updated: cst.BaseExpression, name: str | None
+    ) -> cst.BaseExpression:
         rewrites = self.t.args_by_name.get(name, []) if name else []
         if not rewrites:
             func = original.func
-            short = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+            short = (
+                func.attr.value
+                if isinstance(func, cst.Attribute)
+                else func.value
+                if isinstance(func, cst.Name)
+                else None
+            )
             rewrites = self.t.args_by_method.get(short, []) if short else []
         if not rewrites or not isinstance(updated, cst.Call):
             return updated
@@ -433,9 +511,15 @@ class Converter(cst.CSTTransformer):
             slot = self._find_arg(original, rewrite)
             if slot == -2:
                 where = f"argument {rewrite.index} of {rewrite.rule.params.get('func_name')}"
-                self.pending.append(Pending(original, rewrite.rule, Operation.UNSUPPORTED,
-                                            f"{where} is hidden behind *args; set it to {rewrite.new_code} by hand",
-                                            top=self._top))
+                self.pending.append(
+                    Pending(
+                        original,
+                        rewrite.rule,
+                        Operation.UNSUPPORTED,
+                        f"{where} is hidden behind *args; set it to {rewrite.new_code} by hand",
+                        top=self._top,
+                    )
+                )
                 continue
             if slot < 0:
                 continue
@@ -443,9 +527,14 @@ class Converter(cst.CSTTransformer):
             if _same_value(current, rewrite.new_code):
                 continue
             args[slot] = args[slot].with_changes(value=cst.parse_expression(rewrite.new_code))
-            self.report(original.args[slot], rewrite.rule, Operation.MODIFY, heuristic="." not in
-                        str(rewrite.rule.params.get("func_name", ".")), old=_code(original.args[slot].value),
-                        new=rewrite.new_code)
+            self.report(
+                original.args[slot],
+                rewrite.rule,
+                Operation.MODIFY,
+                heuristic="." not in str(rewrite.rule.params.get("func_name", ".")),
+                old=_code(original.args[slot].value),
+                new=rewrite.new_code,
+            )
         return updated.with_changes(args=args)
 
     @staticmethod
@@ -480,7 +569,7 @@ class Converter(cst.CSTTransformer):
             if match.new is None:
                 names.append(alias)
                 continue
-            names.append(alias.with_changes(name=build_dotted(match.new + full[len(match.prefix):])))
+            names.append(alias.with_changes(name=build_dotted(match.new + full[len(match.prefix) :])))
             changed = True
         return updated_node.with_changes(names=names) if changed else updated_node
 
@@ -501,7 +590,7 @@ class Converter(cst.CSTTransformer):
             if match.new is None:
                 kept.append(alias)
                 continue
-            new_full = match.new + full[len(match.prefix):]
+            new_full = match.new + full[len(match.prefix) :]
             parent, _, last = new_full.rpartition(".")
             bound = alias.asname.name.value if alias.asname is not None else name
             new_bound, _ = self._binding(bound)
@@ -516,8 +605,10 @@ class Converter(cst.CSTTransformer):
         if not kept and len(moved) == 1:
             parent, aliases = next(iter(moved.items()))
             return updated_node.with_changes(module=build_dotted(parent), names=aliases)
-        extra = [cst.ImportFrom(module=build_dotted(parent), names=_strip_last_comma(aliases))
-                 for parent, aliases in moved.items()]
+        extra = [
+            cst.ImportFrom(module=build_dotted(parent), names=_strip_last_comma(aliases))
+            for parent, aliases in moved.items()
+        ]
         if not kept:
             first, extra = extra[0], extra[1:]
         else:
@@ -529,8 +620,9 @@ class Converter(cst.CSTTransformer):
         self._extra_lines = []
         return True
 
-    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
-                                  updated_node: cst.SimpleStatementLine):
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ):
         if original_node is self._anchor_line:
             self._anchor_updated = updated_node
             self._anchor_top = self._top
@@ -550,27 +642,48 @@ class Converter(cst.CSTTransformer):
         # a rewrite that spelled out `torch_npu.x.y` needs the bare name, not just any import of it
         name_needed = module_name in self.imports_needed and self.aliases.get(module_name) != module_name
         self.imports_needed.discard(module_name)
-        imported = any(r == module_name or r.startswith(module_name + ".") for s in body for r in _imported_roots(s))
-        wanted = self.needs_torch_npu or self.uses_needed_api or (self.entry_point and self._anchor_line is not None)
+        imported = any(
+            r == module_name or r.startswith(module_name + ".") for s in body for r in _imported_roots(s)
+        )
+        wanted = (
+            self.needs_torch_npu
+            or self.uses_needed_api
+            or (self.entry_point and self._anchor_line is not None)
+        )
         if not name_needed and (not wanted or self.has_torch_npu or imported):
             return updated_node
-        line = cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=build_dotted(module_name))])])
+        line = cst.SimpleStatementLine(
+            body=[cst.Import(names=[cst.ImportAlias(name=build_dotted(module_name))])]
+        )
         message = rule.render(module=module_name)
         if self.uses_needed_api and not self.needs_torch_npu:
-            message += " (the script asks torch.accelerator for its device: the NPU is registered by this import)"
+            message += (
+                " (the script asks torch.accelerator for its device: the NPU is registered by this import)"
+            )
         elif not self.needs_torch_npu and not name_needed:
-            message += " (entry-point script: registers the NPU for torch.accelerator and every module it imports)"
+            message += (
+                " (entry-point script: registers the NPU for torch.accelerator and every module it imports)"
+            )
         top_level = self._anchor_line is None or any(s is self._anchor_line for s in original_node.body)
         if top_level:
             index = _insert_position(original_node.body, body, rule.params.get("after", "torch"))
             anchor = original_node.body[index - 1] if 0 < index <= len(original_node.body) else original_node
             body.insert(index, line)
-            self.pending.append(Pending(anchor, rule, Operation.INSERT, message, line_offset=1,
-                                        top=index - 1 if anchor is not original_node else -1))
+            self.pending.append(
+                Pending(
+                    anchor,
+                    rule,
+                    Operation.INSERT,
+                    message,
+                    line_offset=1,
+                    top=index - 1 if anchor is not original_node else -1,
+                )
+            )
             return updated_node.with_changes(body=body)
         # the first torch import sits in a block (try: import torch / except ImportError): go next to it
-        self.pending.append(Pending(self._anchor_line, rule, Operation.INSERT, message, line_offset=1,
-                                    top=self._anchor_top))
+        self.pending.append(
+            Pending(self._anchor_line, rule, Operation.INSERT, message, line_offset=1, top=self._anchor_top)
+        )
         before = _imports_device_module(self._anchor_updated)
         return updated_node.visit(_InsertNextTo(self._anchor_updated, line, before))
 
@@ -610,14 +723,43 @@ def _is_main_guard(statement: cst.CSTNode) -> bool:
     return "__name__" in names and "__main__" in strings
 
 
-_MESSAGE_KEYWORDS = frozenset({"help", "description", "epilog", "usage", "msg", "message", "desc", "title", "prog"})
+_MESSAGE_KEYWORDS = frozenset(
+    {"help", "description", "epilog", "usage", "msg", "message", "desc", "title", "prog"}
+)
 _DEVICE_KEYWORDS = frozenset({"device", "map_location", "device_type", "output_device", "backend"})
-_MESSAGE_CALLS = frozenset({"print", "debug", "info", "warning", "warn", "error", "critical", "exception", "log",
-                            "write", "set_description", "set_postfix_str", "echo", "fail", "skip", "xfail"})
+_MESSAGE_CALLS = frozenset(
+    {
+        "print",
+        "debug",
+        "info",
+        "warning",
+        "warn",
+        "error",
+        "critical",
+        "exception",
+        "log",
+        "write",
+        "set_description",
+        "set_postfix_str",
+        "echo",
+        "fail",
+        "skip",
+        "xfail",
+    }
+)
 _OPTION_CALLS = frozenset({"add_argument", "add_option", "DEFINE_string", "DEFINE_bool", "DEFINE_boolean"})
 _ATTRIBUTE_NAME_CALLS = frozenset({"getattr", "setattr", "hasattr", "delattr"})
-_ENV_CALLS = frozenset({"os.getenv", "os.putenv", "os.unsetenv", "os.environ.get", "os.environ.setdefault",
-                        "os.environ.pop", "os.environ.__contains__"})
+_ENV_CALLS = frozenset(
+    {
+        "os.getenv",
+        "os.putenv",
+        "os.unsetenv",
+        "os.environ.get",
+        "os.environ.setdefault",
+        "os.environ.pop",
+        "os.environ.__contains__",
+    }
+)
 
 
 def _code(node: cst.CSTNode) -> str:
@@ -667,7 +809,11 @@ def _insert_position(original: Sequence[cst.CSTNode], updated: Sequence[cst.CSTN
     for i, statement in enumerate(original):
         if isinstance(statement, cst.SimpleStatementLine) and statement.body:
             small = statement.body[0]
-            is_doc = i == 0 and isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString))
+            is_doc = (
+                i == 0
+                and isinstance(small, cst.Expr)
+                and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString))
+            )
             is_future = isinstance(small, cst.ImportFrom) and dotted(small.module) == "__future__"
             if is_doc or is_future:
                 index = i + 1

@@ -79,8 +79,14 @@ def summary_json(run: RunResult) -> bytes:
                 "status": r.status.value,
                 **({"reason": r.reason} if r.reason else {}),
                 "findings": [
-                    {"rule": f.rule_id, "operation": f.operation.value, "start_line": f.start_line,
-                     "end_line": f.end_line, "message": f.message, "heuristic": f.heuristic}
+                    {
+                        "rule": f.rule_id,
+                        "operation": f.operation.value,
+                        "start_line": f.start_line,
+                        "end_line": f.end_line,
+                        "message": f.message,
+                        "heuristic": f.heuristic,
+                    }
                     for f in r.findings
                 ],
             }

@@ -29,8 +29,16 @@ def _sheet(workbook: Workbook, title: str, header: list[str], rows: list, first:
 def unsupported_xlsx(run: RunResult) -> bytes:
     """Sheets: unsupported APIs, files that could not be converted, totals."""
     workbook = Workbook()
-    _sheet(workbook, "Unsupported", ["File", "Start Line", "End Line", "Rule", "Message"], unsupported_rows(run), first=True)
-    failed = [(r.path, r.status.value, r.reason) for r in run.files if r.status in (Status.FAILED, Status.SKIPPED)]
+    _sheet(
+        workbook,
+        "Unsupported",
+        ["File", "Start Line", "End Line", "Rule", "Message"],
+        unsupported_rows(run),
+        first=True,
+    )
+    failed = [
+        (r.path, r.status.value, r.reason) for r in run.files if r.status in (Status.FAILED, Status.SKIPPED)
+    ]
     _sheet(workbook, "Not converted", ["File", "Status", "Reason"], failed)
     _sheet(workbook, "Totals", ["Item", "Count"], list(totals(run).items()))
     buffer = io.BytesIO()

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import jsonschema
 
@@ -29,8 +30,12 @@ COMMON = {
         "items": {
             "type": "object",
             "required": ["before"],
-            "properties": {"before": {"type": "string"}, "after": {"type": "string"}, "release": {"type": "string"},
-                           "file": {"type": "string"}},
+            "properties": {
+                "before": {"type": "string"},
+                "after": {"type": "string"},
+                "release": {"type": "string"},
+                "file": {"type": "string"},
+            },
             "additionalProperties": False,
         },
     },
@@ -79,11 +84,14 @@ def _schema_message(error: jsonschema.ValidationError) -> str:
     return error.message
 
 
-def parse_rule_document(document: Any, origin: str, *, builtin: bool, first_user_id: int = 1,
-                        warnings: list[str] | None = None) -> list[Rule]:
+def parse_rule_document(
+    document: Any, origin: str, *, builtin: bool, first_user_id: int = 1, warnings: list[str] | None = None
+) -> list[Rule]:
     """Validate a decoded rule document and turn it into rules; raises RuleFileError."""
     validator = jsonschema.Draft202012Validator(_file_schema())
-    errors = sorted(validator.iter_errors(document), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    errors = sorted(
+        validator.iter_errors(document), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path)))
+    )
     if errors:
         error = errors[0]
         raise RuleFileError(f"{origin}: {_pointer(error.absolute_path)}: {_schema_message(error)}")
@@ -99,12 +107,15 @@ def parse_rule_document(document: Any, origin: str, *, builtin: bool, first_user
             where = _pointer(["rules", kind_name, index])
             for key in sorted(set(entry) - known):
                 if warnings is not None:
-                    warnings.append(f"{origin}: {where}/{key}: unknown key ignored (valid: {', '.join(sorted(known))})")
+                    warnings.append(
+                        f"{origin}: {where}/{key}: unknown key ignored (valid: {', '.join(sorted(known))})"
+                    )
             for key, problem in kind.check(entry):
                 raise RuleFileError(f"{origin}: {where}/{key}: {problem}")
             for i, example in enumerate(entry.get("examples", [])):
-                if "file" not in example and (not _compiles(example["before"])
-                                              or not _compiles(example.get("after", example["before"]))):
+                if "file" not in example and (
+                    not _compiles(example["before"]) or not _compiles(example.get("after", example["before"]))
+                ):
                     raise RuleFileError(f"{origin}: {where}/examples/{i}: example is not valid Python")
             dup_key = (kind_name, kind.key(entry))
             if dup_key in seen:
@@ -117,20 +128,30 @@ def parse_rule_document(document: Any, origin: str, *, builtin: bool, first_user
             else:
                 rule_id = f"U{next_id:03d}"
                 next_id += 1
-            params = {k: v for k, v in entry.items() if k in kind.schema.get("properties", {}) or k in ("suggestion", "opt_in")}
-            rules.append(Rule(
-                id=rule_id,
-                kind=kind_name,
-                params=params,
-                summary=entry.get("summary") or kind.summary(entry),
-                message=entry.get("message") or kind.message,
-                origin=f"{origin}:{where}",
-                examples=tuple(Example(e["before"], e.get("after", e["before"]), e.get("release"), e.get("file"))
-                               for e in entry.get("examples", [])),
-                needs_torch_npu=entry.get("needs_torch_npu", defaults.get("needs_torch_npu", _mentions_npu(kind_name, entry))),
-                user=not builtin,
-                tags=tuple(entry.get("tags", [])),
-            ))
+            params = {
+                k: v
+                for k, v in entry.items()
+                if k in kind.schema.get("properties", {}) or k in ("suggestion", "opt_in")
+            }
+            rules.append(
+                Rule(
+                    id=rule_id,
+                    kind=kind_name,
+                    params=params,
+                    summary=entry.get("summary") or kind.summary(entry),
+                    message=entry.get("message") or kind.message,
+                    origin=f"{origin}:{where}",
+                    examples=tuple(
+                        Example(e["before"], e.get("after", e["before"]), e.get("release"), e.get("file"))
+                        for e in entry.get("examples", [])
+                    ),
+                    needs_torch_npu=entry.get(
+                        "needs_torch_npu", defaults.get("needs_torch_npu", _mentions_npu(kind_name, entry))
+                    ),
+                    user=not builtin,
+                    tags=tuple(entry.get("tags", [])),
+                )
+            )
     return _unique_ids(rules)
 
 
@@ -140,7 +161,9 @@ _REPLACEMENT_KEYS = ("new_name", "arg_new", "new_method", "new_attribute", "new_
 
 def _mentions_npu(kind_name: str, entry: dict[str, Any]) -> bool:
     """A rule whose replacement talks about the NPU needs torch_npu imported, unless it says otherwise."""
-    return kind_name != "ImportInsertRule" and any(_NPU_WORDS.search(str(entry.get(k, ""))) for k in _REPLACEMENT_KEYS)
+    return kind_name != "ImportInsertRule" and any(
+        _NPU_WORDS.search(str(entry.get(k, ""))) for k in _REPLACEMENT_KEYS
+    )
 
 
 def _unique_ids(rules: list[Rule]) -> list[Rule]:
@@ -160,7 +183,9 @@ def _compiles(code: str) -> bool:
     return True
 
 
-def load_rule_file(path: str | Path, *, first_user_id: int = 1, warnings: list[str] | None = None) -> list[Rule]:
+def load_rule_file(
+    path: str | Path, *, first_user_id: int = 1, warnings: list[str] | None = None
+) -> list[Rule]:
     """Read one user rule file (the porting guide's format); raises RuleFileError."""
     path = Path(path)
     try:
@@ -177,7 +202,9 @@ def load_rule_file(path: str | Path, *, first_user_id: int = 1, warnings: list[s
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise RuleFileError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
-    return parse_rule_document(document, str(path), builtin=False, first_user_id=first_user_id, warnings=warnings)
+    return parse_rule_document(
+        document, str(path), builtin=False, first_user_id=first_user_id, warnings=warnings
+    )
 
 
 def load_builtin_rules() -> list[Rule]:
@@ -191,8 +218,9 @@ def load_builtin_rules() -> list[Rule]:
     return _unique_ids(rules)
 
 
-def load_rules(user_files: Iterable[str | Path] = (), *, builtin: bool = True,
-               warnings: list[str] | None = None) -> list[Rule]:
+def load_rules(
+    user_files: Iterable[str | Path] = (), *, builtin: bool = True, warnings: list[str] | None = None
+) -> list[Rule]:
     """Built-in rules then user rules, all validated; user rules override built-in ones."""
     rules = load_builtin_rules() if builtin else []
     seen: dict[tuple[str, Any], str] = {}

@@ -7,13 +7,21 @@ the host, so NPU activity is recorded as CPU activity.
 from __future__ import annotations
 
 import enum
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import torch.profiler as _tp
 from torch.profiler import ProfilerAction, record_function, schedule, tensorboard_trace_handler
 
-__all__ = ["ProfilerAction", "ProfilerActivity", "profile", "record_function", "schedule",
-           "tensorboard_trace_handler", "supported_activities"]
+__all__ = [
+    "ProfilerAction",
+    "ProfilerActivity",
+    "profile",
+    "record_function",
+    "schedule",
+    "supported_activities",
+    "tensorboard_trace_handler",
+]
 
 
 class ProfilerActivity(enum.Enum):
@@ -31,9 +39,14 @@ def _host_activities(activities: Iterable[Any] | None) -> list[_tp.ProfilerActiv
     return [_tp.ProfilerActivity.CPU] if list(activities) else []
 
 
-class profile(_tp.profile):  # noqa: N801 - torch_npu's spelling
+class profile(_tp.profile):
     """torch.profiler.profile that accepts torch_npu's activities and its experimental_config."""
 
-    def __init__(self, *args: Any, activities: Iterable[Any] | None = None,
-                 experimental_config: Any = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        activities: Iterable[Any] | None = None,
+        experimental_config: Any = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, activities=_host_activities(activities), **kwargs)

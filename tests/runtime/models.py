@@ -8,18 +8,20 @@ BatchNorm + dropout (CNN), recurrent kernels (LSTM), attention and LayerNorm
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
 
 class MLP(nn.Module):
     def __init__(self, width: int = 64) -> None:
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(32, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10))
+        self.net = nn.Sequential(
+            nn.Linear(32, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10)
+        )
 
     def forward(self, x):
         return self.net(x)
@@ -30,8 +32,15 @@ class CNN(nn.Module):
         super().__init__()
         c = channels
         self.features = nn.Sequential(
-            nn.Conv2d(3, c, 3, padding=1), nn.BatchNorm2d(c), nn.ReLU(), nn.MaxPool2d(2), nn.Dropout(0.2),
-            nn.Conv2d(c, 2 * c, 3, padding=1), nn.BatchNorm2d(2 * c), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+            nn.Conv2d(3, c, 3, padding=1),
+            nn.BatchNorm2d(c),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Dropout(0.2),
+            nn.Conv2d(c, 2 * c, 3, padding=1),
+            nn.BatchNorm2d(2 * c),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1),
         )
         self.head = nn.Linear(2 * c, 10)
 
@@ -56,7 +65,9 @@ class TinyTransformer(nn.Module):
         super().__init__()
         self.embed = nn.Embedding(vocab, d_model)
         self.pos = nn.Parameter(torch.randn(1, 12, d_model) * 0.02)
-        layer = nn.TransformerEncoderLayer(d_model, nhead=4, dim_feedforward=64, dropout=0.1, batch_first=True)
+        layer = nn.TransformerEncoderLayer(
+            d_model, nhead=4, dim_feedforward=64, dropout=0.1, batch_first=True
+        )
         self.encoder = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
         self.norm = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, 5)
@@ -76,13 +87,13 @@ class ViewInplace(nn.Module):
         self.scale = nn.Parameter(torch.ones(4))
 
     def forward(self, x):
-        h = self.a(x)                                   # (B, 24)
-        h = h.view(-1, 4, 6).transpose(1, 2)            # non-contiguous view (B, 6, 4)
-        h = h * self.scale                              # broadcast over the last dim
+        h = self.a(x)  # (B, 24)
+        h = h.view(-1, 4, 6).transpose(1, 2)  # non-contiguous view (B, 6, 4)
+        h = h * self.scale  # broadcast over the last dim
         out = torch.zeros(h.shape[0], 12, device=x.device, dtype=h.dtype)
-        out[:, :6] = h[:, :, 0]                         # write through a view of `out`
+        out[:, :6] = h[:, :, 0]  # write through a view of `out`
         out[:, 6:].copy_(h[:, :, 1:].sum(-1))
-        out.mul_(0.5).add_(1.0)                         # in place on the base
+        out.mul_(0.5).add_(1.0)  # in place on the base
         flat = out.unsqueeze(1).expand(-1, 2, -1).reshape(-1, 12)[::2]
         y = torch.relu_(self.b(flat))
         return y.t().contiguous().t()

@@ -44,7 +44,9 @@ def test_never_shadows_a_real_torch_npu(tmp_path):
     (fake / "__init__.py").write_text("REAL = True\n")
     script = tmp_path / "s.py"
     script.write_text("import torch_npu, runtime_shim\nprint(torch_npu.REAL, runtime_shim.is_active())\n")
-    proc = run_python(["-m", "runtime_shim", str(script)], env_extra={"PYTHONPATH": f"{ROOT}:{tmp_path / 'site'}"})
+    proc = run_python(
+        ["-m", "runtime_shim", str(script)], env_extra={"PYTHONPATH": f"{ROOT}:{tmp_path / 'site'}"}
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "True False"
     assert "a real torch_npu is installed" in proc.stderr

@@ -39,8 +39,11 @@ def test_torch_npu_profiler_records_host_activity(npu) -> None:
     import torch_npu
 
     acts = [torch_npu.profiler.ProfilerActivity.CPU, torch_npu.profiler.ProfilerActivity.NPU]
-    with torch_npu.profiler.profile(activities=acts, schedule=torch_npu.profiler.schedule(wait=0, warmup=0, active=1),
-                                    experimental_config=None) as prof:
+    with torch_npu.profiler.profile(
+        activities=acts,
+        schedule=torch_npu.profiler.schedule(wait=0, warmup=0, active=1),
+        experimental_config=None,
+    ) as prof:
         torch.ones(4, device=npu).add_(1)
         prof.step()
     assert prof.events() is not None
@@ -83,8 +86,10 @@ def test_record_stream_with_npu_stream(npu) -> None:
     assert y.cpu().tolist() == [2.0, 2.0, 2.0]
 
 
-@pytest.mark.parametrize("kwargs", [dict(is_causal=True), dict(), dict(mask="bool"), dict(mask="float"),
-                                    dict(is_causal=True, scale=0.3)])
+@pytest.mark.parametrize(
+    "kwargs",
+    [dict(is_causal=True), dict(), dict(mask="bool"), dict(mask="float"), dict(is_causal=True, scale=0.3)],
+)
 def test_sdpa_matches_cpu_bit_for_bit(npu, kwargs) -> None:
     import torch.nn.functional as F
 

@@ -36,7 +36,10 @@ def test_view_writes_are_seen_by_base_and_strides_match_cpu():
 
 
 def test_mixed_device_error_like_a_real_accelerator():
-    with pytest.raises(RuntimeError, match=r"Expected all tensors to be on the same device, but found at least two devices, npu:0 and cpu!"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"Expected all tensors to be on the same device, but found at least two devices, npu:0 and cpu!",
+    ):
         torch.ones(3, device="npu") + torch.ones(3)
     with pytest.raises(RuntimeError, match="same device"):
         torch.mm(torch.ones(2, 2, device="npu"), torch.ones(2, 2))
@@ -138,7 +141,9 @@ def test_grad_scaler_unscale_inf_check_step_update():
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_autocast_matches_cpu_autocast(dtype):
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(144, 5))
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(144, 5)
+    )
     twin = copy.deepcopy(model).npu()
     x = torch.randn(2, 3, 8, 8)
     with torch.autocast("cpu", dtype=dtype):

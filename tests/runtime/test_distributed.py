@@ -30,6 +30,7 @@ def test_ddp_hccl_on_npu_matches_gloo_on_cpu(tmp_path):
         assert npu["params"] == cpu["params"]
         assert npu["allreduce"] == cpu["allreduce"] == 3.0
     # the two ranks saw different data, so DDP really averaged gradients
-    assert json.loads((tmp_path / "npu.json.0").read_text())["losses"] != json.loads(
-        (tmp_path / "npu.json.1").read_text()
-    )["losses"]
+    assert (
+        json.loads((tmp_path / "npu.json.0").read_text())["losses"]
+        != json.loads((tmp_path / "npu.json.1").read_text())["losses"]
+    )

@@ -39,7 +39,7 @@ def test_many_views_of_one_storage():
     host = torch.arange(100.0)
     base = host.npu()
     for i in range(60):  # more distinct geometries than the cache keeps
-        assert (base[i:i + 3] * 1).cpu().equal(host[i:i + 3])
+        assert (base[i : i + 3] * 1).cpu().equal(host[i : i + 3])
         assert (base[i::7] + 0).cpu().equal(host[i::7])
 
 

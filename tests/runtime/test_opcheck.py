@@ -9,8 +9,8 @@ import sys
 
 import pytest
 import torch
-
 from conftest import ROOT, run_python
+
 from runtime_shim import opcheck
 from runtime_shim.device import STATE
 
@@ -20,17 +20,22 @@ def test_shipped_lists_and_provenance_headers():
     release = opcheck.load_release()
     assert release.torch == "2.12.0" and release.torch_npu == "26.1.0"
     assert "addmm" in release.ops and "mm" in release.ops
-    header = (ROOT / "runtime_shim" / "data" / "npu_ops_torch2.12.0_torchnpu26.1.0.txt").read_text().splitlines()[:5]
+    header = (
+        (ROOT / "runtime_shim" / "data" / "npu_ops_torch2.12.0_torchnpu26.1.0.txt")
+        .read_text()
+        .splitlines()[:5]
+    )
     assert any("Ascend/pytorch@fa0f83fe49d3(v26.1.0-pytorch2.12.0)" in line for line in header)
     assert any("aten_ops/npu_aten_ops_torch2.12.0_torchnpu26.1.0.txt" in line for line in header)
-    with pytest.raises(ValueError, match="RUNTIME_SHIM_RELEASE=9.9 is not a shipped release"):
+    with pytest.raises(ValueError, match=r"RUNTIME_SHIM_RELEASE=9\.9 is not a shipped release"):
         opcheck.load_release("9.9")
 
 
 def test_derive_script_reproduces_shipped_data(tmp_path):
     proc = subprocess.run(
         [sys.executable, str(ROOT / "tools" / "derive_runtime_data.py"), "--out", str(tmp_path)],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, proc.stderr
     for path in tmp_path.iterdir():
@@ -61,7 +66,10 @@ def test_warn_once_error_mode_and_report(tmp_path):
         opcheck.configure(mode="warn", report=str(report))
         opcheck.reset_counts()
         x = torch.rand(4, device="npu")
-        with pytest.warns(UserWarning, match=rf"The operator 'aten::{name}' is not currently supported on the NPU backend and will fall back to run on the CPU"):
+        with pytest.warns(
+            UserWarning,
+            match=rf"The operator 'aten::{name}' is not currently supported on the NPU backend and will fall back to run on the CPU",
+        ):
             fn(x)
         import warnings
 
@@ -95,14 +103,23 @@ def test_env_configuration_and_exit_report(tmp_path):
     script.write_text(code)
     proc = run_python(
         ["-m", "runtime_shim", str(script)],
-        env_extra={"RUNTIME_SHIM_OPCHECK": "warn", "RUNTIME_SHIM_OPCHECK_REPORT": str(report), "RUNTIME_SHIM_RELEASE": "2.7.1"},
+        env_extra={
+            "RUNTIME_SHIM_OPCHECK": "warn",
+            "RUNTIME_SHIM_OPCHECK_REPORT": str(report),
+            "RUNTIME_SHIM_RELEASE": "2.7.1",
+        },
     )
     assert proc.returncode == 0, proc.stderr
     rows = {r["op"]: r for r in csv.DictReader(report.open())}
     assert rows["mul.Tensor"]["supported"] == "True"
     assert rows["mul.Tensor"]["first_call_site"] == f"{script}:3"
-    proc = run_python(["-c", "import runtime_shim, os; runtime_shim.activate(); from runtime_shim import opcheck; print(opcheck.CHECKER.mode)"],
-                      env_extra={"TORCH_NPU_FALLBACK_CPU_DISABLE": "1"})
+    proc = run_python(
+        [
+            "-c",
+            "import runtime_shim, os; runtime_shim.activate(); from runtime_shim import opcheck; print(opcheck.CHECKER.mode)",
+        ],
+        env_extra={"TORCH_NPU_FALLBACK_CPU_DISABLE": "1"},
+    )
     assert proc.stdout.strip() == "error", proc.stderr
 
 

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from models import CASES, train
 
-COMBOS = [
-    (model, opt)
-    for model in CASES
-    for opt in ("sgd_momentum", "adamw_foreach", "adamw_fused")
-] + [("mlp", "adamw_single"), ("cnn", "adamw_single")]
+COMBOS = [(model, opt) for model in CASES for opt in ("sgd_momentum", "adamw_foreach", "adamw_fused")] + [
+    ("mlp", "adamw_single"),
+    ("cnn", "adamw_single"),
+]
 
 
 @pytest.mark.parametrize("model,optimizer", COMBOS, ids=[f"{m}-{o}" for m, o in COMBOS])

@@ -9,16 +9,32 @@ import torch
 
 
 @pytest.mark.parametrize("kind", ["GRU", "RNN_TANH", "RNN_RELU"])
-@pytest.mark.parametrize("layers,bidirectional,batch_first,bias", [
-    (1, False, False, True), (2, True, True, True), (2, False, True, False)])
+@pytest.mark.parametrize(
+    "layers,bidirectional,batch_first,bias",
+    [(1, False, False, True), (2, True, True, True), (2, False, True, False)],
+)
 def test_recurrent_layers_match_cpu(npu, kind, layers, bidirectional, batch_first, bias) -> None:
     torch.manual_seed(0)
     if kind == "GRU":
-        layer = torch.nn.GRU(6, 5, num_layers=layers, bidirectional=bidirectional, batch_first=batch_first,
-                             bias=bias, dropout=0.3 if layers > 1 else 0.0)
+        layer = torch.nn.GRU(
+            6,
+            5,
+            num_layers=layers,
+            bidirectional=bidirectional,
+            batch_first=batch_first,
+            bias=bias,
+            dropout=0.3 if layers > 1 else 0.0,
+        )
     else:
-        layer = torch.nn.RNN(6, 5, num_layers=layers, bidirectional=bidirectional, batch_first=batch_first,
-                             bias=bias, nonlinearity="tanh" if kind == "RNN_TANH" else "relu")
+        layer = torch.nn.RNN(
+            6,
+            5,
+            num_layers=layers,
+            bidirectional=bidirectional,
+            batch_first=batch_first,
+            bias=bias,
+            nonlinearity="tanh" if kind == "RNN_TANH" else "relu",
+        )
     on_npu = copy.deepcopy(layer).to(npu)
     x = torch.randn(4, 7, 6)
     h0 = torch.randn(layers * (2 if bidirectional else 1), 4 if batch_first else 7, 5)

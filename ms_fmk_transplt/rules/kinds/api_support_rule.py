@@ -17,9 +17,13 @@ def _class_member(name: str) -> bool:
 
 @kind(
     name="ApiSupportRule",
-    schema={"required": ["source"],
-            "properties": {"source": {"enum": ["api_support", "msfmktransplt_support"]},
-                           "prefix": {"type": "string"}}},
+    schema={
+        "required": ["source"],
+        "properties": {
+            "source": {"enum": ["api_support", "msfmktransplt_support"]},
+            "prefix": {"type": "string"},
+        },
+    },
     message="{old} is not supported on the NPU",
 )
 class ApiSupportRule:

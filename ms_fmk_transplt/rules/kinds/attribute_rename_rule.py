@@ -10,8 +10,10 @@ from ms_fmk_transplt.rules.registry import kind
 
 @kind(
     name="AttributeRenameRule",
-    schema={"required": ["attribute", "new_attribute"],
-            "properties": {"attribute": {"type": "string"}, "new_attribute": {"type": "string"}}},
+    schema={
+        "required": ["attribute", "new_attribute"],
+        "properties": {"attribute": {"type": "string"}, "new_attribute": {"type": "string"}},
+    },
     message=".{old} -> .{new}",
     heuristic=True,
 )

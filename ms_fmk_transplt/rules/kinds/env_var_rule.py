@@ -11,8 +11,10 @@ from ms_fmk_transplt.rules.registry import kind
 
 @kind(
     name="EnvVarRule",
-    schema={"required": ["name"],
-            "properties": {"name": {"type": "string"}, "new_name": {"type": ["string", "null"]}}},
+    schema={
+        "required": ["name"],
+        "properties": {"name": {"type": "string"}, "new_name": {"type": ["string", "null"]}},
+    },
     message="environment variable {old} -> {new}",
 )
 class EnvVarRule:
@@ -21,16 +23,24 @@ class EnvVarRule:
         name = entry["name"].rstrip("*")
         problems = []
         if not name or checks.identifier(name + ("X" if entry["name"].endswith("*") else "")):
-            problems.append(("name", f"{entry['name']!r} is not an environment variable name (letters, digits, _)"))
+            problems.append(
+                ("name", f"{entry['name']!r} is not an environment variable name (letters, digits, _)")
+            )
         new = entry.get("new_name")
         if new is not None and (entry["name"].endswith("*") or checks.identifier(new)):
-            problems.append(("new_name", "a prefix rule can only report; new_name must be a plain variable name"))
+            problems.append(
+                ("new_name", "a prefix rule can only report; new_name must be a plain variable name")
+            )
         return problems
 
     @staticmethod
     def summary(entry):
         new = entry.get("new_name")
-        return f"environment variable {entry['name']} -> {new}" if new else f"report environment variable {entry['name']}"
+        return (
+            f"environment variable {entry['name']} -> {new}"
+            if new
+            else f"report environment variable {entry['name']}"
+        )
 
     @staticmethod
     def key(entry):

@@ -24,7 +24,9 @@ class FuncNameModifyRule:
     def check(entry):
         problems = [(k, p) for k in ("old_name", "new_name") if (p := checks.dotted_name(entry[k]))]
         if not problems and "." not in entry["old_name"] and "." in entry["new_name"]:
-            problems.append(("new_name", "a bare old_name renames by name alone, so new_name must be a bare name too"))
+            problems.append(
+                ("new_name", "a bare old_name renames by name alone, so new_name must be a bare name too")
+            )
         if not problems and entry["old_name"] == entry["new_name"]:
             problems.append(("new_name", "new_name is the same as old_name"))
         return problems

@@ -15,10 +15,15 @@ from ms_fmk_transplt.rules.registry import kind
 
 @kind(
     name="ImportInsertRule",
-    schema={"required": ["module"],
-            "properties": {"module": {"type": "string"}, "after": {"type": "string"},
-                           "entry_points": {"type": "boolean"},
-                           "when_used": {"type": "array", "items": {"type": "string"}}}},
+    schema={
+        "required": ["module"],
+        "properties": {
+            "module": {"type": "string"},
+            "after": {"type": "string"},
+            "entry_points": {"type": "boolean"},
+            "when_used": {"type": "array", "items": {"type": "string"}},
+        },
+    },
     message="import {module}",
 )
 class ImportInsertRule:

@@ -10,9 +10,14 @@ from ms_fmk_transplt.rules.registry import kind
 
 @kind(
     name="KeywordDefaultRule",
-    schema={"required": ["func_name", "keyword", "value"],
-            "properties": {"func_name": {"type": "string"}, "keyword": {"type": "string"},
-                           "value": {"type": "string"}}},
+    schema={
+        "required": ["func_name", "keyword", "value"],
+        "properties": {
+            "func_name": {"type": "string"},
+            "keyword": {"type": "string"},
+            "value": {"type": "string"},
+        },
+    },
     message="{old}(...) -> {new}",
 )
 class KeywordDefaultRule:

@@ -10,9 +10,14 @@ from ms_fmk_transplt.rules.registry import kind
 
 @kind(
     name="KeywordRenameRule",
-    schema={"required": ["func_name", "keyword", "new_keyword"],
-            "properties": {"func_name": {"type": "string"}, "keyword": {"type": "string"},
-                           "new_keyword": {"type": "string"}}},
+    schema={
+        "required": ["func_name", "keyword", "new_keyword"],
+        "properties": {
+            "func_name": {"type": "string"},
+            "keyword": {"type": "string"},
+            "new_keyword": {"type": "string"},
+        },
+    },
     message="{old}= -> {new}=",
 )
 class KeywordRenameRule:
@@ -36,5 +41,7 @@ class KeywordRenameRule:
     def compile(rules, tables):
         for rule in rules:
             p = rule.params
-            tables.keywords.setdefault(p["func_name"], []).append(KeywordRename(rule, p["keyword"], p["new_keyword"]))
+            tables.keywords.setdefault(p["func_name"], []).append(
+                KeywordRename(rule, p["keyword"], p["new_keyword"])
+            )
             tables.add_trigger(p["keyword"])

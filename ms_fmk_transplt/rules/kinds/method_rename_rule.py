@@ -11,8 +11,10 @@ from ms_fmk_transplt.rules.registry import kind
 
 @kind(
     name="MethodRenameRule",
-    schema={"required": ["method", "new_method"],
-            "properties": {"method": {"type": "string"}, "new_method": {"type": "string"}}},
+    schema={
+        "required": ["method", "new_method"],
+        "properties": {"method": {"type": "string"}, "new_method": {"type": "string"}},
+    },
     message=".{old}(...) -> .{new}(...)",
     heuristic=True,
 )

@@ -38,8 +38,13 @@ class ModuleMemberRule:
             from ms_fmk_transplt import data
 
             if entry["members_from"] not in data.MEMBER_LISTS:
-                problems.append(("members_from", f"unknown member list {entry['members_from']!r}; "
-                                 f"valid: {', '.join(sorted(data.MEMBER_LISTS))}"))
+                problems.append(
+                    (
+                        "members_from",
+                        f"unknown member list {entry['members_from']!r}; "
+                        f"valid: {', '.join(sorted(data.MEMBER_LISTS))}",
+                    )
+                )
         return problems
 
     @staticmethod
@@ -63,5 +68,7 @@ class ModuleMemberRule:
             if p.get("others", "unsupported") == "unsupported":
                 tables.modules[p["module"]] = ModuleMembers(rule, p["new_module"], suggestion)
             for member in members:
-                tables.renames.setdefault(f"{p['module']}.{member}", Rename(rule, f"{p['new_module']}.{member}"))
+                tables.renames.setdefault(
+                    f"{p['module']}.{member}", Rename(rule, f"{p['new_module']}.{member}")
+                )
             tables.add_trigger(p["module"])

@@ -17,8 +17,10 @@ from ms_fmk_transplt.rules.registry import kind
 
 @kind(
     name="StringLiteralRule",
-    schema={"required": ["pattern", "old", "new"],
-            "properties": {"pattern": {"type": "string"}, "old": {"type": "string"}, "new": {"type": "string"}}},
+    schema={
+        "required": ["pattern", "old", "new"],
+        "properties": {"pattern": {"type": "string"}, "old": {"type": "string"}, "new": {"type": "string"}},
+    },
     message="{old} -> {new}",
     heuristic=True,
 )

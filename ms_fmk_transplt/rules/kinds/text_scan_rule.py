@@ -14,9 +14,13 @@ from ms_fmk_transplt.rules.registry import kind
 
 @kind(
     name="TextScanRule",
-    schema={"required": ["pattern", "files"],
-            "properties": {"pattern": {"type": "string"},
-                           "files": {"type": "array", "items": {"type": "string"}, "minItems": 1}}},
+    schema={
+        "required": ["pattern", "files"],
+        "properties": {
+            "pattern": {"type": "string"},
+            "files": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        },
+    },
     message="{old}",
 )
 class TextScanRule:

@@ -11,8 +11,7 @@ from ms_fmk_transplt.rules.registry import kind
 
 @kind(
     name="UnsupportedApiRule",
-    schema={"required": ["name"],
-            "properties": {"name": {"type": "string"}, "noop": {"type": "boolean"}}},
+    schema={"required": ["name"], "properties": {"name": {"type": "string"}, "noop": {"type": "boolean"}}},
     message="{old} has no NPU counterpart",
 )
 class UnsupportedApiRule:

@@ -37,7 +37,9 @@ def worker(rank, backend, device_type, out, port):
     dist.all_reduce(total)
     params = [p.detach().cpu().flatten().tolist() for p in model.parameters()]
     with open(f"{out}.{rank}", "w") as fh:
-        json.dump({"losses": losses, "params": params, "allreduce": total.item(), "device": str(total.device)}, fh)
+        json.dump(
+            {"losses": losses, "params": params, "allreduce": total.item(), "device": str(total.device)}, fh
+        )
     dist.destroy_process_group()
 
 

@@ -5,8 +5,8 @@ import os
 import sys
 
 import torch
-import torch_npu  # noqa: F401  - resolved by runtime_shim
 import torch.multiprocessing as mp
+import torch_npu
 from torch.utils.data import DataLoader, TensorDataset
 
 
