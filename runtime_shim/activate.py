@@ -13,6 +13,8 @@ import threading
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _BOOT_DIR = os.path.join(_PACKAGE_DIR, "_boot")
 _STUB_PACKAGE = "runtime_shim.torch_npu_stub"
+# Ascend's apex (mixed precision, fused optimizers), simulated when no apex is installed.
+_APEX_PACKAGE = "runtime_shim.apex_stub"
 # torch_npu submodules that are modules of runtime_shim itself.
 _ALIASES = {"torch_npu.npu": "runtime_shim.npu_api", "torch_npu.npu.amp": "runtime_shim.amp"}
 #: Set in the environment of an activated process so that children activate too.
@@ -100,6 +102,8 @@ class _TorchNpuFinder(importlib.abc.MetaPathFinder):
     """Resolves ``torch_npu`` to the stub, unless a real torch_npu is on the path."""
 
     def find_spec(self, fullname, path=None, target=None):
+        if fullname == "apex" or fullname.startswith("apex."):
+            return _apex_spec(fullname)
         if fullname != "torch_npu" and not fullname.startswith("torch_npu."):
             if fullname == "torch.npu" and not _active:
                 # Activation registers torch.npu in sys.modules; the default
@@ -113,6 +117,19 @@ class _TorchNpuFinder(importlib.abc.MetaPathFinder):
             raise ModuleNotFoundError(f"{fullname} is not simulated by runtime_shim", name=fullname)
         is_package = fullname in ("torch_npu", "torch_npu.npu")
         return importlib.machinery.ModuleSpec(fullname, _StubLoader(target_name), is_package=is_package)
+
+
+def _apex_spec(fullname: str):
+    """``apex[.X]`` as ``runtime_shim.apex_stub[.X]``, unless an apex is installed."""
+    root = sys.modules.get("apex")
+    if root is not None and not getattr(root, "__runtime_shim__", False):
+        return None
+    if importlib.machinery.PathFinder.find_spec("apex") is not None:
+        return None  # a real apex: never shadow it
+    target_name = _APEX_PACKAGE + fullname[len("apex") :]
+    if importlib.util.find_spec(target_name) is None:
+        raise ModuleNotFoundError(f"{fullname} is not simulated by runtime_shim", name=fullname)
+    return importlib.machinery.ModuleSpec(fullname, _StubLoader(target_name), is_package=fullname == "apex")
 
 
 _finder = _TorchNpuFinder()

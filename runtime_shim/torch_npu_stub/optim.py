@@ -32,4 +32,6 @@ class NpuFusedRMSprop(torch.optim.RMSprop):
 
 
 def __getattr__(name: str):
+    if name.startswith("__"):
+        raise AttributeError(name)  # the import system probes __path__ and the like
     raise NotImplementedError(f"torch_npu.optim.{name} is not simulated by runtime_shim")
