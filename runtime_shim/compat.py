@@ -114,7 +114,11 @@ def _install_sdpa() -> None:
     global _sdpa_library
     if _sdpa_library is None:
         _sdpa_library = torch.library.Library("aten", "IMPL")
-        _sdpa_library.impl("scaled_dot_product_attention", _sdpa_as_on_cpu, "AutogradPrivateUse1")
+        from runtime_shim.kernels import npu_level
+
+        # torch_npu has its own kernel for it: the op check records it, not the ops run here.
+        sdpa = npu_level("scaled_dot_product_attention", _sdpa_as_on_cpu)
+        _sdpa_library.impl("scaled_dot_product_attention", sdpa, "AutogradPrivateUse1")
         _sdpa_library.impl("dropout", _dropout_as_on_cpu, "AutogradPrivateUse1")
 
 

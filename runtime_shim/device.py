@@ -72,8 +72,9 @@ class _State:
         self.anchors: dict[int, torch.Tensor] = {}
         #: op name -> [calls]; opcheck reads it for the exit report.
         self.op_counts: dict[str, list[int]] = {}
-        #: called with the op name on the first call of each op (opcheck hook).
-        self.on_first_call: Callable[[str], None] | None = None
+        #: called with the op name and its arguments on the first call of each op (opcheck
+        #: hook); it may zero the op's count to be called again on the next call.
+        self.on_first_call: Callable[[str, tuple], None] | None = None
         self.library: torch.library.Library | None = None
         self.fallback_library: torch.library.Library | None = None
 

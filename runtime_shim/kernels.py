@@ -187,10 +187,37 @@ def _counter(name: str) -> list[int]:
     return STATE.op_counts.setdefault(name, [0])
 
 
-def _first_call(name: str) -> None:
+def _first_call(name: str, args: tuple = ()) -> None:
     hook = STATE.on_first_call
     if hook is not None:
-        hook(name)
+        hook(name, args)
+
+
+#: How many NPU-level kernels (see npu_level) are running: ops reached inside one are the
+#: simulation's way of computing it, not operators a real NPU would dispatch.
+NPU_LEVEL_DEPTH = [0]
+
+
+def npu_level(name: str, fn: Callable) -> Callable:
+    """Wrap ``fn``, the simulated kernel of ``name``, as an op torch_npu dispatches itself.
+
+    ``name`` is counted (and checked) as the op; what ``fn`` calls to compute it is not.
+    """
+    counter = _counter(name)
+    depth = NPU_LEVEL_DEPTH
+
+    def kernel(*args, **kwargs):
+        if not depth[0]:
+            counter[0] += 1
+            if counter[0] == 1:
+                _first_call(name, args)
+        depth[0] += 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            depth[0] -= 1
+
+    return kernel
 
 
 def build_kernel(op: torch._ops.OpOverload) -> Callable:
@@ -210,7 +237,7 @@ def _counted(name: str, fn: Callable) -> Callable:
     def kernel(*args, **kwargs):
         counter[0] += 1
         if counter[0] == 1:
-            _first_call(name)
+            _first_call(name, args)
         return fn(*args, **kwargs)
 
     return kernel
@@ -250,7 +277,7 @@ def _redispatch_kernel(op: torch._ops.OpOverload, name: str | None = None) -> Ca
     def counted_kernel(*args, **kwargs):
         counter[0] += 1
         if counter[0] == 1:
-            _first_call(name)
+            _first_call(name, args)
         return redispatch(keyset, *args, **kwargs)
 
     return counted_kernel
@@ -336,7 +363,7 @@ def _generic_kernel(op: torch._ops.OpOverload, spec: _Spec, fn: Callable | None 
         def kernel(*args, **kwargs):
             counter[0] += 1
             if counter[0] == 1:
-                _first_call(name)
+                _first_call(name, args)
             return general(args, kwargs)
 
         return kernel
@@ -344,7 +371,7 @@ def _generic_kernel(op: torch._ops.OpOverload, spec: _Spec, fn: Callable | None 
     def simple_kernel(*args, **kwargs):
         counter[0] += 1
         if counter[0] == 1:
-            _first_call(name)
+            _first_call(name, args)
         # kwargs here are plain values (no tensors, lists or devices): they pass through.
         acc = [-1, None, False, -1, False]
         storages: list = []

@@ -11,10 +11,22 @@ Configuration (environment):
   by extension: every op that reached the device with its call count, whether
   the release supports it, and its first call site in user code.
 
+* ``RUNTIME_SHIM_OPCHECK_DTYPES``: which dtypes the dtype check reports when the
+  release's API docs do not list them for an op: ``wide`` (default: float64 and
+  complex, which the NPU lacks for many ops), ``all`` (every dtype the docs leave
+  out, bfloat16 and integer ones too: the docs omit some that run) or ``off``.
+
+Ops are seen at the level torch_npu dispatches them. An op torch_npu has a
+kernel for is recorded as itself even where PyTorch decomposes it on the CPU
+(``lstm.input``, ``scaled_dot_product_attention``, ``matmul``, ...): what the
+simulation calls to compute it is not recorded. Other backends' internal
+kernels (``mkldnn_*``, ``cudnn_*``, ``miopen_*``, ``_nnpack_*``) are never
+reported as unsupported: a real NPU never reaches them.
+
 Caveats of the source data, applied here: CompositeImplicitAutograd ops are
-not listed because they decompose, so only ops that actually reach the device
-are checked (never the composite ones); ``_foreach_*`` ops run through generic
-per-tensor kernels on NPU, so they count as supported.
+not listed unless torch_npu has its own kernel for them, so other composite ops
+are checked by the ops they decompose into; ``_foreach_*`` ops run through
+generic per-tensor kernels on NPU, so they count as supported.
 """
 
 from __future__ import annotations
@@ -28,9 +40,11 @@ import traceback
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from runtime_shim._compat import data_file
 from runtime_shim.device import STATE
+from runtime_shim.kernels import NPU_LEVEL_DEPTH, npu_level
 
 MODES = ("warn", "error", "off")
 
@@ -61,18 +75,45 @@ _PLUMBING = {
 }
 
 
+# Kernels of other backends: a real NPU dispatches the op above them (torch_npu's own
+# lstm, convolution, attention, ...), so one seen here is the simulation's CPU path.
+_BACKEND_INTERNAL_PREFIXES = ("mkldnn_", "_mkldnn_", "_nnpack_", "cudnn_", "_cudnn_", "miopen_", "_miopen_")
+# Composite ops torch_npu lists that get no recording kernel here: contiguous runs
+# around nearly every op and __ior__ is plain Python-level sugar, both decompose into
+# listed ops only; scaled_dot_product_attention and the recurrent layers have kernels
+# of their own (compat.py, rnn.py) that record them.
+_NOT_WRAPPED = {"contiguous", "__ior__.Scalar", "__ior__.Tensor", "scaled_dot_product_attention"}
+DTYPE_MODES = ("wide", "all", "off")
+_WIDE_DTYPES = frozenset({"fp64", "complex64", "complex128"})
+_DTYPE_LABELS = {
+    "torch.float16": "fp16",
+    "torch.float32": "fp32",
+    "torch.float64": "fp64",
+    "torch.bfloat16": "bf16",
+    "torch.uint8": "uint8",
+    "torch.int8": "int8",
+    "torch.int16": "int16",
+    "torch.int32": "int32",
+    "torch.int64": "int64",
+    "torch.bool": "bool",
+    "torch.complex64": "complex64",
+    "torch.complex128": "complex128",
+}
+
+
 class NpuOperatorNotSupported(RuntimeError):
-    """Raised in ``error`` mode for an op the selected release has no NPU kernel for."""
+    """Raised in ``error`` mode for an op (or an op's dtype) the selected release does not support."""
 
 
 @dataclass
 class Release:
-    """One shipped operator list."""
+    """One shipped operator list, with the dtypes its docs list per operator name."""
 
     torch: str
     torch_npu: str
     ops: frozenset[str]
     provenance: dict = field(default_factory=dict)
+    dtypes: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 _data_file = data_file
@@ -92,14 +133,47 @@ def load_release(torch_version: str | None = None) -> Release:
         if entry["torch"] == wanted:
             text = _data_file(entry["file"]).read_text(encoding="utf-8")
             ops = frozenset(line for line in text.splitlines() if line and not line.startswith("#"))
-            return Release(entry["torch"], entry["torch_npu"], ops, entry)
+            dtypes: dict[str, frozenset[str]] = {}
+            if entry.get("dtypes_file"):
+                for line in _data_file(entry["dtypes_file"]).read_text(encoding="utf-8").splitlines():
+                    if line and not line.startswith("#"):
+                        name, *labels = line.split()
+                        dtypes[name] = frozenset(labels)
+            return Release(entry["torch"], entry["torch_npu"], ops, entry, dtypes)
     choices = ", ".join(e["torch"] for e in index["releases"])
     raise ValueError(f"RUNTIME_SHIM_RELEASE={wanted} is not a shipped release (choices: {choices})")
 
 
+def is_backend_internal(op: str) -> bool:
+    """Whether ``op`` is another backend's internal kernel (mkldnn, cudnn, miopen, nnpack)."""
+    return op.startswith(_BACKEND_INTERNAL_PREFIXES)
+
+
+def _stem(op: str) -> str:
+    base = op.split(".", 1)[0]
+    return base[:-1] if base.endswith("_") and not base.endswith("__") else base
+
+
+def documented_dtypes(op: str, release: Release) -> frozenset[str] | None:
+    """Dtypes the release's docs list for ``op`` (by operator name), or None if they list none."""
+    return release.dtypes.get(_stem(op))
+
+
+def dtype_label(args: tuple) -> str | None:
+    """Short dtype name (``fp64``) of the first tensor among ``args`` (or in a list there)."""
+    import torch
+
+    for arg in args:
+        if isinstance(arg, (list, tuple)):
+            arg = next((a for a in arg if isinstance(a, torch.Tensor)), None)
+        if isinstance(arg, torch.Tensor):
+            return _DTYPE_LABELS.get(str(arg.dtype))
+    return None
+
+
 def is_supported(op: str, release: Release) -> bool:
     """Whether ``op`` (``name.overload``) runs on the NPU in ``release``."""
-    if op in release.ops or op in _PLUMBING:
+    if op in release.ops or op in _PLUMBING or is_backend_internal(op):
         return True
     base = op.split(".", 1)[0]
     if base.startswith("_foreach_"):
@@ -118,25 +192,69 @@ def is_supported(op: str, release: Release) -> bool:
 
 
 class OpChecker:
-    """Called on the first use of each op; keeps first call sites for the report."""
+    """Called on the first use of each op; keeps first call sites for the report.
 
-    def __init__(self, release: Release, mode: str, report: str | None) -> None:
+    Ops with documented dtypes that leave out a checked dtype are called on every use
+    (their device count is moved here), so each new dtype they see is checked once.
+    """
+
+    def __init__(self, release: Release, mode: str, report: str | None, dtype_mode: str = "wide") -> None:
         if mode not in MODES:
             raise ValueError(f"RUNTIME_SHIM_OPCHECK={mode} is not one of: {', '.join(MODES)}")
+        if dtype_mode not in DTYPE_MODES:
+            raise ValueError(
+                f"RUNTIME_SHIM_OPCHECK_DTYPES={dtype_mode} is not one of: {', '.join(DTYPE_MODES)}"
+            )
         self.release = release
         self.mode = mode
         self.report = report
+        self.dtype_mode = dtype_mode
         self.first_sites: dict[str, str] = {}
+        self.seen: set[str] = set()
+        self.counts: dict[str, int] = {}
+        #: op -> {dtype label: first call site} for calls with a dtype the docs leave out.
+        self.bad_dtypes: dict[str, dict[str, str]] = {}
+        self._dtype_rules: dict[str, frozenset[str] | None] = {}
 
-    def first_call(self, op: str) -> None:
-        """Check ``op`` once: warn, raise, or just remember where it came from."""
+    def _dtype_rule(self, op: str) -> frozenset[str] | None:
+        """The documented dtypes of ``op`` if checking them can report something, else None."""
+        if op in self._dtype_rules:
+            return self._dtype_rules[op]
+        rule = None
+        if self.dtype_mode != "off" and not (op in _PLUMBING or is_backend_internal(op)):
+            documented = documented_dtypes(op, self.release)
+            checked = set(_DTYPE_LABELS.values()) if self.dtype_mode == "all" else _WIDE_DTYPES
+            if documented is not None and not checked <= documented:
+                rule = documented
+        self._dtype_rules[op] = rule
+        return rule
+
+    def first_call(self, op: str, args: tuple = ()) -> None:
+        """Check ``op`` once (and each new dtype of it): warn, raise, or remember where it came from."""
+        counter = STATE.op_counts.get(op)
+        if NPU_LEVEL_DEPTH[0]:
+            # Reached while the simulation computes an op torch_npu has a kernel for:
+            # not an op a real NPU would see. Zeroed, so a later direct call is checked.
+            if counter is not None:
+                counter[0] = 0
+            return
+        rule = self._dtype_rule(op)
+        if rule is not None and counter is not None:
+            counter[0] = 0
+            self.counts[op] = self.counts.get(op, 0) + 1
+            self._check_dtype(op, args, rule)
+        if op in self.seen:
+            return
+        self.seen.add(op)
         if self.report is not None:
             self.first_sites[op] = user_call_site()
         if self.mode == "off" or is_supported(op, self.release):
             return
         if self.mode == "error":
             # Forget the call so the next use of the op is checked (and refused) again.
-            STATE.op_counts[op][0] = 0
+            self.seen.discard(op)
+            if counter is not None:
+                counter[0] = 0
             raise NpuOperatorNotSupported(
                 f"The operator 'aten::{op}' is not currently supported on the NPU backend "
                 f"(torch_npu {self.release.torch_npu} for torch {self.release.torch}) and CPU "
@@ -150,17 +268,54 @@ class OpChecker:
             stacklevel=2,
         )
 
-    def rows(self) -> list[dict]:
+    def _check_dtype(self, op: str, args: tuple, documented: frozenset[str]) -> None:
+        label = dtype_label(args)
+        if label is None or label in documented or label in self.bad_dtypes.get(op, {}):
+            return
+        if self.dtype_mode == "wide" and label not in _WIDE_DTYPES:
+            return
+        if self.mode == "off":
+            if self.report is not None:
+                self.bad_dtypes.setdefault(op, {})[label] = user_call_site()
+            return
+        listed = " ".join(sorted(documented))
+        if self.mode == "error":
+            raise NpuOperatorNotSupported(
+                f"The operator 'aten::{op}' does not support dtype {label} on the NPU backend "
+                f"(torch_npu {self.release.torch_npu} for torch {self.release.torch} documents: {listed}; "
+                "runtime_shim opcheck mode 'error')"
+            )
+        self.bad_dtypes.setdefault(op, {})[label] = user_call_site()
+        warnings.warn(
+            f"The operator 'aten::{op}' is called with dtype {label}, which the NPU backend does not "
+            f"support for it (documented: {listed}). "
+            f"(runtime_shim: checked against torch_npu {self.release.torch_npu} for torch {self.release.torch})",
+            UserWarning,
+            stacklevel=3,
+        )
+
+    def status(self, op: str) -> str:
+        """``supported``, ``unsupported``, ``unsupported_dtype`` or ``backend_internal``."""
+        if is_backend_internal(op):
+            return "backend_internal"
+        if not is_supported(op, self.release):
+            return "unsupported"
+        return "unsupported_dtype" if self.bad_dtypes.get(op) else "supported"
+
+    def rows(self) -> list[dict[str, Any]]:
         """One row per op that reached the device, most called first."""
-        rows = []
+        rows: list[dict[str, Any]] = []
         for op, counter in STATE.op_counts.items():
-            if counter[0] == 0:
+            count = counter[0] + self.counts.get(op, 0)
+            if count == 0:
                 continue
             rows.append(
                 {
                     "op": op,
-                    "count": counter[0],
+                    "count": count,
                     "supported": is_supported(op, self.release),
+                    "status": self.status(op),
+                    "unsupported_dtypes": " ".join(sorted(self.bad_dtypes.get(op, {}))),
                     "first_call_site": self.first_sites.get(op, ""),
                 }
             )
@@ -176,7 +331,7 @@ class OpChecker:
         rows = self.rows()
         if out.suffix.lower() == ".csv":
             with out.open("w", encoding="utf-8", newline="") as fh:
-                writer = csv.DictWriter(fh, fieldnames=["op", "count", "supported", "first_call_site"])
+                writer = csv.DictWriter(fh, fieldnames=list(_FIELDS))
                 writer.writeheader()
                 writer.writerows(rows)
         else:
@@ -190,6 +345,7 @@ class OpChecker:
         return out
 
 
+_FIELDS = ("op", "count", "supported", "status", "unsupported_dtypes", "first_call_site")
 _PACKAGE_ROOT = os.path.dirname(os.path.abspath(__file__))
 _TORCH_ROOT: str | None = None
 
@@ -214,12 +370,16 @@ def user_call_site() -> str:
 CHECKER: OpChecker | None = None
 
 
-def configure(release: str | None = None, mode: str = "warn", report: str | None = None) -> OpChecker:
+def configure(
+    release: str | None = None, mode: str = "warn", report: str | None = None, dtypes: str = "wide"
+) -> OpChecker:
     """Install an op checker on the simulated device (replacing any previous one)."""
     global CHECKER
-    checker = OpChecker(load_release(release), mode, report)
+    checker = OpChecker(load_release(release), mode, report, dtypes)
     CHECKER = checker
     STATE.on_first_call = checker.first_call
+    if mode != "off" or report:
+        install_npu_level_ops(checker.release)
     if report:
         atexit.register(_write_at_exit, checker)
     return checker
@@ -233,6 +393,39 @@ def _write_at_exit(checker: OpChecker) -> None:
             sys.stderr.write(f"runtime_shim: could not write op report: {exc}\n")
 
 
+_NPU_LEVEL_LIBRARY: list = []
+_NPU_LEVEL_OPS: set[str] = set()
+
+
+def install_npu_level_ops(release: Release) -> list[str]:
+    """Give each composite op ``release`` has an NPU kernel for a kernel that records it.
+
+    The kernel runs PyTorch's own decomposition (as before), at the npu's autograd key,
+    so results and gradients are unchanged; only what the check sees differs.
+    """
+    import torch
+
+    if not _NPU_LEVEL_LIBRARY:
+        _NPU_LEVEL_LIBRARY.append(torch.library.Library("aten", "IMPL"))
+    library = _NPU_LEVEL_LIBRARY[0]
+    added = []
+    for name in sorted(release.ops - _NPU_LEVEL_OPS - _NOT_WRAPPED):
+        base, _, overload = name.partition(".")
+        qualified = f"aten::{base}" + (f".{overload}" if overload and overload != "default" else "")
+        try:
+            if not torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "CompositeImplicitAutograd"):
+                continue
+            if torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "AutogradPrivateUse1"):
+                continue  # the simulation has its own kernel (rnn.py), already recorded
+            op = getattr(getattr(torch.ops.aten, base), overload or "default")
+        except (AttributeError, RuntimeError):
+            continue
+        library.impl(name, npu_level(name, op.decompose), "AutogradPrivateUse1")
+        _NPU_LEVEL_OPS.add(name)
+        added.append(name)
+    return added
+
+
 def configure_from_env() -> OpChecker:
     """configure() from RUNTIME_SHIM_RELEASE / _OPCHECK / _OPCHECK_REPORT and
     TORCH_NPU_FALLBACK_CPU_DISABLE."""
@@ -243,7 +436,8 @@ def configure_from_env() -> OpChecker:
     if report and os.environ.get("RUNTIME_SHIM_OPCHECK_REPORT_PER_PROCESS") == "1":
         stem, dot, ext = report.rpartition(".")
         report = f"{stem}.{os.getpid()}.{ext}" if dot else f"{report}.{os.getpid()}"
-    return configure(os.environ.get("RUNTIME_SHIM_RELEASE") or None, mode, report)
+    dtypes = os.environ.get("RUNTIME_SHIM_OPCHECK_DTYPES", "wide").strip().lower() or "wide"
+    return configure(os.environ.get("RUNTIME_SHIM_RELEASE") or None, mode, report, dtypes)
 
 
 def reset_counts() -> None:
@@ -252,3 +446,6 @@ def reset_counts() -> None:
         counter[0] = 0
     if CHECKER is not None:
         CHECKER.first_sites.clear()
+        CHECKER.seen.clear()
+        CHECKER.counts.clear()
+        CHECKER.bad_dtypes.clear()

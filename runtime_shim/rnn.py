@@ -193,9 +193,13 @@ def install() -> None:
     """Register the npu LSTM, GRU and RNN kernels (once)."""
     global _library
     if _library is None:
+        from runtime_shim.kernels import npu_level
+
         library = torch.library.Library("aten", "IMPL")
-        library.impl("lstm.input", lstm_input, "AutogradPrivateUse1")
-        library.impl("gru.input", gru_input, "AutogradPrivateUse1")
+        # torch_npu has kernels for these: the op check sees them, not the CPU ops they run as here.
+        library.impl("lstm.input", npu_level("lstm.input", lstm_input), "AutogradPrivateUse1")
+        library.impl("gru.input", npu_level("gru.input", gru_input), "AutogradPrivateUse1")
+        # These decompose on a real NPU too, into the linear and activation ops run here.
         library.impl("rnn_tanh.input", rnn_tanh_input, "AutogradPrivateUse1")
         library.impl("rnn_relu.input", rnn_relu_input, "AutogradPrivateUse1")
         for op, kind in (

@@ -6,6 +6,10 @@ Writes into ``runtime_shim/data/``:
 * ``npu_ops_torch<T>_torchnpu<N>.txt``: the ATen operators torch_npu registers an
   NPU kernel for in that release, one ``name.overload`` per line, under a
   ``#`` header giving the source file and the ``repository@commit`` it came from;
+* ``npu_dtypes_torch<T>.txt``: per ATen operator name, the dtypes the release's API
+  support docs list for it (``mm fp16 fp32``): the union over the Python spellings that
+  reach it (``torch.X``, ``torch.Tensor.X``, ``torch.nn.functional.X``, ``torch.linalg.X``
+  as ``linalg_X``, ...), rows with no dtype cell left out;
 * ``releases.json``: the index of those lists (newest first) with provenance;
 * ``npu_api_names.json``: ``__all__`` of ``torch_npu.npu`` and ``torch_npu.npu.amp``
   per release, with provenance.
@@ -61,6 +65,79 @@ def read_names(path: Path) -> list[str]:
     return sorted({line for line in lines if line and not line.startswith("#")})
 
 
+# Python API prefix -> ATen name prefix of the operator it dispatches.
+_API_PREFIXES = (
+    ("torch.Tensor.", ""),
+    ("torch.nn.functional.", ""),
+    ("torch.linalg.", "linalg_"),
+    ("torch.special.", "special_"),
+    ("torch.fft.", "fft_"),
+    ("torch.", ""),
+)
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def dtype_table(csv_path: Path) -> tuple[dict[str, set[str]], str]:
+    """ATen name -> dtypes listed for it in one API support CSV; and the CSV's cited source."""
+    table: dict[str, set[str]] = {}
+    cited = ""
+    with csv_path.open(encoding="utf-8", newline="") as fh:
+        for row in csv.DictReader(fh):
+            dtypes = (row.get("dtypes") or "").split()
+            if not dtypes or row.get("supported") == "no":
+                continue
+            api = row["api_name"]
+            for prefix, aten_prefix in _API_PREFIXES:
+                if api.startswith(prefix):
+                    rest = api[len(prefix) :]
+                    if _IDENTIFIER.match(rest):
+                        table.setdefault(aten_prefix + rest, set()).update(dtypes)
+                        match = TORCH_NPU_SOURCE.search(row.get("source") or "")
+                        if match and not cited:
+                            cited = f"{match['repo']}@{match['commit']}({match['tag']})"
+                    break
+    return table, cited
+
+
+def _dtype_source(source: Path, torch_version: str) -> Path | None:
+    for name in (
+        f"pytorch_native_api_support_{torch_version}.csv",
+        f"legacy_torch_npu_apis_{torch_version}.csv",
+    ):
+        path = source / "api_support" / name
+        if path.is_file():
+            return path
+    return None
+
+
+def write_dtypes(source: Path, out_dir: Path, torch_version: str) -> tuple[Path, dict[str, str]] | None:
+    """Write ``npu_dtypes_torch<T>.txt`` for one release; None when its docs give no dtypes."""
+    csv_path = _dtype_source(source, torch_version)
+    if csv_path is None:
+        return None
+    table, cited = dtype_table(csv_path)
+    if not table:
+        return None
+    name = f"npu_dtypes_torch{torch_version}.txt"
+    provenance = {
+        "dtypes_file": name,
+        "dtypes_source_file": f"shared/ascend-data/api_support/{csv_path.name}",
+        "dtypes_docs_source": f"{cited}:docs (API support tables, dtype column)" if cited else "unknown",
+    }
+    header = [
+        "# Dtypes the torch_npu API support docs list per ATen operator name, derived by",
+        "# tools/derive_runtime_data.py (do not edit). Union over the Python spellings of an op.",
+        f"# release: torch {torch_version}",
+        f"# source file: {provenance['dtypes_source_file']}",
+        f"# docs: {provenance['dtypes_docs_source']}",
+        f"# operators: {len(table)}",
+    ]
+    lines = [f"{op} {' '.join(sorted(dtypes))}" for op, dtypes in sorted(table.items())]
+    target = out_dir / name
+    target.write_text("\n".join(header + lines) + "\n", encoding="utf-8")
+    return target, provenance
+
+
 def derive(source: Path, out_dir: Path) -> list[Path]:
     """Write all derived files; return their paths."""
     tags, op_plugin = collect_commits(source)
@@ -96,6 +173,10 @@ def derive(source: Path, out_dir: Path) -> list[Path]:
         target = out_dir / name
         target.write_text("\n".join(header + ops) + "\n", encoding="utf-8")
         written.append(target)
+        dtypes = write_dtypes(source, out_dir, torch_version)
+        if dtypes is not None:
+            written.append(dtypes[0])
+            provenance = {**provenance, **dtypes[1]}
         releases.append(
             {"torch": torch_version, "torch_npu": npu_version, "file": name, "count": len(ops), **provenance}
         )

@@ -31,6 +31,10 @@ def test_shipped_lists_and_provenance_headers():
         opcheck.load_release("9.9")
 
 
+@pytest.mark.skipif(
+    not (ROOT.parent / "shared" / "ascend-data").is_dir(),
+    reason="../shared/ascend-data (the source of the shipped lists) is not on this machine",
+)
 def test_derive_script_reproduces_shipped_data(tmp_path):
     proc = subprocess.run(
         [sys.executable, str(ROOT / "tools" / "derive_runtime_data.py"), "--out", str(tmp_path)],
@@ -89,7 +93,14 @@ def test_warn_once_error_mode_and_report(tmp_path):
         opcheck.CHECKER.report = str(tmp_path / "ops.csv")
         opcheck.CHECKER.write_report()
         rows = list(csv.DictReader(open(tmp_path / "ops.csv")))
-        assert rows and rows[0].keys() == {"op", "count", "supported", "first_call_site"}
+        assert rows and rows[0].keys() == {
+            "op",
+            "count",
+            "supported",
+            "status",
+            "unsupported_dtypes",
+            "first_call_site",
+        }
         assert {"mul.Tensor", "sum.dim_IntList"} <= {r["op"] for r in rows}
     finally:
         opcheck.CHECKER = saved
@@ -132,3 +143,110 @@ def test_structured_ops_follow_their_out_kernel() -> None:
         assert opcheck.is_supported(op, release), op
     for op in ("cholesky_inverse", "cholesky_inverse.default", "linalg_lstsq"):
         assert not opcheck.is_supported(op, release), op
+
+
+@pytest.fixture
+def checker(tmp_path):
+    """A fresh warn-mode checker with a report path; the previous one is put back afterwards."""
+    saved = opcheck.CHECKER
+    checker = opcheck.configure(mode="warn", report=str(tmp_path / "ops.json"))
+    opcheck.reset_counts()
+    yield checker
+    opcheck.CHECKER = saved
+    STATE.on_first_call = saved.first_call if saved else None
+
+
+def _rows(checker):
+    return {row["op"]: row for row in checker.rows()}
+
+
+def test_recurrent_attention_conv_embedding_models_give_no_false_reports(checker, recwarn):
+    from models import CASES, train
+    from torch import nn
+
+    for case in ("lstm", "transformer", "cnn", "mlp"):
+        train(CASES[case], "adamw_foreach", "npu", steps=2)
+    gru = nn.GRU(6, 8, num_layers=2, bidirectional=True, dropout=0.1).to("npu")
+    gru(torch.randn(4, 3, 6, device="npu"))[0].sum().backward()
+    nn.RNN(6, 8, nonlinearity="relu").to("npu")(torch.randn(4, 3, 6, device="npu"))[0].sum().backward()
+    embedding = nn.Embedding(10, 4).to("npu")
+    embedding(torch.tensor([[1, 2, 3]], device="npu")).sum().backward()
+    q = torch.randn(2, 2, 4, 8, device="npu", requires_grad=True)
+    torch.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=0.1, is_causal=True).sum().backward()
+    rows = _rows(checker)
+    assert not [w for w in recwarn.list if "not currently supported" in str(w.message)]
+    assert [op for op, row in rows.items() if row["status"] == "unsupported"] == []
+    # Seen as torch_npu dispatches them, not as the CPU computes them.
+    assert {"lstm.input", "gru.input", "scaled_dot_product_attention", "matmul"} <= rows.keys()
+    assert "mkldnn_rnn_layer" not in rows
+    internal = {op for op, row in rows.items() if row["status"] == "backend_internal"}
+    assert internal == {"mkldnn_rnn_layer_backward"} and rows["mkldnn_rnn_layer_backward"]["supported"]
+
+
+def test_recorded_composites_compute_what_the_cpu_computes(checker):
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(3, 4, 5, generator=g), torch.randn(5, 2, generator=g)
+    cpu_a, npu_a = a.clone().requires_grad_(), a.to("npu").requires_grad_()
+    cpu = torch.matmul(cpu_a, b).softmax(-1)
+    npu = torch.matmul(npu_a, b.to("npu")).softmax(-1)
+    cpu.sum().backward()
+    npu.sum().backward()
+    assert torch.equal(cpu, npu.cpu()) and torch.equal(cpu_a.grad, npu_a.grad.cpu())
+    assert _rows(checker)["matmul"]["count"] == 1 and "softmax.int" in _rows(checker)
+
+
+def test_float64_matmul_is_reported_as_an_unsupported_dtype(checker, tmp_path):
+    x32 = torch.rand(3, 3, device="npu")
+    x64 = torch.rand(3, 3, device="npu", dtype=torch.float64)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x32 @ x32
+    with pytest.warns(
+        UserWarning, match=r"'aten::matmul' is called with dtype fp64.*documented: bf16 fp16 fp32"
+    ):
+        x64 @ x64
+    x64 @ x64  # warned once per op and dtype
+    row = _rows(checker)["matmul"]
+    assert row["count"] == 3 and row["status"] == "unsupported_dtype" and row["unsupported_dtypes"] == "fp64"
+    checker.write_report(str(tmp_path / "ops.csv"))
+    csv_rows = {r["op"]: r for r in csv.DictReader(open(tmp_path / "ops.csv"))}
+    assert csv_rows["matmul"]["status"] == "unsupported_dtype"
+    opcheck.configure(mode="error")
+    opcheck.reset_counts()
+    x32 @ x32
+    with pytest.raises(opcheck.NpuOperatorNotSupported, match=r"'aten::matmul' does not support dtype fp64"):
+        x64 @ x64
+    torch.mm(x32, x32)
+    with pytest.raises(opcheck.NpuOperatorNotSupported, match=r"'aten::mm' does not support dtype fp64"):
+        torch.mm(x64, x64)
+
+
+def test_dtype_modes():
+    release = opcheck.load_release("2.12.0")
+    assert opcheck.documented_dtypes("mm", release) == {"fp16", "fp32"}
+    assert opcheck.documented_dtypes("add_.Tensor", release) == opcheck.documented_dtypes("add", release)
+    bf16 = (torch.ones(1, dtype=torch.bfloat16),)
+    wide = opcheck.OpChecker(release, "warn", None, "wide")
+    wide._check_dtype("mm", bf16, release.dtypes["mm"])  # the docs omit bf16 for mm, but it runs
+    assert wide.bad_dtypes == {}
+    every = opcheck.OpChecker(release, "warn", None, "all")
+    with pytest.warns(UserWarning, match="dtype bf16"):
+        every._check_dtype("mm", bf16, release.dtypes["mm"])
+    with pytest.raises(ValueError, match="RUNTIME_SHIM_OPCHECK_DTYPES=some is not one of: wide, all, off"):
+        opcheck.OpChecker(release, "warn", None, "some")
+    assert opcheck.OpChecker(release, "warn", None, "off")._dtype_rule("mm") is None
+
+
+def test_backend_internal_ops_are_never_unsupported():
+    release = opcheck.load_release("2.1.0")
+    for op in (
+        "mkldnn_rnn_layer",
+        "mkldnn_rnn_layer_backward",
+        "cudnn_batch_norm",
+        "miopen_rnn",
+        "_nnpack_spatial_convolution",
+    ):
+        assert opcheck.is_backend_internal(op) and opcheck.is_supported(op, release)
+    assert not opcheck.is_backend_internal("mm")
