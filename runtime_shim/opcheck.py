@@ -160,14 +160,18 @@ def documented_dtypes(op: str, release: Release) -> frozenset[str] | None:
 
 
 def dtype_label(args: tuple) -> str | None:
-    """Short dtype name (``fp64``) of the first tensor among ``args`` (or in a list there)."""
+    """Short dtype name (``fp64``) of the first tensor among ``args`` (or in a list there).
+
+    None for a zero-dim first tensor: scalar bookkeeping such as GradScaler's float64
+    reciprocal of its scale, which PyTorch itself does on every NPU training step.
+    """
     import torch
 
     for arg in args:
         if isinstance(arg, (list, tuple)):
             arg = next((a for a in arg if isinstance(a, torch.Tensor)), None)
         if isinstance(arg, torch.Tensor):
-            return _DTYPE_LABELS.get(str(arg.dtype))
+            return _DTYPE_LABELS.get(str(arg.dtype)) if arg.dim() else None
     return None
 
 

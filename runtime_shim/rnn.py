@@ -11,7 +11,8 @@ autograd formula and a CPU kernel, so the result and gradients are the CPU ones.
 
 GRU and RNN (tanh / relu) likewise pick a fused CUDA cell off the CPU. On the CPU they run
 the unfused cells over inputs whose projection is computed once for the whole sequence;
-``gru_input`` and ``rnn_input`` replay that sequence of ops on npu tensors.
+``gru_input`` and ``rnn_input`` replay that sequence of ops on npu tensors. ``lstm_cell`` and
+``gru_cell`` (nn.LSTMCell, nn.GRUCell) also pick the fused CUDA cell; here they run the CPU's.
 """
 
 from __future__ import annotations
@@ -176,6 +177,24 @@ def rnn_relu_input(input, hx, params, has_biases, num_layers, dropout, train, bi
     )
 
 
+def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """``aten::lstm_cell`` for npu tensors: the CPU's unfused cell (off the CPU, PyTorch
+    would call the fused CUDA cell, which has no CPU kernel)."""
+    gates = F.linear(hx[0], w_hh, b_hh).add_(F.linear(input, w_ih, b_ih))
+    ingate, forgetgate, cellgate, outgate = gates.unsafe_chunk(4, 1)
+    ingate = ingate.sigmoid_()
+    forgetgate = forgetgate.sigmoid_()
+    cellgate = cellgate.tanh_()
+    outgate = outgate.sigmoid_()
+    cy = (forgetgate * hx[1]).add_(ingate * cellgate)
+    return outgate * cy.tanh(), cy
+
+
+def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """``aten::gru_cell`` for npu tensors: the CPU's unfused cell."""
+    return _gru_cell(F.linear(input, w_ih, b_ih), hx, w_hh, b_hh)
+
+
 def _packed_not_simulated(kind):
     def kernel(*args, **kwargs):
         raise NotImplementedError(
@@ -199,6 +218,9 @@ def install() -> None:
         # torch_npu has kernels for these: the op check sees them, not the CPU ops they run as here.
         library.impl("lstm.input", npu_level("lstm.input", lstm_input), "AutogradPrivateUse1")
         library.impl("gru.input", npu_level("gru.input", gru_input), "AutogradPrivateUse1")
+        library.impl("lstm_cell", npu_level("lstm_cell", lstm_cell), "AutogradPrivateUse1")
+        # gru_cell decomposes on a real NPU into the fused cell torch_npu has a kernel for.
+        library.impl("gru_cell", npu_level("_thnn_fused_gru_cell", gru_cell), "AutogradPrivateUse1")
         # These decompose on a real NPU too, into the linear and activation ops run here.
         library.impl("rnn_tanh.input", rnn_tanh_input, "AutogradPrivateUse1")
         library.impl("rnn_relu.input", rnn_relu_input, "AutogradPrivateUse1")

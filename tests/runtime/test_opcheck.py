@@ -169,6 +169,8 @@ def test_recurrent_attention_conv_embedding_models_give_no_false_reports(checker
     gru = nn.GRU(6, 8, num_layers=2, bidirectional=True, dropout=0.1).to("npu")
     gru(torch.randn(4, 3, 6, device="npu"))[0].sum().backward()
     nn.RNN(6, 8, nonlinearity="relu").to("npu")(torch.randn(4, 3, 6, device="npu"))[0].sum().backward()
+    nn.LSTMCell(6, 8).to("npu")(torch.randn(3, 6, device="npu"))[0].sum().backward()
+    nn.GRUCell(6, 8).to("npu")(torch.randn(3, 6, device="npu")).sum().backward()
     embedding = nn.Embedding(10, 4).to("npu")
     embedding(torch.tensor([[1, 2, 3]], device="npu")).sum().backward()
     q = torch.randn(2, 2, 4, 8, device="npu", requires_grad=True)
@@ -177,7 +179,14 @@ def test_recurrent_attention_conv_embedding_models_give_no_false_reports(checker
     assert not [w for w in recwarn.list if "not currently supported" in str(w.message)]
     assert [op for op, row in rows.items() if row["status"] == "unsupported"] == []
     # Seen as torch_npu dispatches them, not as the CPU computes them.
-    assert {"lstm.input", "gru.input", "scaled_dot_product_attention", "matmul"} <= rows.keys()
+    expected = {
+        "lstm.input",
+        "gru.input",
+        "lstm_cell",
+        "_thnn_fused_gru_cell",
+        "scaled_dot_product_attention",
+    }
+    assert expected | {"matmul"} <= rows.keys()
     assert "mkldnn_rnn_layer" not in rows
     internal = {op for op, row in rows.items() if row["status"] == "backend_internal"}
     assert internal == {"mkldnn_rnn_layer_backward"} and rows["mkldnn_rnn_layer_backward"]["supported"]
@@ -208,6 +217,9 @@ def test_float64_matmul_is_reported_as_an_unsupported_dtype(checker, tmp_path):
     ):
         x64 @ x64
     x64 @ x64  # warned once per op and dtype
+    scale = torch.full((), 2.0**16, device="npu")
+    scale.double().reciprocal().float()  # GradScaler's scalar bookkeeping: not reported
+    assert "reciprocal" not in checker.bad_dtypes
     row = _rows(checker)["matmul"]
     assert row["count"] == 3 and row["status"] == "unsupported_dtype" and row["unsupported_dtypes"] == "fp64"
     checker.write_report(str(tmp_path / "ops.csv"))

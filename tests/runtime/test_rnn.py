@@ -57,3 +57,25 @@ def test_packed_sequences_raise_a_clear_error(npu, cls) -> None:
     packed = pack_padded_sequence(torch.randn(5, 2, 4, device=npu), torch.tensor([5, 3]))
     with pytest.raises(NotImplementedError, match="PackedSequence on the simulated npu is not simulated"):
         layer(packed)
+
+
+@pytest.mark.parametrize("kind", ["LSTMCell", "GRUCell"])
+@pytest.mark.parametrize("bias", [True, False])
+def test_cells_match_cpu(npu, kind, bias) -> None:
+    torch.manual_seed(0)
+    cell = getattr(torch.nn, kind)(6, 5, bias=bias)
+    on_npu = copy.deepcopy(cell).to(npu)
+    x = torch.randn(3, 4, 6)
+    h = torch.randn(4, 5)
+    state_cpu = (h, h * 0.5) if kind == "LSTMCell" else h
+    state_npu = (h.to(npu), (h * 0.5).to(npu)) if kind == "LSTMCell" else h.to(npu)
+    for step in range(3):  # a few steps, so the gradient flows back through the recurrence
+        state_cpu = cell(x[step], state_cpu)
+        state_npu = on_npu(x[step].to(npu), state_npu)
+    out_cpu = state_cpu[0] if kind == "LSTMCell" else state_cpu
+    out_npu = state_npu[0] if kind == "LSTMCell" else state_npu
+    assert torch.equal(out_cpu, out_npu.cpu())
+    out_cpu.pow(2).sum().backward()
+    out_npu.pow(2).sum().backward()
+    for a, b in zip(cell.parameters(), on_npu.parameters()):
+        assert torch.equal(a.grad, b.grad.cpu())
