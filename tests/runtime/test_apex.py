@@ -217,3 +217,49 @@ def test_installed_apex_is_never_shadowed(tmp_path):
     assert proc.stdout.strip() == "True", proc.stderr
     proc = run_python(["-c", code])
     assert proc.stdout.strip() == "True", proc.stderr
+
+
+_GUIDE_SCRIPT = """
+import sys
+import torch
+import torch_npu
+from apex import amp
+import apex.optimizers
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).npu()
+optimizer = apex.optimizers.NpuFusedSGD(model.parameters(), lr=0.1, momentum=0.9)
+model, optimizer = amp.initialize(model, optimizer, opt_level="O1", loss_scale="dynamic", combine_grad=True)
+start = 0
+if len(sys.argv) > 2:
+    checkpoint = torch.load(sys.argv[2], map_location="npu")
+    model.load_state_dict(checkpoint["model"])
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    amp.load_state_dict(checkpoint["amp"])
+    start = checkpoint["step"]
+for step in range(start, int(sys.argv[1])):
+    g = torch.Generator().manual_seed(step)
+    x, y = torch.randn(6, 8, generator=g).npu(), torch.randint(0, 4, (6,), generator=g).npu()
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    optimizer.zero_grad()
+    with amp.scale_loss(loss, optimizer) as scaled_loss:
+        scaled_loss.backward()
+    optimizer.step()
+    print(f"step={step} loss={loss.item()!r}")
+torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "amp": amp.state_dict(),
+            "step": int(sys.argv[1])}, "ckpt.pth")
+"""
+
+
+@pytest.mark.slow
+def test_guide_script_runs_under_runtime_shim_and_resumes_exactly(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(_GUIDE_SCRIPT)
+    straight = run_python(["-m", "runtime_shim", str(script), "6"], cwd=tmp_path)
+    assert straight.returncode == 0, straight.stderr
+    first = run_python(["-m", "runtime_shim", str(script), "3"], cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    resumed = run_python(["-m", "runtime_shim", str(script), "6", "ckpt.pth"], cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    lines = straight.stdout.splitlines()
+    assert len(lines) == 6 and first.stdout.splitlines() + resumed.stdout.splitlines() == lines
