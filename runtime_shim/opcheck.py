@@ -145,8 +145,8 @@ def load_release(torch_version: str | None = None) -> Release:
 
 
 def is_backend_internal(op: str) -> bool:
-    """Whether ``op`` is another backend's internal kernel (mkldnn, cudnn, miopen, nnpack)."""
-    return op.startswith(_BACKEND_INTERNAL_PREFIXES)
+    """Whether ``op`` is another backend's internal kernel (mkldnn, cudnn, miopen, nnpack, ``*_for_cpu``)."""
+    return op.startswith(_BACKEND_INTERNAL_PREFIXES) or "_for_cpu" in op
 
 
 def _stem(op: str) -> str:

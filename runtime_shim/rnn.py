@@ -215,15 +215,22 @@ def install() -> None:
         from runtime_shim.kernels import npu_level
 
         library = torch.library.Library("aten", "IMPL")
-        # torch_npu has kernels for these: the op check sees them, not the CPU ops they run as here.
-        library.impl("lstm.input", npu_level("lstm.input", lstm_input), "AutogradPrivateUse1")
-        library.impl("gru.input", npu_level("gru.input", gru_input), "AutogradPrivateUse1")
-        library.impl("lstm_cell", npu_level("lstm_cell", lstm_cell), "AutogradPrivateUse1")
-        # gru_cell decomposes on a real NPU into the fused cell torch_npu has a kernel for.
-        library.impl("gru_cell", npu_level("_thnn_fused_gru_cell", gru_cell), "AutogradPrivateUse1")
-        # These decompose on a real NPU too, into the linear and activation ops run here.
-        library.impl("rnn_tanh.input", rnn_tanh_input, "AutogradPrivateUse1")
-        library.impl("rnn_relu.input", rnn_relu_input, "AutogradPrivateUse1")
+        kernels = (
+            # torch_npu has kernels for these: the op check sees them, not the CPU ops they run as here.
+            ("lstm.input", npu_level("lstm.input", lstm_input)),
+            ("gru.input", npu_level("gru.input", gru_input)),
+            ("lstm_cell", npu_level("lstm_cell", lstm_cell)),
+            # gru_cell decomposes on a real NPU into the fused cell torch_npu has a kernel for.
+            ("gru_cell", npu_level("_thnn_fused_gru_cell", gru_cell)),
+            # These decompose on a real NPU too, into the linear and activation ops run here.
+            ("rnn_tanh.input", rnn_tanh_input),
+            ("rnn_relu.input", rnn_relu_input),
+        )
+        for op, kernel in kernels:
+            # The autograd key records every step for backward; the backend key serves
+            # inference_mode, where autograd keys are skipped.
+            library.impl(op, kernel, "AutogradPrivateUse1")
+            library.impl(op, kernel, "PrivateUse1")
         for op, kind in (
             ("lstm.data", "LSTM"),
             ("gru.data", "GRU"),

@@ -259,6 +259,7 @@ def test_backend_internal_ops_are_never_unsupported():
         "cudnn_batch_norm",
         "miopen_rnn",
         "_nnpack_spatial_convolution",
+        "_scaled_dot_product_flash_attention_for_cpu_backward",
     ):
         assert opcheck.is_backend_internal(op) and opcheck.is_supported(op, release)
     assert not opcheck.is_backend_internal("mm")

@@ -79,3 +79,16 @@ def test_cells_match_cpu(npu, kind, bias) -> None:
     out_npu.pow(2).sum().backward()
     for a, b in zip(cell.parameters(), on_npu.parameters()):
         assert torch.equal(a.grad, b.grad.cpu())
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN", "LSTMCell", "GRUCell"])
+def test_recurrent_layers_run_under_inference_mode(npu, kind) -> None:
+    torch.manual_seed(0)
+    layer = getattr(torch.nn, kind)(6, 5)
+    on_npu = copy.deepcopy(layer).to(npu)
+    x = torch.randn(4, 6) if kind.endswith("Cell") else torch.randn(3, 4, 6)
+    with torch.inference_mode():
+        expected, got = layer(x), on_npu(x.to(npu))
+    expected = expected[0] if isinstance(expected, tuple) else expected
+    got = got[0] if isinstance(got, tuple) else got
+    assert torch.equal(expected, got.cpu())
