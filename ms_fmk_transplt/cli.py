@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ms_fmk_transplt import __version__, data
@@ -31,7 +32,7 @@ app.add_typer(rules_app, name="rules")
 err = Console(stderr=True, highlight=False)
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     err.print(f"[bold red]error:[/] {message}", soft_wrap=True)
     raise typer.Exit(EXIT_USAGE)
 
@@ -114,7 +115,7 @@ class _progress:
 
     def __init__(self, quiet: bool) -> None:
         self.bar: Progress | None = None
-        self.task = None
+        self.task: TaskID | None = None
         self.quiet = quiet
 
     def __enter__(self):
@@ -135,6 +136,7 @@ class _progress:
             )
             self.bar.start()
             self.task = self.bar.add_task("", total=total)
+        assert self.task is not None
         self.bar.update(self.task, completed=done, description=path)
 
     def __exit__(self, *exc_info: object) -> None:
@@ -201,4 +203,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

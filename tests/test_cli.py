@@ -243,6 +243,7 @@ def test_rules_list() -> None:
     assert "TP101" in result.output and "ModuleMemberRule" in result.output
 
 
+@pytest.mark.slow
 def test_console_scripts_and_module(tmp_path: Path, project: Path) -> None:
     bindir = Path(sys.executable).parent
     for command in (

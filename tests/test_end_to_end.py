@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # subprocesses and training runs: the --runslow tier
+
 ROOT = Path(__file__).resolve().parent.parent
 
 pytest.importorskip("torch")

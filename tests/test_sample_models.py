@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # subprocesses and training runs: the --runslow tier
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_models"
 STEPS = 5

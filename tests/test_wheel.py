@@ -6,6 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # builds and installs a wheel: the --runslow tier
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -47,8 +47,8 @@ def _decode_problem(data: bytes) -> str | None:
     try:
         data.decode(encoding)
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        return f"bytes do not decode as {encoding}{where}: byte 0x{data[exc.start]:02x} at line {line}"
+        line_no = data.count(b"\n", 0, exc.start) + 1
+        return f"bytes do not decode as {encoding}{where}: byte 0x{data[exc.start]:02x} at line {line_no}"
     return None
 
 

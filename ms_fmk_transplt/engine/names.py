@@ -95,10 +95,10 @@ def alias_table(imports: Iterable[cst.Import | cst.ImportFrom]) -> dict[str, str
     return table
 
 
-def build_dotted(name: str, root: cst.BaseExpression | None = None) -> cst.BaseExpression:
+def build_dotted(name: str, root: cst.Name | None = None) -> cst.Name | cst.Attribute:
     """An expression for dotted `name`; `root` replaces its first segment when given."""
     parts = name.split(".")
-    node: cst.BaseExpression = root if root is not None else cst.Name(parts[0])
+    node: cst.Name | cst.Attribute = root if root is not None else cst.Name(parts[0])
     for part in parts[1:]:
         node = cst.Attribute(value=node, attr=cst.Name(part))
     return node

@@ -41,6 +41,13 @@ class Pending:
     top: int = -1  # index of the enclosing top-level statement, -1 for the module itself
 
 
+def _asname(alias: cst.ImportAlias) -> str | None:
+    """The `as` name of an import alias, when it is a plain name."""
+    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+        return alias.asname.name.value
+    return None
+
+
 def _chain_root(node: cst.BaseExpression) -> cst.Name:
     while isinstance(node, cst.Attribute):
         node = node.value
@@ -149,7 +156,9 @@ class Converter(cst.CSTTransformer):
             if isinstance(statement, cst.Import) and full:
                 self.imported_modules.add(full)
             target = f"{dotted(statement.module)}.{full}" if isinstance(statement, cst.ImportFrom) else full
-            match = self.t.lookup(target) if target else None
+            if not target:
+                continue
+            match = self.t.lookup(target)
             if match is None or match.new is None:
                 continue
             new_target = match.new + target[len(match.prefix) :]
@@ -392,6 +401,7 @@ class Converter(cst.CSTTransformer):
             )
             return updated_node.with_changes(attr=updated_node.attr.with_changes(value=entry.new))
         self._report_match(original_node, match)
+        assert name is not None  # a match implies a dotted name
         target = match.new if match.new is not None else match.prefix
         new_full = target + name[len(match.prefix) :]
         _, root_target = self._binding(_chain_root(original_node).value)
@@ -562,7 +572,7 @@ class Converter(cst.CSTTransformer):
         for alias in updated_node.names:
             full = dotted(alias.name)
             match = self.t.lookup(full) if full else None
-            if match is None:
+            if match is None or full is None:
                 names.append(alias)
                 continue
             self._report_match(original_node, match)
@@ -592,12 +602,12 @@ class Converter(cst.CSTTransformer):
                 continue
             new_full = match.new + full[len(match.prefix) :]
             parent, _, last = new_full.rpartition(".")
-            bound = alias.asname.name.value if alias.asname is not None else name
+            bound = _asname(alias) or name
             new_bound, _ = self._binding(bound)
             new_alias = alias.with_changes(name=cst.Name(last))
             if new_bound != last:
                 new_alias = new_alias.with_changes(asname=cst.AsName(name=cst.Name(new_bound)))
-            elif alias.asname is not None and alias.asname.name.value == last:
+            elif _asname(alias) == last:
                 new_alias = new_alias.with_changes(asname=None)
             moved.setdefault(parent, []).append(new_alias)
         if not moved:
@@ -681,6 +691,7 @@ class Converter(cst.CSTTransformer):
             )
             return updated_node.with_changes(body=body)
         # the first torch import sits in a block (try: import torch / except ImportError): go next to it
+        assert self._anchor_line is not None and self._anchor_updated is not None
         self.pending.append(
             Pending(self._anchor_line, rule, Operation.INSERT, message, line_offset=1, top=self._anchor_top)
         )

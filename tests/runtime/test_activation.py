@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import HERE, ROOT, run_python
+
+pytestmark = pytest.mark.slow  # subprocesses and training runs: the --runslow tier
 
 SCRIPT = HERE / "scripts" / "train_script.py"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 
+import pytest
 from conftest import HERE, run_python
 
 SCRIPT = HERE / "scripts" / "ddp_script.py"
@@ -16,6 +17,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_ddp_hccl_on_npu_matches_gloo_on_cpu(tmp_path):
     npu_out, cpu_out = tmp_path / "npu.json", tmp_path / "cpu.json"
     proc = run_python(["-m", "runtime_shim", str(SCRIPT), "hccl", "npu", str(npu_out), str(_free_port())])

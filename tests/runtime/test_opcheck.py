@@ -107,6 +107,7 @@ def test_warn_once_error_mode_and_report(tmp_path):
         STATE.on_first_call = saved.first_call if saved else None
 
 
+@pytest.mark.slow
 def test_env_configuration_and_exit_report(tmp_path):
     report = tmp_path / "report.csv"
     code = "import torch, torch_npu\nx = torch.rand(4, device='npu')\n(x * 2).sum().item()\n"
