@@ -68,6 +68,10 @@ def test_wheel_install_loads_builtin_rules(tmp_path: Path) -> None:
         "torch_npu_stub/__init__.py",
         "torch_npu_stub/profiler.py",
         "torch_npu_stub/optim.py",
+        "apex_stub/__init__.py",
+        "apex_stub/amp.py",
+        "apex_stub/optimizers.py",
+        "data/npu_dtypes_torch2.12.0.txt",
         "compat.py",
     ):
         assert (shim / part).is_file(), f"the wheel lacks runtime_shim/{part}"
