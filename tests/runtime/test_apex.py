@@ -263,3 +263,25 @@ def test_guide_script_runs_under_runtime_shim_and_resumes_exactly(tmp_path):
     assert resumed.returncode == 0, resumed.stderr
     lines = straight.stdout.splitlines()
     assert len(lines) == 6 and first.stdout.splitlines() + resumed.stdout.splitlines() == lines
+
+
+@pytest.mark.parametrize(
+    ("level", "bn_dtype", "scale"), [("O2", torch.float32, 2.0**16), ("O3", torch.float16, 1.0)]
+)
+def test_o2_keeps_batchnorm_float32_and_o3_casts_everything(level, bn_dtype, scale):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 3)
+    ).to("npu")
+    optimizer = fused.NpuFusedSGD(model.parameters(), lr=0.05)
+    model, optimizer = amp.initialize(model, optimizer, opt_level=level)
+    assert model[0].weight.dtype == torch.float16 and model[1].weight.dtype == bn_dtype
+    before = model[0].weight.detach().cpu().clone()
+    out = model(torch.randn(2, 3, 8, 8, device="npu"))
+    assert out.dtype == torch.float32  # outputs are cast back, as apex does
+    loss = torch.nn.functional.cross_entropy(out, torch.tensor([0, 2], device="npu"))
+    with amp.scale_loss(loss, optimizer) as scaled_loss:
+        scaled_loss.backward()
+    optimizer.step()
+    assert amp.state_dict()["loss_scaler0"]["loss_scale"] == scale
+    assert not torch.equal(before, model[0].weight.detach().cpu())
