@@ -110,6 +110,19 @@ def _dropout_as_on_cpu(input: torch.Tensor, p: float, train: bool) -> torch.Tens
     return input * noise
 
 
+def _dropout_recorded_as_native(npu_level):
+    # Where PyTorch would take the fused kernel (training, 0 < p < 1), a real NPU runs
+    # torch_npu's native_dropout: the op check records that, not the CPU ops used here.
+    fused = npu_level("native_dropout", _dropout_as_on_cpu)
+
+    def dropout(input: torch.Tensor, p: float, train: bool) -> torch.Tensor:
+        if train and 0 < p < 1 and input.numel() != 0:
+            return fused(input, p, train)
+        return _dropout_as_on_cpu(input, p, train)
+
+    return dropout
+
+
 def _install_sdpa() -> None:
     global _sdpa_library
     if _sdpa_library is None:
@@ -119,7 +132,7 @@ def _install_sdpa() -> None:
         # torch_npu has its own kernel for it: the op check records it, not the ops run here.
         sdpa = npu_level("scaled_dot_product_attention", _sdpa_as_on_cpu)
         _sdpa_library.impl("scaled_dot_product_attention", sdpa, "AutogradPrivateUse1")
-        _sdpa_library.impl("dropout", _dropout_as_on_cpu, "AutogradPrivateUse1")
+        _sdpa_library.impl("dropout", _dropout_recorded_as_native(npu_level), "AutogradPrivateUse1")
 
 
 def _keep_shared_parameters(apply):
