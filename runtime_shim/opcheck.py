@@ -225,7 +225,8 @@ class OpChecker:
         if op in self._dtype_rules:
             return self._dtype_rules[op]
         rule = None
-        if self.dtype_mode != "off" and not (op in _PLUMBING or is_backend_internal(op)):
+        active = self.mode != "off" or self.report is not None
+        if active and self.dtype_mode != "off" and not (op in _PLUMBING or is_backend_internal(op)):
             documented = documented_dtypes(op, self.release)
             checked = set(_DTYPE_LABELS.values()) if self.dtype_mode == "all" else _WIDE_DTYPES
             if documented is not None and not checked <= documented:

@@ -251,6 +251,8 @@ def test_dtype_modes():
     with pytest.raises(ValueError, match="RUNTIME_SHIM_OPCHECK_DTYPES=some is not one of: wide, all, off"):
         opcheck.OpChecker(release, "warn", None, "some")
     assert opcheck.OpChecker(release, "warn", None, "off")._dtype_rule("mm") is None
+    assert opcheck.OpChecker(release, "off", None, "wide")._dtype_rule("mm") is None  # nothing to report
+    assert opcheck.OpChecker(release, "warn", None, "wide")._dtype_rule("mm") == {"fp16", "fp32"}
 
 
 def test_backend_internal_ops_are_never_unsupported():
