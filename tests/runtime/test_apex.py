@@ -195,6 +195,15 @@ def test_fused_step_equals_torch_step_bitwise(fused_class, torch_class, kwargs):
         assert torch.equal(a, b)
 
 
+def test_apex_and_torch_npu_share_the_fused_optimizers():
+    import torch_npu
+
+    for name in fused.__all__:
+        assert getattr(fused, name) is getattr(torch_npu.optim, name)
+    with pytest.raises(NotImplementedError, match=r"use_global_grad_norm=True\) is not simulated"):
+        fused.NpuFusedLamb(_model().parameters(), use_global_grad_norm=True)
+
+
 def test_fused_lamb_npu_equals_cpu_and_moves_against_the_gradient():
     kwargs = {"lr": 0.01, "weight_decay": 0.01}
     before = [p.detach() for p in _model(3).parameters()]
