@@ -24,7 +24,7 @@ from __future__ import annotations
 import torch
 from torch._C import DispatchKey
 
-_KEY = DispatchKey.AutocastPrivateUse1
+_KEY = DispatchKey.AutocastPrivateUse1  # type: ignore[attr-defined]  # in the C enum, not in its stubs
 
 LOWER_PRECISION = frozenset(
     [

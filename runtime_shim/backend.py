@@ -36,7 +36,7 @@ class _Guard(torch._C._acc.DeviceGuard):
     # autograd node); a C-level callable answers without a Python frame.
     # (A builtin bound method is not a descriptor, so it is called with no
     # arguments and returns the constant.)
-    type_ = itertools.repeat(torch._C._autograd.DeviceType.PrivateUse1).__next__
+    type_ = itertools.repeat(torch._C._autograd.DeviceType.PrivateUse1).__next__  # type: ignore[assignment]
 
 
 def device_count_from_env() -> int:
@@ -145,7 +145,7 @@ def _patch_storage_constructor() -> None:
             return original_new(cls, *args, device=device, **kwargs)
         return original_new(cls, *args, **kwargs)
 
-    storage_cls.__new__ = __new__
+    storage_cls.__new__ = __new__  # type: ignore[method-assign]
 
 
 def _register_host_pinning() -> None:

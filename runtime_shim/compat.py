@@ -196,22 +196,24 @@ def install() -> None:
     """Apply the patches (idempotent)."""
     _install_sdpa()
     if not getattr(torch.Tensor.type, "_runtime_shim", False):
-        torch.Tensor.type = _type_accepting_npu(torch.Tensor.type)
+        torch.Tensor.type = _type_accepting_npu(torch.Tensor.type)  # type: ignore[method-assign]
     if not getattr(torch.nn.Module._apply, "_runtime_shim", False):
-        torch.nn.Module._apply = _keep_shared_parameters(torch.nn.Module._apply)
+        torch.nn.Module._apply = _keep_shared_parameters(torch.nn.Module._apply)  # type: ignore[method-assign]
     if not getattr(torch.Tensor.record_stream, "_runtime_shim", False):
-        torch.Tensor.record_stream = _record_stream_accepting_npu(torch.Tensor.record_stream)
+        torch.Tensor.record_stream = _record_stream_accepting_npu(  # type: ignore[method-assign]
+            torch.Tensor.record_stream
+        )
     if getattr(torch.UntypedStorage, "npu", None) is not _untyped_storage_npu:
-        torch.UntypedStorage.npu = _untyped_storage_npu
-        torch.TypedStorage.npu = _typed_storage_npu
+        torch.UntypedStorage.npu = _untyped_storage_npu  # type: ignore[attr-defined]
+        torch.TypedStorage.npu = _typed_storage_npu  # type: ignore[attr-defined]
     profile = torch.autograd.profiler.profile
     if not getattr(profile.__init__, "_runtime_shim", False):
         patched = _accept_use_npu(profile.__init__)
         patched._runtime_shim = True
-        profile.__init__ = patched
+        profile.__init__ = patched  # type: ignore[method-assign]
     try:
         import torch.distributed as dist
     except ImportError:  # pragma: no cover - depends on the torch build
         return
     if dist.is_available() and not hasattr(dist, "is_hccl_available"):
-        dist.is_hccl_available = lambda: True
+        dist.is_hccl_available = lambda: True  # type: ignore[attr-defined]

@@ -66,6 +66,8 @@ class _State:
         self.current = 0
         self.devices: list[torch.device] = []
         self.tracker: _memory.MemoryTracker | None = None
+        #: the aten library that makes pinning a copy (kept alive here; see backend.py)
+        self.pin_library: torch.library.Library | None = None
         # anchors[i]: a zero-byte tensor on npu:i. A fresh output for device i
         # starts as a metadata alias of it, because set_ only accepts a storage
         # on the tensor's own device.
@@ -135,11 +137,12 @@ MAX_VIEWS = 16
 def new_storage(host: torch.UntypedStorage, index: int) -> torch.UntypedStorage:
     """Make an npu storage (device ``index``) over ``host``'s bytes, counted as device memory."""
     nbytes = host.nbytes()
+    assert STATE.tracker is not None, "install() sets the tracker before any storage is made"
     memory = STATE.tracker.devices[index]
     memory.check(nbytes)
     storage = _storage_from_ptr(host.data_ptr(), STATE.devices[index], nbytes)
-    storage._rs = Binding(host, index, nbytes, memory)
-    return storage
+    storage._rs = Binding(host, index, nbytes, memory)  # type: ignore[attr-defined]
+    return storage  # type: ignore[return-value]  # an UntypedStorage at run time
 
 
 def _anchor(index: int) -> torch.Tensor:
@@ -182,7 +185,7 @@ _VIEW_DTYPE = torch.ops.aten.view.dtype._handle
 
 def npu_tensor(storage: torch.UntypedStorage, dtype, offset, size, stride) -> torch.Tensor:
     """An npu tensor over ``storage`` with the given dtype and geometry."""
-    shell = _shell(storage._rs.index, dtype)
+    shell = _shell(storage._rs.index, dtype)  # type: ignore[attr-defined]
     # The CPU set_ kernel only edits metadata, so it is safe on an npu tensor and
     # is the one call that gives it arbitrary sizes, strides and offset.
     _SET_STORAGE.redispatch_boxed(_CPU_KEYSET, shell, storage, offset, size, stride)
@@ -206,11 +209,12 @@ def wrap_host(o: torch.Tensor, index: int, inputs: list | None = None) -> torch.
                 break
     if storage is None:
         nbytes = host.nbytes()
+        assert STATE.tracker is not None, "install() sets the tracker before any storage is made"
         memory = STATE.tracker.devices[index]
         if memory.allocated + nbytes > memory.capacity:
             memory.check(nbytes)
         storage = _storage_from_ptr(ptr, STATE.devices[index], nbytes)
-        info = storage._rs = Binding(host, index, nbytes, memory)
+        info = storage._rs = Binding(host, index, nbytes, memory)  # type: ignore[attr-defined]
     else:
         info = storage._rs
         index = info.index
@@ -235,7 +239,7 @@ _EMPTY = (0,)
 
 def host_view(t: torch.Tensor) -> torch.Tensor:
     """Return a CPU tensor sharing ``t``'s memory, sizes, strides and offset."""
-    info = t.untyped_storage()._rs
+    info = t.untyped_storage()._rs  # type: ignore[attr-defined]
     dtype = t.dtype
     size = t.size()
     stride = t.stride()

@@ -121,6 +121,14 @@ def _convert_device(d: Any, acc: list) -> Any:
     return d
 
 
+def _place(arg: Any, index: int, positional: list[int], keyword: list[str]) -> None:
+    """File a schema argument under its keyword name or its position."""
+    if arg.kwarg_only:
+        keyword.append(arg.name)
+    else:
+        positional.append(index)
+
+
 class _Spec:
     """What a kernel needs to know about one operator, read from its schema."""
 
@@ -144,15 +152,11 @@ class _Spec:
         for i, arg in enumerate(schema.arguments):
             kind = str(arg.type)
             if kind in _TENSOR_TYPES:
-                (self.tensor_kw if arg.kwarg_only else self.tensor_pos).append(
-                    arg.name if arg.kwarg_only else i
-                )
+                _place(arg, i, self.tensor_pos, self.tensor_kw)
             elif kind in _LIST_TYPES:
-                (self.list_kw if arg.kwarg_only else self.list_pos).append(arg.name if arg.kwarg_only else i)
+                _place(arg, i, self.list_pos, self.list_kw)
             elif kind in _DEVICE_TYPES:
-                (self.device_kw if arg.kwarg_only else self.device_pos).append(
-                    arg.name if arg.kwarg_only else i
-                )
+                _place(arg, i, self.device_pos, self.device_kw)
             info = arg.alias_info
             if info is not None:
                 where = ("kw", arg.name) if arg.kwarg_only else ("pos", i)

@@ -19,6 +19,7 @@ import torch
 
 from runtime_shim._compat import data_file
 from runtime_shim.device import DEVICE_TYPE, STATE
+from runtime_shim.memory import DeviceMemory, MemoryTracker
 
 # Lets `import torch_npu.npu.amp` / `torch.npu.amp` resolve below this module.
 __path__: list[str] = []
@@ -95,9 +96,8 @@ class device:
             STATE.current = self.idx
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc: object) -> None:
         STATE.current = self.prev_idx
-        return False
 
 
 class device_of(device):
@@ -157,8 +157,13 @@ def get_device_capability(device: Any = None) -> None:
 # ----------------------------------------------------------------------------- memory
 
 
-def _memory(device: Any = None):
-    return STATE.tracker.devices[_index(device)]
+def _tracker() -> MemoryTracker:
+    assert STATE.tracker is not None, "the simulated device is installed before torch.npu is used"
+    return STATE.tracker
+
+
+def _memory(device: Any = None) -> DeviceMemory:
+    return _tracker().devices[_index(device)]
 
 
 def memory_allocated(device: Any = None) -> int:
@@ -214,7 +219,7 @@ def reset_accumulated_memory_stats(device: Any = None) -> None:
 
 def empty_cache() -> None:
     """Release cached blocks: reserved memory drops to allocated memory."""
-    for mem in STATE.tracker.devices:
+    for mem in _tracker().devices:
         mem.empty_cache()
 
 
@@ -352,12 +357,11 @@ class StreamContext:
         set_stream(self.stream)
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc: object) -> None:
         if self._saved is not None:
             current, index, previous = self._saved
             _streams.by_device[index] = previous
             STATE.current = current
-        return False
 
 
 def stream(stream: Stream | None) -> StreamContext:
@@ -481,7 +485,9 @@ def get_sync_debug_mode() -> int:
 def set_sync_debug_mode(debug_mode: int | str) -> None:
     """Record the sync debug mode (the simulated device never syncs implicitly)."""
     modes = {"default": 0, "warn": 1, "error": 2}
-    _options["sync_debug_mode"] = modes.get(debug_mode, debug_mode)
+    _options["sync_debug_mode"] = (
+        modes.get(debug_mode, debug_mode) if isinstance(debug_mode, str) else debug_mode
+    )
 
 
 class _HF32Flags:
@@ -535,6 +541,8 @@ def set_autocast_dtype(dtype: torch.dtype) -> None:
 
 
 class _TypedTensorMeta(type):
+    dtype: torch.dtype  # set by each typed-tensor class
+
     def __instancecheck__(cls, obj: object) -> bool:
         return isinstance(obj, torch.Tensor) and obj.device.type == DEVICE_TYPE and obj.dtype == cls.dtype
 

@@ -24,7 +24,7 @@ _LSTM_MODE = 2  # ideep::rnn_kind::LSTM, the mode number PyTorch passes for LSTM
 
 
 def _mkldnn_usable(input: torch.Tensor, hx) -> bool:
-    return (
+    return bool(
         torch.backends.mkldnn.is_available()
         and torch.backends.mkldnn.enabled
         and input.dtype in (torch.float32, torch.bfloat16, torch.float16)
