@@ -15,8 +15,8 @@ typer or rich.
 
 from __future__ import annotations
 
-from runtime_shim._compat import SUPPORTED as SUPPORTED_TORCH
 from runtime_shim.activate import activate, is_active, real_torch_npu_installed
+from runtime_shim.torch_version import SUPPORTED as SUPPORTED_TORCH
 
 __all__ = ["SUPPORTED_TORCH", "activate", "is_active", "real_torch_npu_installed"]
 

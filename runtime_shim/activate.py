@@ -16,7 +16,7 @@ _STUB_PACKAGE = "runtime_shim.torch_npu_stub"
 # Ascend's apex (mixed precision, fused optimizers), simulated when no apex is installed.
 _APEX_PACKAGE = "runtime_shim.apex_stub"
 # torch_npu submodules that are modules of runtime_shim itself.
-_ALIASES = {"torch_npu.npu": "runtime_shim.npu_api", "torch_npu.npu.amp": "runtime_shim.amp"}
+_ALIASES = {"torch_npu.npu": "runtime_shim.npu", "torch_npu.npu.amp": "runtime_shim.npu.amp"}
 #: Set in the environment of an activated process so that children activate too.
 ENV_ACTIVE = "RUNTIME_SHIM_ACTIVE"
 
@@ -49,18 +49,18 @@ def activate() -> bool:
             return True
         if real_torch_npu_installed():
             return False
-        from runtime_shim._compat import check_torch_version
+        from runtime_shim.torch_version import check_torch_version
 
         check_torch_version()
-        from runtime_shim import backend, npu_api, opcheck
+        from runtime_shim import npu, opcheck, registration
 
-        backend.install(npu_api)
-        sys.modules.setdefault("torch.npu.amp", npu_api.amp)
+        registration.install(npu)
+        sys.modules.setdefault("torch.npu.amp", npu.amp)
         opcheck.configure_from_env()
         _register_extras()
-        from runtime_shim import compat
+        from runtime_shim import torch_patches
 
-        compat.install()
+        torch_patches.install()
         install_import_hook()
         _export_to_children()
         _active = True
@@ -68,11 +68,8 @@ def activate() -> bool:
 
 
 def _register_extras() -> None:
-    # Distributed and autocast support are optional pieces of the device; a
-    # PyTorch build without distributed still gets a working npu.
-    from runtime_shim import autocast_policy
-
-    autocast_policy.install()
+    # Distributed support is an optional piece of the device; a PyTorch build
+    # without distributed still gets a working npu.
     try:
         import torch.distributed as dist
     except ImportError:  # pragma: no cover - depends on the torch build

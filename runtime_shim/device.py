@@ -40,7 +40,7 @@ from typing import Any
 import torch
 from torch._C import DispatchKey, DispatchKeySet
 
-from runtime_shim import memory as _memory
+from runtime_shim import allocator as _memory
 
 DEVICE_TYPE = "npu"
 
@@ -66,7 +66,7 @@ class _State:
         self.current = 0
         self.devices: list[torch.device] = []
         self.tracker: _memory.MemoryTracker | None = None
-        #: the aten library that makes pinning a copy (kept alive here; see backend.py)
+        #: the aten library that makes pinning a copy (kept alive here; see registration.py)
         self.pin_library: torch.library.Library | None = None
         # anchors[i]: a zero-byte tensor on npu:i. A fresh output for device i
         # starts as a metadata alias of it, because set_ only accepts a storage
@@ -94,8 +94,8 @@ def device_error(a: Any, b: Any) -> RuntimeError:
 # ------------------------------------------------------------------ storages and wrapping
 
 
-class Binding:
-    """What an npu storage knows about its host bytes; lives as ``storage._rs``.
+class HostBinding:
+    """What an npu storage knows about its host bytes; lives as ``storage._npu_binding``.
 
     PyTorch keeps the npu storage's Python object (and so this binding) alive
     exactly as long as some tensor uses the storage, so ``__del__`` is the moment
@@ -141,7 +141,7 @@ def new_storage(host: torch.UntypedStorage, index: int) -> torch.UntypedStorage:
     memory = STATE.tracker.devices[index]
     memory.check(nbytes)
     storage = _storage_from_ptr(host.data_ptr(), STATE.devices[index], nbytes)
-    storage._rs = Binding(host, index, nbytes, memory)  # type: ignore[attr-defined]
+    storage._npu_binding = HostBinding(host, index, nbytes, memory)  # type: ignore[attr-defined]
     return storage  # type: ignore[return-value]  # an UntypedStorage at run time
 
 
@@ -185,7 +185,7 @@ _VIEW_DTYPE = torch.ops.aten.view.dtype._handle
 
 def npu_tensor(storage: torch.UntypedStorage, dtype, offset, size, stride) -> torch.Tensor:
     """An npu tensor over ``storage`` with the given dtype and geometry."""
-    shell = _shell(storage._rs.index, dtype)  # type: ignore[attr-defined]
+    shell = _shell(storage._npu_binding.index, dtype)  # type: ignore[attr-defined]
     # The CPU set_ kernel only edits metadata, so it is safe on an npu tensor and
     # is the one call that gives it arbitrary sizes, strides and offset.
     _SET_STORAGE.redispatch_boxed(_CPU_KEYSET, shell, storage, offset, size, stride)
@@ -204,7 +204,7 @@ def wrap_host(o: torch.Tensor, index: int, inputs: list | None = None) -> torch.
     storage = None
     if inputs and ptr:
         for candidate in inputs:
-            if candidate._rs.ptr == ptr:
+            if candidate._npu_binding.ptr == ptr:
                 storage = candidate
                 break
     if storage is None:
@@ -214,9 +214,9 @@ def wrap_host(o: torch.Tensor, index: int, inputs: list | None = None) -> torch.
         if memory.allocated + nbytes > memory.capacity:
             memory.check(nbytes)
         storage = _storage_from_ptr(ptr, STATE.devices[index], nbytes)
-        info = storage._rs = Binding(host, index, nbytes, memory)  # type: ignore[attr-defined]
+        info = storage._npu_binding = HostBinding(host, index, nbytes, memory)  # type: ignore[attr-defined]
     else:
-        info = storage._rs
+        info = storage._npu_binding
         index = info.index
         if host.nbytes() != info.nbytes:
             info = None  # a narrower CPU storage at the same address: not cached
@@ -239,7 +239,7 @@ _EMPTY = (0,)
 
 def host_view(t: torch.Tensor) -> torch.Tensor:
     """Return a CPU tensor sharing ``t``'s memory, sizes, strides and offset."""
-    info = t.untyped_storage()._rs  # type: ignore[attr-defined]
+    info = t.untyped_storage()._npu_binding  # type: ignore[attr-defined]
     dtype = t.dtype
     size = t.size()
     stride = t.stride()
@@ -255,7 +255,7 @@ def host_view(t: torch.Tensor) -> torch.Tensor:
     return view
 
 
-def make_view(info: Binding, dtype, size, stride, offset) -> torch.Tensor:
+def make_view(info: HostBinding, dtype, size, stride, offset) -> torch.Tensor:
     """A fresh CPU tensor over ``info``'s host bytes with the given geometry."""
     # as_strided takes an absolute storage offset, so any CPU tensor of this
     # dtype over the host storage will do as the source: a cached view first

@@ -57,24 +57,30 @@ _METADATA_INPLACE = {
 }
 
 
-def _convert(a: Any, acc: list, storages: list) -> Any:
+# What converting one call's arguments found, kept in a 5-slot list (indexing a list is the
+# cheapest state on this per-op path): [0] npu index of the first npu tensor (-1: none yet);
+# [1] the other device a mixed-device call named (None: none); [2] an explicit non-npu target
+# device; [3] an explicit npu target index (-1: none); [4] a Python scalar among tensor arguments.
+
+
+def _convert(a: Any, scan: list, storages: list) -> Any:
     """One tensor-typed argument: npu tensors become CPU views; others are checked."""
     if not isinstance(a, _Tensor):
         # None, or a wrapped Python scalar (the dispatcher unwraps those). A
         # scalar must go back to the CPU kernel as a wrapped-number tensor,
         # which only the schema-parsing call path (OpOverload) rebuilds.
         if a is not None:
-            acc[4] = True
+            scan[4] = True
         return a
     storage = a.untyped_storage()
-    info = getattr(storage, "_rs", None)
+    info = getattr(storage, "_npu_binding", None)
     if info is not None:
         index = info.index
-        if acc[0] != index:
-            if acc[0] < 0:
-                acc[0] = index
+        if scan[0] != index:
+            if scan[0] < 0:
+                scan[0] = index
             else:
-                acc[1] = f"{_DEVICE_TYPE}:{index}"
+                scan[1] = f"{_DEVICE_TYPE}:{index}"
         storages.append(storage)
         # device.host_view, inlined: this runs for every tensor argument of every op
         dtype = a.dtype
@@ -94,30 +100,30 @@ def _convert(a: Any, acc: list, storages: list) -> Any:
     if device.type == _DEVICE_TYPE:
         # An npu tensor whose storage is not ours: the zero-byte placeholder
         # PyTorch makes before set_. It holds no data.
-        if acc[0] < 0:
-            acc[0] = device.index or 0
+        if scan[0] < 0:
+            scan[0] = device.index or 0
         return torch.empty(a.size(), dtype=a.dtype)
     # Zero-dim CPU tensors are accepted as scalars, as on CUDA.
     if a.dim() != 0:
-        acc[1] = str(device)
+        scan[1] = str(device)
     return a
 
 
-def _convert_list(values: Any, acc: list, storages: list) -> Any:
+def _convert_list(values: Any, scan: list, storages: list) -> Any:
     if values is None:
         return None
-    return [_convert(v, acc, storages) for v in values]
+    return [_convert(v, scan, storages) for v in values]
 
 
-def _convert_device(d: Any, acc: list) -> Any:
+def _convert_device(d: Any, scan: list) -> Any:
     if d is None:
         return None
     d = torch.device(d)
     if d.type == _DEVICE_TYPE:
         # An explicit target device decides where the result lives.
-        acc[3] = STATE.current if d.index is None else d.index
+        scan[3] = STATE.current if d.index is None else d.index
         return _CPU
-    acc[2] = True  # an explicit non-npu target device: the result stays there
+    scan[2] = True  # an explicit non-npu target device: the result stays there
     return d
 
 
@@ -323,40 +329,40 @@ def _generic_kernel(op: torch._ops.OpOverload, spec: _Spec, fn: Callable | None 
     simple = not (list_pos or device_pos or tensor_kw or list_kw or device_kw or (mutable and written_kw))
 
     def general(args, kwargs):
-        acc = [-1, None, False, -1, False]
+        scan = [-1, None, False, -1, False]  # slots: see above _convert
         storages: list = []
         n = len(args)
         cargs = list(args)
         for i in tensor_pos:
             if i < n:
-                cargs[i] = convert(cargs[i], acc, storages)
+                cargs[i] = convert(cargs[i], scan, storages)
         for i in list_pos:
             if i < n:
-                cargs[i] = convert_list(cargs[i], acc, storages)
+                cargs[i] = convert_list(cargs[i], scan, storages)
         for i in device_pos:
             if i < n:
-                cargs[i] = _convert_device(cargs[i], acc)
+                cargs[i] = _convert_device(cargs[i], scan)
         ckwargs = kwargs
         if kwargs:
             ckwargs = dict(kwargs)
             for key in tensor_kw:
                 if key in kwargs:
-                    ckwargs[key] = convert(kwargs[key], acc, storages)
+                    ckwargs[key] = convert(kwargs[key], scan, storages)
             for key in list_kw:
                 if key in kwargs:
-                    ckwargs[key] = convert_list(kwargs[key], acc, storages)
+                    ckwargs[key] = convert_list(kwargs[key], scan, storages)
             for key in device_kw:
                 if key in kwargs:
-                    ckwargs[key] = _convert_device(kwargs[key], acc)
-        if acc[1] is not None and not mixed_ok:
-            raise device_error(f"{_DEVICE_TYPE}:{max(acc[0], 0)}", acc[1])
-        index = acc[3] if acc[3] >= 0 else acc[0] if acc[0] >= 0 else STATE.current
-        call = op_call if acc[4] else fn
+                    ckwargs[key] = _convert_device(kwargs[key], scan)
+        if scan[1] is not None and not mixed_ok:
+            raise device_error(f"{_DEVICE_TYPE}:{max(scan[0], 0)}", scan[1])
+        index = scan[3] if scan[3] >= 0 else scan[0] if scan[0] >= 0 else STATE.current
+        call = op_call if scan[4] else fn
         if mutable and written_kw:
             out = _call_with_out_args(call, cargs, ckwargs, kwargs, written_kw, index, storages)
         else:
             out = call(*cargs, **ckwargs)
-        if acc[2]:
+        if scan[2]:
             return out  # explicit non-npu target device (e.g. .to("cpu"))
         if single_tensor:
             return wrap_host(out, index, storages)
@@ -377,16 +383,16 @@ def _generic_kernel(op: torch._ops.OpOverload, spec: _Spec, fn: Callable | None 
         if counter[0] == 1:
             _first_call(name, args)
         # kwargs here are plain values (no tensors, lists or devices): they pass through.
-        acc = [-1, None, False, -1, False]
+        scan = [-1, None, False, -1, False]  # slots: see above _convert
         storages: list = []
         n = len(args)
         cargs = list(args)
         for i in tensor_pos:
             if i < n:
-                cargs[i] = convert(cargs[i], acc, storages)
-        if acc[1] is not None and not mixed_ok:
-            raise device_error(f"{_DEVICE_TYPE}:{max(acc[0], 0)}", acc[1])
-        if acc[4]:
+                cargs[i] = convert(cargs[i], scan, storages)
+        if scan[1] is not None and not mixed_ok:
+            raise device_error(f"{_DEVICE_TYPE}:{max(scan[0], 0)}", scan[1])
+        if scan[4]:
             out = op_call(*cargs, **kwargs)
         elif redispatch is not None:
             out = redispatch(keyset, *cargs, **kwargs)
@@ -394,7 +400,7 @@ def _generic_kernel(op: torch._ops.OpOverload, spec: _Spec, fn: Callable | None 
             out = fn(*cargs, **kwargs)
         if alias_pos >= 0:
             return args[alias_pos]
-        index = acc[0] if acc[0] >= 0 else STATE.current
+        index = scan[0] if scan[0] >= 0 else STATE.current
         if single_tensor:
             return wrap_host(out, index, storages)
         return _wrap_returns(out, returns, args, kwargs, index, storages)
@@ -499,7 +505,7 @@ def _cpu_side(t: Any) -> Any:
     """``t`` itself if it is a CPU tensor (or not a tensor), else its CPU view."""
     if not isinstance(t, _Tensor):
         return t
-    if getattr(t.untyped_storage(), "_rs", None) is not None or t.device.type == _DEVICE_TYPE:
+    if getattr(t.untyped_storage(), "_npu_binding", None) is not None or t.device.type == _DEVICE_TYPE:
         return host_view(t)
     return t
 
@@ -545,7 +551,7 @@ def resize_npu(t: torch.Tensor, size: tuple, memory_format=None) -> None:
     numel = math.prod(size)
     needed = (t.storage_offset() + numel) * itemsize if numel else 0
     storage = t.untyped_storage()
-    info = getattr(storage, "_rs", None)
+    info = getattr(storage, "_npu_binding", None)
     if info is None or needed > storage.nbytes():
         index = info.index if info is not None else (t.device.index or 0)
         host = torch.empty(needed, dtype=torch.uint8).untyped_storage()

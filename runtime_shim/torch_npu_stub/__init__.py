@@ -13,7 +13,7 @@ import runtime_shim as _runtime_shim
 
 _runtime_shim.activate()
 
-from runtime_shim import npu_api as npu  # noqa: E402,F401  (torch_npu.npu)
+from runtime_shim import npu  # noqa: E402,F401  (torch_npu.npu)
 from runtime_shim.torch_npu_stub import optim, profiler  # noqa: E402,F401  (torch_npu imports them too)
 
 __runtime_shim__ = True

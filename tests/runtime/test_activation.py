@@ -82,7 +82,7 @@ def test_torch_npu_submodules_and_unsimulated_names():
 
 
 def test_torch_version_check_message():
-    from runtime_shim._compat import check_torch_version
+    from runtime_shim.torch_version import check_torch_version
 
     check_torch_version("2.13.0+cpu")
     check_torch_version("2.6.0")

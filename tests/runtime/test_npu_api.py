@@ -7,8 +7,8 @@ import json
 import pytest
 import torch
 
-import runtime_shim.npu_api as npu_api
-from runtime_shim._compat import data_file
+import runtime_shim.npu as npu_api
+from runtime_shim.torch_version import data_file
 
 
 def test_device_management():

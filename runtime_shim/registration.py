@@ -1,4 +1,11 @@
-"""Install the simulated npu into PyTorch: PrivateUse1 rename, hooks, kernels, storage."""
+"""Install the simulated npu into PyTorch: the one place where the device is registered.
+
+``install()`` renames PrivateUse1 to ``npu`` and makes every dispatcher registration the device
+needs, in order: the per-op kernels (kernels.py) and the fallback, the storage constructor, host
+pinning, the recurrent-layer kernels (rnn.py) and the autocast fallback (autocast_policy.py).
+Registrations made later on purpose: the SDPA/dropout choice (torch_patches.py, at activation)
+and the operator check's NPU-level recorders (opcheck.py, when the check is configured).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +16,8 @@ import types
 import torch
 from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
 
+from runtime_shim import allocator as _memory
 from runtime_shim import kernels as _kernels
-from runtime_shim import memory as _memory
 from runtime_shim.device import DEVICE_TYPE, STATE, new_storage
 
 DEFAULT_DEVICE_COUNT = 8
@@ -74,6 +81,9 @@ def install(backend_module: types.ModuleType) -> None:
     from runtime_shim import rnn
 
     rnn.install()
+    from runtime_shim import autocast_policy
+
+    autocast_policy.install()
     # The autograd engine runs a non-CPU device's backward on a worker thread,
     # so every Python kernel would hand the GIL between threads; running it on
     # the calling thread (as for CPU) costs nothing and removes that overhead.

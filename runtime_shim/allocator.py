@@ -45,6 +45,8 @@ class DeviceMemory:
     def __init__(self, index: int, capacity: int) -> None:
         self.index = index
         self.capacity = capacity
+        #: the configured capacity; set_per_process_memory_fraction caps ``capacity`` below it
+        self.full_capacity = capacity
         self.allocated = 0
         self.peak_allocated = 0
         self.reserved = 0

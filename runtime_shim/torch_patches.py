@@ -19,9 +19,9 @@ import torch
 
 
 def _device_index(device: Any) -> int:
-    from runtime_shim import npu_api
+    from runtime_shim import npu
 
-    return npu_api._index(device)
+    return npu._index(device)
 
 
 def _untyped_storage_npu(self: torch.UntypedStorage, device: Any = None, non_blocking: bool = False):
@@ -51,9 +51,9 @@ def _accept_use_npu(init):
 def _record_stream_accepting_npu(record_stream):
     @functools.wraps(record_stream)
     def wrapper(self: torch.Tensor, stream: Any) -> None:
-        from runtime_shim import npu_api
+        from runtime_shim import npu
 
-        if isinstance(stream, npu_api.Stream):
+        if isinstance(stream, npu.Stream):
             return None  # simulated streams run synchronously: nothing can free the memory early
         return record_stream(self, stream)
 
@@ -178,13 +178,13 @@ def _type_accepting_npu(type_method):
 
     @functools.wraps(type_method)
     def type(self: torch.Tensor, dtype: Any = None, non_blocking: bool = False, **kwargs: Any):
-        from runtime_shim import npu_api
+        from runtime_shim import npu
 
         target = dtype
         if isinstance(target, str) and target.startswith("torch.npu."):
-            target = getattr(npu_api, target.rsplit(".", 1)[1], target)
-        if isinstance(target, npu_api._TypedTensorMeta):
-            index = self.device.index if self.device.type == "npu" else npu_api.current_device()
+            target = getattr(npu, target.rsplit(".", 1)[1], target)
+        if isinstance(target, npu._TypedTensorMeta):
+            index = self.device.index if self.device.type == "npu" else npu.current_device()
             return self.to(device=torch.device("npu", index), dtype=target.dtype, non_blocking=non_blocking)
         return type_method(self, dtype, non_blocking, **kwargs)
 

@@ -1,0 +1,53 @@
+"""``torch.npu`` (= ``torch_npu.npu``) for the simulated device, one module per feature.
+
+Names in torch_npu's ``__all__`` that are simulated come from the feature modules below; every
+other name of that list resolves to a callable that raises
+``NotImplementedError("torch.npu.X is not simulated by runtime_shim")`` when used, so a converted
+script never silently skips device work. ``torch.npu.amp`` is ``amp.py`` in this package.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from runtime_shim.npu.autocast import *  # noqa: F403
+from runtime_shim.npu.devices import *  # noqa: F403
+from runtime_shim.npu.devices import _index, _is_in_bad_fork, _lazy_init  # noqa: F401  (torch calls these)
+from runtime_shim.npu.memory import *  # noqa: F403
+from runtime_shim.npu.options import *  # noqa: F403
+from runtime_shim.npu.rng import *  # noqa: F403
+from runtime_shim.npu.streams import *  # noqa: F403
+from runtime_shim.npu.typed_tensors import *  # noqa: F403
+from runtime_shim.npu.typed_tensors import _TypedTensorMeta  # noqa: F401  (the Tensor.type patch checks it)
+from runtime_shim.torch_version import data_file
+
+
+def _load_all_names() -> list[str]:
+    data = json.loads(data_file("npu_api_names.json").read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for release_names in data["releases"].values():
+        names.update(release_names)
+    return sorted(names)
+
+
+def _not_simulated(name: str):
+    message = f"torch.npu.{name} is not simulated by runtime_shim"
+
+    def unavailable(*args: Any, **kwargs: Any):
+        raise NotImplementedError(message)
+
+    unavailable.__name__ = name
+    unavailable.__qualname__ = name
+    unavailable.__doc__ = message
+    return unavailable
+
+
+__all__ = _load_all_names()
+NOT_SIMULATED = sorted(name for name in __all__ if name not in globals())
+for _name in NOT_SIMULATED:
+    globals()[_name] = _not_simulated(_name)
+del _name
+
+
+from runtime_shim.npu import amp  # noqa: E402,F401  (exposes torch.npu.amp once the names above exist)
