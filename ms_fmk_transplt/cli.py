@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from ms_fmk_transplt import __version__, data
 from ms_fmk_transplt.model import Operation, Status
+
+if TYPE_CHECKING:  # rich.progress and rich.table load only when a bar or a table is shown
+    from rich.progress import Progress, TaskID
 
 EXIT_OK, EXIT_FAILED_FILES, EXIT_USAGE, EXIT_UNSUPPORTED = 0, 1, 2, 3
 PROGRESS_MIN_FILES = 50
@@ -66,6 +67,12 @@ def convert(
     strict: bool = typer.Option(False, "--strict", help="Exit 3 when unsupported APIs are found."),
     jobs: int = typer.Option(0, "-j", "--jobs", min=0, help="Worker processes; 0 chooses by input size."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress bar and no summary table."),
+    cache_dir: Path | None = typer.Option(
+        None,
+        "--cache-dir",
+        help="Folder of the result cache (default $XDG_CACHE_HOME/ms_fmk_transplt or ~/.cache/ms_fmk_transplt).",
+    ),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the result cache."),
     tool_version: bool = typer.Option(
         False,
         "--tool-version",
@@ -89,6 +96,8 @@ def convert(
         force=force,
         jobs=jobs,
         opt_ins=tuple(opt_in or ()),
+        cache_dir=cache_dir,
+        use_cache=not no_cache,
     )
     try:
         with _progress(quiet) as progress:
@@ -98,7 +107,7 @@ def convert(
     except KeyboardInterrupt:
         err.print("interrupted: nothing was written")
         raise typer.Exit(130) from None
-    for warning in options.warnings:
+    for warning in run.warnings:
         err.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
     if not quiet:
         _summary(run)
@@ -125,6 +134,8 @@ class _progress:
         if self.bar is None:
             if total < PROGRESS_MIN_FILES:
                 return
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
             self.bar = Progress(
                 TextColumn("converting"),
                 BarColumn(),
@@ -145,6 +156,8 @@ class _progress:
 
 
 def _summary(run) -> None:
+    from rich.table import Table
+
     table = Table(title=f"ms_fmk_transplt: {run.output_root}", title_justify="left")
     table.add_column("files", justify="left")
     table.add_column("count", justify="right")
@@ -173,6 +186,8 @@ def rules_list(
         rules = load_rules(tuple(rule or ()))
     except RuleFileError as exc:
         _fail(str(exc))
+    from rich.table import Table
+
     table = Table(show_lines=False)
     for column in ("id", "kind", "summary"):
         table.add_column(column, overflow="fold")

@@ -6,7 +6,7 @@ Everything here is frozen and picklable so that worker processes can return it.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 class Operation(str, enum.Enum):
@@ -67,7 +67,7 @@ class RunResult:
     rule_files: tuple[str, ...] = ()
     release: str = ""
     seconds: float = 0.0
-    totals: dict[str, int] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()  # one line each, for the user: ignored cache, renamed report, ...
 
     @property
     def failed(self) -> tuple[FileResult, ...]:

@@ -7,12 +7,15 @@ bytes. Output goes to a staging folder that replaces the final folder in one ren
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
-from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from pathlib import Path
+from typing import Any
 
+from ms_fmk_transplt.cache import ResultCache
 from ms_fmk_transplt.discover import Entry, EntryKind
 from ms_fmk_transplt.engine import Tables, convert_source, scan_text
 from ms_fmk_transplt.model import FileResult, Status
@@ -29,10 +32,9 @@ def _init_worker(tables: Tables) -> None:
     _worker_tables = tables
 
 
-def _convert_one(item: tuple[str, str]) -> FileResult:
-    rel, path = item
+def _convert_chunk(chunk: list[tuple[str, str]]) -> list[FileResult]:
     assert _worker_tables is not None
-    return _convert_path(rel, path, _worker_tables)
+    return [_convert_path(rel, path, _worker_tables) for rel, path in chunk]
 
 
 def _convert_path(rel: str, path: str, tables: Tables) -> FileResult:
@@ -43,29 +45,84 @@ def _convert_path(rel: str, path: str, tables: Tables) -> FileResult:
     return convert_source(rel, data, tables)
 
 
+def _chunks(files: list[tuple[str, str, int]], jobs: int) -> list[list[tuple[str, str]]]:
+    """About 8 chunks per worker of similar byte size, largest files first, so no worker idles at the end."""
+    target = max(1, sum(size for _, _, size in files) // (jobs * 8))
+    chunks: list[list[tuple[str, str]]] = []
+    current: list[tuple[str, str]] = []
+    weight = 0
+    for rel, path, size in sorted(files, key=lambda f: -f[2]):
+        current.append((rel, path))
+        weight += size
+        if weight >= target:
+            chunks.append(current)
+            current, weight = [], 0
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _sized(files: list[tuple[str, str]]) -> list[tuple[str, str, int]]:
+    sized = []
+    for rel, path in files:
+        try:
+            sized.append((rel, path, os.path.getsize(path)))
+        except OSError:
+            sized.append((rel, path, 0))
+    return sized
+
+
 def convert_entries(
-    entries: Iterable[Entry], tables: Tables, jobs: int = 0, progress: Progress | None = None
+    entries: Iterable[Entry],
+    tables: Tables,
+    jobs: int = 0,
+    progress: Progress | None = None,
+    cache: ResultCache | None = None,
+    sink: Callable[[FileResult], FileResult] | None = None,
 ) -> list[FileResult]:
-    """A FileResult for every entry, in entry order; `jobs` 0 picks serial or parallel by size."""
+    """A FileResult for every entry, in entry order; `jobs` 0 picks serial or parallel by size.
+
+    Results are handed to `sink` as workers finish them (any order); what it returns is kept,
+    so a sink that writes the converted bytes and drops them keeps memory flat. With a cache,
+    stored results are not converted again and new ones are stored; the results are the same.
+    """
     entries = list(entries)
     python = [(e.rel, str(e.path)) for e in entries if e.kind is EntryKind.PYTHON]
-    size = sum(os.path.getsize(p) for _, p in python)
-    if jobs == 0:
-        jobs = min(os.cpu_count() or 1, 8) if size >= PARALLEL_MIN_BYTES else 1
     total = len(python)
     converted: dict[str, FileResult] = {}
-    if jobs <= 1 or total <= 1:
-        for done, (rel, path) in enumerate(python, 1):
-            converted[rel] = _convert_path(rel, path, tables)
-            if progress:
-                progress(done, total, rel)
-    else:
-        with ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(tables,)) as pool:
-            chunk = max(1, total // (jobs * 8))
-            for done, result in enumerate(pool.map(_convert_one, python, chunksize=chunk), 1):
-                converted[result.path] = result
-                if progress:
-                    progress(done, total, result.path)
+    keys: dict[str, bytes] = {}
+    todo = python
+    if cache is not None:
+        todo = []
+        for rel, path in python:
+            try:
+                data = Path(path).read_bytes()
+            except OSError:  # the conversion reports it
+                todo.append((rel, path))
+                continue
+            keys[rel] = cache.key(rel, data)
+            hit = cache.get(keys[rel], rel)
+            if hit is None:
+                todo.append((rel, path))
+            else:
+                converted[rel] = sink(hit) if sink else hit
+    done = len(converted)
+    if done and progress:
+        progress(done, total, "")
+    sized = _sized(todo)
+    if jobs == 0:
+        big = sum(size for _, _, size in sized) >= PARALLEL_MIN_BYTES
+        jobs = (os.cpu_count() or 1) if big else 1
+    jobs = max(1, min(jobs, len(sized)))
+    for result in _results(sized, tables, jobs):
+        if cache is not None and result.path in keys:
+            cache.put(keys[result.path], result)
+        converted[result.path] = sink(result) if sink else result
+        done += 1
+        if progress:
+            progress(done, total, result.path)
+    if cache is not None:
+        cache.flush()
     results = []
     for entry in entries:
         if entry.kind is EntryKind.PYTHON:
@@ -77,6 +134,44 @@ def convert_entries(
         elif entry.kind is EntryKind.SKIP:
             results.append(FileResult(entry.rel, Status.SKIPPED, reason=entry.reason))
     return results
+
+
+class _InProcess(Executor):
+    """The executor for one job: runs each chunk in this process when it is submitted, so one job
+    takes the same chunking, worker function and result path as many."""
+
+    def __init__(self, tables: Tables) -> None:
+        self.tables = tables
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        global _worker_tables
+        saved, _worker_tables = _worker_tables, self.tables
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:
+            future.set_exception(exc)
+        finally:
+            _worker_tables = saved
+        return future
+
+
+def _results(files: list[tuple[str, str, int]], tables: Tables, jobs: int) -> Iterator[FileResult]:
+    """Each file's result as soon as its chunk is done, from worker processes or, for one job,
+    from this process."""
+    pool: Executor = (
+        _InProcess(tables)
+        if jobs <= 1
+        else ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(tables,))
+    )
+    with pool:
+        if jobs <= 1:  # converted lazily, one chunk per file: results stream as in the parallel case
+            for rel, path, _ in files:
+                yield from pool.submit(_convert_chunk, [(rel, path)]).result()
+            return
+        futures = [pool.submit(_convert_chunk, chunk) for chunk in _chunks(files, jobs)]
+        for future in as_completed(futures):
+            yield from future.result()
 
 
 TEXT_SCAN_MAX_BYTES = 1 << 20
@@ -93,11 +188,37 @@ def _scan(entry: Entry, tables: Tables) -> tuple:
         return ()
 
 
-def write_tree(entries: Iterable[Entry], results: Iterable[FileResult], staging: Path) -> None:
-    """Mirror the input into `staging`: converted bytes where there are some, copies elsewhere."""
+class StreamWriter:
+    """A `convert_entries` sink: writes each Python file into staging as its result arrives and
+    keeps only the findings, so memory does not grow with the size of the tree."""
+
+    def __init__(self, entries: Iterable[Entry], staging: Path) -> None:
+        self.sources = {e.rel: e.path for e in entries if e.kind is EntryKind.PYTHON}
+        self.staging = staging
+
+    def __call__(self, result: FileResult) -> FileResult:
+        source, target = self.sources[result.path], self.staging / result.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if result.output is not None:
+            target.write_bytes(result.output)
+            shutil.copystat(source, target)
+            return dataclasses.replace(result, output=None)
+        shutil.copy2(source, target)
+        return result
+
+
+def write_tree(
+    entries: Iterable[Entry], results: Iterable[FileResult], staging: Path, streamed: bool = False
+) -> None:
+    """Mirror the input into `staging`: converted bytes where there are some, copies elsewhere.
+
+    `streamed`: a StreamWriter has already written the Python files.
+    """
     by_path = {r.path: r for r in results}
     for entry in entries:
         target = staging / entry.rel
+        if streamed and entry.kind is EntryKind.PYTHON:
+            continue
         if entry.kind is EntryKind.DIR:
             target.mkdir(parents=True, exist_ok=True)
         elif entry.kind is EntryKind.LINK:

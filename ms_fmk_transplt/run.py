@@ -9,15 +9,15 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ms_fmk_transplt import data, reports
+from ms_fmk_transplt.cache import ResultCache, default_cache_dir, rule_set_key
 from ms_fmk_transplt.discover import discover
 from ms_fmk_transplt.engine import compile_rules
 from ms_fmk_transplt.model import RunResult
-from ms_fmk_transplt.pipeline import Progress, Staging, convert_entries, write_tree
-from ms_fmk_transplt.reports.text import totals
+from ms_fmk_transplt.pipeline import Progress, Staging, StreamWriter, convert_entries, write_tree
 from ms_fmk_transplt.rules import RuleFileError, load_rules
 
 LOG_NAME = "msFmkTranspltlog.txt"
@@ -42,7 +42,8 @@ class Options:
     force: bool = False
     jobs: int = 0
     opt_ins: Sequence[str] = ()
-    warnings: list[str] = field(default_factory=list)
+    cache_dir: Path | None = None  # None: default_cache_dir()
+    use_cache: bool = True
 
 
 def output_folder(source: Path, output: Path) -> Path:
@@ -72,11 +73,12 @@ def _check_paths(options: Options) -> Path:
 def convert_project(options: Options, progress: Progress | None = None) -> RunResult:
     """Run a whole conversion; the result's files say what happened to each input path."""
     started = time.perf_counter()
+    warnings: list[str] = []
     release = options.release or data.default_release()
     if release not in data.releases():
         raise UsageError(f"unknown release {release!r}; shipped: {', '.join(data.releases())}")
     try:
-        rules = load_rules(options.rule_files, warnings=options.warnings)
+        rules = load_rules(options.rule_files, warnings=warnings)
         known = {r.params["opt_in"] for r in rules if r.params.get("opt_in")}
         unknown = sorted(set(options.opt_ins) - known)
         if unknown:
@@ -89,26 +91,31 @@ def convert_project(options: Options, progress: Progress | None = None) -> RunRe
     final = _check_paths(options)
     options.output.mkdir(parents=True, exist_ok=True)
     entries = discover(options.source, exclude=(options.output, final))
-    results = convert_entries(entries, tables, jobs=options.jobs, progress=progress)
-    taken = {e.rel for e in entries}
+    cache = None
+    if options.use_cache:
+        rule_set = rule_set_key(options.rule_files, release, options.opt_ins)
+        cache = ResultCache(options.cache_dir or default_cache_dir(), rule_set, warnings)
     staging = Staging(final, force=options.force)
     with staging as folder:
-        write_tree(entries, results, folder)
+        sink = StreamWriter(entries, folder)
+        results = convert_entries(
+            entries, tables, jobs=options.jobs, progress=progress, cache=cache, sink=sink
+        )
+        taken = {e.rel for e in entries}
+        write_tree(entries, results, folder, streamed=True)
         run = RunResult(
             input_root=str(options.source),
             output_root=str(final),
             files=tuple(results),
             rule_files=tuple(str(p) for p in options.rule_files),
             release=release,
+            seconds=time.perf_counter() - started,
         )
-        run = dataclasses.replace(run, seconds=time.perf_counter() - started, totals=totals(run))
         for name, writer in REPORTS.items():
             if name in taken:  # the project has a file of that name: keep it, rename the report
                 stem, _, suffix = name.rpartition(".")
-                options.warnings.append(
-                    f"input has a file named {name}; report written as {stem}.msft.{suffix}"
-                )
+                warnings.append(f"input has a file named {name}; report written as {stem}.msft.{suffix}")
                 name = f"{stem}.msft.{suffix}"
             (folder / name).write_bytes(writer(run))
         staging.commit()
-    return run
+    return dataclasses.replace(run, warnings=tuple(warnings))

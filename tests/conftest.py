@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from ms_fmk_transplt.engine import compile_rules
@@ -39,3 +41,10 @@ def update_fixtures(request: pytest.FixtureRequest) -> bool:
 @pytest.fixture(scope="session")
 def builtin_tables():
     return compile_rules(load_rules())
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_result_cache(tmp_path_factory: pytest.TempPathFactory):
+    """Runs in tests keep their result cache in a temporary folder, never in the user's."""
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg_cache"))
+    yield

@@ -1,0 +1,174 @@
+"""Speed features that must never change a result: lean start-up, the result cache, parallelism."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ms_fmk_transplt import pipeline
+from ms_fmk_transplt.cache import CACHE_FILE, rule_set_key
+from ms_fmk_transplt.model import RunResult
+from ms_fmk_transplt.run import LOG_NAME, Options, convert_project
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_PROBE = """
+import sys
+from ms_fmk_transplt.cli import main
+sys.argv = ["ms_fmk_transplt", "-i", sys.argv[1], "-o", sys.argv[2], "-q"]
+try:
+    main()
+except SystemExit:
+    pass
+print(" ".join(sorted(m for m in ("numpy", "rich.progress", "rich.table", "openpyxl") if sys.modules.get(m))))
+"""
+
+
+@pytest.mark.slow
+def test_quiet_run_loads_no_numpy_bar_or_table(tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "train.py").write_text("import torch\nx = torch.zeros(2).cuda()\n")
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, str(source), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    assert done.stdout.split() == ["openpyxl"]  # the xlsx report was written, without numpy
+    assert (tmp_path / "out" / "src_msft" / "unsupported_op.xlsx").stat().st_size > 0
+
+
+def _outputs(root: Path) -> dict[str, object]:
+    """Every output file's bytes; the xlsx by cell values (its zip stamps the time of writing)."""
+    import openpyxl
+
+    seen: dict[str, object] = {}
+    for path in sorted(root.rglob("*")):
+        rel = str(path.relative_to(root))
+        if path.suffix == ".xlsx":
+            book = openpyxl.load_workbook(path)
+            seen[rel] = [[list(row) for row in sheet.iter_rows(values_only=True)] for sheet in book]
+        elif path.name == LOG_NAME:  # all but the run's own duration
+            seen[rel] = [line for line in path.read_bytes().splitlines() if not line.startswith(b"seconds:")]
+        elif path.is_file():
+            seen[rel] = path.read_bytes()
+    return seen
+
+
+def _tree(root: Path) -> Path:
+    source = root / "proj"
+    shutil.copytree(ROOT / "sample_models", source)
+    (source / "broken.py").write_text("def f(:\n")
+    (source / "notes.txt").write_text("not python\n")
+    return source
+
+
+def _convert(source: Path, out: Path, **options: object) -> RunResult:
+    """Every run writes the same output folder, so the reports name the same paths."""
+    del out
+    output = source.parent / "out"
+    return convert_project(Options(source=source, output=output, force=True, **options))  # type: ignore[arg-type]
+
+
+def test_cache_never_changes_a_result(tmp_path: Path) -> None:
+    source, cache = _tree(tmp_path), tmp_path / "cache"
+    reference = _outputs(Path(_convert(source, tmp_path / "none", use_cache=False).output_root))
+    cold = _convert(source, tmp_path / "cold", cache_dir=cache)
+    assert (cache / CACHE_FILE).is_file()
+    assert _outputs(Path(cold.output_root)) == reference
+    warm = _convert(source, tmp_path / "warm", cache_dir=cache)
+    assert _outputs(Path(warm.output_root)) == reference
+    assert warm.files == cold.files
+
+
+def test_cache_hit_skips_conversion_and_edit_converts_only_that_file(tmp_path: Path, monkeypatch) -> None:
+    source, cache = _tree(tmp_path), tmp_path / "cache"
+    _convert(source, tmp_path / "cold", cache_dir=cache)
+    converted: list[str] = []
+    real = pipeline._convert_path
+
+    def spy(rel: str, path: str, tables):
+        converted.append(rel)
+        return real(rel, path, tables)
+
+    monkeypatch.setattr(pipeline, "_convert_path", spy)
+    _convert(source, tmp_path / "warm", cache_dir=cache, jobs=1)
+    assert converted == []
+    edited = next(source.rglob("*.py"))
+    edited.write_text(edited.read_text() + "\nimport torch\ny = torch.ones(1).cuda()\n")
+    again = _outputs(Path(_convert(source, tmp_path / "edited", cache_dir=cache, jobs=1).output_root))
+    assert converted == [edited.relative_to(source).as_posix()]
+    assert again == _outputs(Path(_convert(source, tmp_path / "fresh", use_cache=False).output_root))
+
+
+@pytest.mark.parametrize("content", [b"this is not a database, just text\n" * 20, b"sqlite"])
+def test_corrupt_cache_file_is_ignored_with_a_warning(tmp_path: Path, content: bytes) -> None:
+    source, cache = _tree(tmp_path), tmp_path / "cache"
+    cache.mkdir()
+    (cache / CACHE_FILE).write_bytes(content)
+    result = _convert(source, tmp_path, cache_dir=cache)
+    run = _outputs(Path(result.output_root))
+    assert [w for w in result.warnings if "result cache" in w] == [
+        f"result cache {cache / CACHE_FILE} ignored: file is not a database"
+    ]
+    assert (cache / CACHE_FILE).read_bytes() == content  # never rewritten
+    assert run == _outputs(Path(_convert(source, tmp_path / "none", use_cache=False).output_root))
+
+
+def test_foreign_sqlite_file_is_ignored_with_a_warning(tmp_path: Path) -> None:
+    source, cache = _tree(tmp_path), tmp_path / "cache"
+    cache.mkdir()
+    with sqlite3.connect(cache / CACHE_FILE) as db:
+        db.execute("CREATE TABLE results (name TEXT)")
+    before = (cache / CACHE_FILE).read_bytes()
+    assert _convert(source, tmp_path, cache_dir=cache).warnings == (
+        f"result cache {cache / CACHE_FILE} ignored: not an ms_fmk_transplt result cache",
+    )
+    assert (cache / CACHE_FILE).read_bytes() == before
+
+
+def test_no_cache_writes_no_cache_file(tmp_path: Path) -> None:
+    source, cache = _tree(tmp_path), tmp_path / "cache"
+    _convert(source, tmp_path / "out", cache_dir=cache, use_cache=False)
+    assert not cache.exists()
+
+
+def test_rule_file_edit_changes_the_key(tmp_path: Path) -> None:
+    rules = tmp_path / "r.json"
+    rules.write_text("[]")
+    first = rule_set_key([rules], "2.1.0", ())
+    rules.write_text("[ ]")
+    assert rule_set_key([rules], "2.1.0", ()) != first
+    assert rule_set_key([rules], "2.7.1", ()) != rule_set_key([rules], "2.1.0", ())
+    assert rule_set_key([rules], "2.1.0", ("x",)) != rule_set_key([rules], "2.1.0", ())
+
+
+def test_one_job_and_many_jobs_write_the_same_bytes(tmp_path: Path) -> None:
+    source = _tree(tmp_path)
+    serial = _outputs(Path(_convert(source, tmp_path, jobs=1, use_cache=False).output_root))
+    parallel = _outputs(Path(_convert(source, tmp_path, jobs=2, use_cache=False).output_root))
+    assert serial == parallel
+    assert sum(1 for rel in serial if rel.endswith(".py")) > 5
+
+
+def test_chunks_cover_every_file_once_largest_first() -> None:
+    files = [(f"f{i}.py", f"/x/f{i}.py", size) for i, size in enumerate([5, 900, 40, 40, 3000, 1])]
+    chunks = pipeline._chunks(files, jobs=2)
+    flat = [rel for chunk in chunks for rel, _ in chunk]
+    assert sorted(flat) == sorted(rel for rel, _, _ in files)
+    assert flat[0] == "f4.py" and len(chunks) > 1
+
+
+def test_renamed_report_warning_comes_back_in_the_result(tmp_path: Path) -> None:
+    source = _tree(tmp_path)
+    (source / "report.json").write_text("{}")
+    assert _convert(source, tmp_path, use_cache=False).warnings == (
+        "input has a file named report.json; report written as report.msft.json",
+    )
