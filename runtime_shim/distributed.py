@@ -1,23 +1,107 @@
 """An ``hccl`` process-group backend for the simulated npu, implemented over gloo.
 
-npu tensors are views of host memory, so each collective hands gloo CPU views
-of the very same bytes: gloo reduces in place and the npu tensors see the
-result with no copy. CPU tensors pass straight through. Works with
-``init_process_group(backend="hccl")``, ``new_group(backend="hccl")`` and DDP.
+Design: ``backend="hccl"`` builds an ordinary c10d ``ProcessGroup`` whose
+backend, for both ``cpu`` and ``npu``, is a ``ProcessGroupGloo``. Because the
+group is a real C++ ``ProcessGroup`` (not a Python subclass), it carries a
+name and a description, resolves by name, and works with everything that
+builds on c10d: ``new_group``, ``new_subgroups``, ``DeviceMesh``, functional
+collectives, DTensor, FSDP1/FSDP2, ``dist.checkpoint`` and DDP.
+
+Every collective reaches the backend through the ``c10d::*`` dispatcher ops.
+For the npu (PrivateUse1) key this module registers kernels that swap each
+npu tensor for a CPU view of the same bytes and redispatch to the CPU kernel,
+which calls gloo. gloo therefore reads and writes the npu tensors' own memory:
+no copies, and results are bit-identical to gloo on CPU. The kernels return
+the caller's npu tensors, so aliasing contracts (``allreduce_`` returns its
+input) hold.
+
+``RUNTIME_SHIM_STRICT=1`` adds the Ascend collective restrictions (see
+:func:`check_strict`), so a script that real HCCL rejects fails here first.
 """
 
 from __future__ import annotations
 
+import os
+import warnings
 from datetime import timedelta
 from typing import Any
 
 import torch
 import torch.distributed as dist
-from torch._C._distributed_c10d import ProcessGroup as _C10dProcessGroup
+from torch._C import DispatchKey, DispatchKeySet
 
 from runtime_shim.device import DEVICE_TYPE, host_view
 
 BACKEND_NAME = "hccl"
+STRICT_ENV = "RUNTIME_SHIM_STRICT"
+_CPU_KEYSET = DispatchKeySet(DispatchKey.CPU)
+
+#: c10d ops that carry tensors and run on a backend; each gets an npu kernel.
+COLLECTIVE_OPS = (
+    "allreduce_",
+    "allreduce_coalesced_",
+    "broadcast_",
+    "reduce_",
+    "allgather_",
+    "_allgather_base_",
+    "allgather_coalesced_",
+    "allgather_into_tensor_coalesced_",
+    "gather_",
+    "scatter_",
+    "reduce_scatter_",
+    "_reduce_scatter_base_",
+    "reduce_scatter_tensor_coalesced_",
+    "alltoall_base_",
+    "alltoall_",
+    "send",
+    "recv_",
+    "recv_any_source_",
+    "barrier",
+    "monitored_barrier_",
+)
+
+#: Device counts per server that HCCL accepts (porting guide, collective restrictions).
+STRICT_WORLD_SIZES = (1, 2, 4, 8)
+#: Element types HCCL collectives accept (torch_npu's HCCL data-type table).
+STRICT_DTYPES = frozenset(
+    {
+        torch.int8,
+        torch.uint8,
+        torch.int16,
+        torch.int32,
+        torch.int64,
+        torch.float16,
+        torch.bfloat16,
+        torch.float32,
+        torch.float64,
+        torch.bool,
+    }
+)
+#: Collectives whose reductions HCCL supports only for a narrower set of types.
+_STRICT_REDUCE_OPS = frozenset(
+    {
+        "allreduce_",
+        "allreduce_coalesced_",
+        "reduce_",
+        "reduce_scatter_",
+        "_reduce_scatter_base_",
+        "reduce_scatter_tensor_coalesced_",
+    }
+)
+STRICT_REDUCE_DTYPES = frozenset(
+    {torch.int8, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32}
+)
+
+_library: torch.library.Library | None = None
+
+
+class HcclRestrictionError(RuntimeError):
+    """A collective that real HCCL rejects (raised only in strict mode)."""
+
+
+def strict_enabled() -> bool:
+    """True when ``RUNTIME_SHIM_STRICT=1`` asks for the Ascend restrictions."""
+    return os.environ.get(STRICT_ENV, "") == "1"
 
 
 def _host(value: Any) -> Any:
@@ -29,102 +113,131 @@ def _host(value: Any) -> Any:
     return value
 
 
-class ProcessGroupHCCL(_C10dProcessGroup):
-    """The ``hccl`` backend: gloo collectives on host views of npu tensors."""
+def _tensors(value: Any) -> list[torch.Tensor]:
+    """Every tensor in ``value``, flattening nested lists."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    return []
 
-    def __init__(self, store, rank: int, size: int, timeout: timedelta) -> None:
-        super().__init__(rank, size)
-        # A private key prefix keeps the inner gloo rendezvous apart from any
-        # other group built on the same store.
-        self._gloo = dist.ProcessGroupGloo(dist.PrefixStore("runtime_shim_hccl", store), rank, size, timeout)
 
-    def getBackendName(self) -> str:
-        return BACKEND_NAME
-
-    def _get_backend_name(self) -> str:
-        return BACKEND_NAME
-
-    def allreduce(self, tensors, opts=None):
-        """All-reduce in place."""
-        return self._gloo.allreduce(_host(tensors), opts or dist.AllreduceOptions())
-
-    def allreduce_coalesced(self, tensors, opts=None):
-        """All-reduce a list of tensors as one."""
-        return self._gloo.allreduce_coalesced(_host(tensors), opts or dist.AllreduceCoalescedOptions())
-
-    def broadcast(self, tensors, opts=None):
-        """Broadcast in place from ``opts.rootRank``."""
-        return self._gloo.broadcast(_host(tensors), opts or dist.BroadcastOptions())
-
-    def reduce(self, tensors, opts=None):
-        """Reduce to ``opts.rootRank``."""
-        return self._gloo.reduce(_host(tensors), opts or dist.ReduceOptions())
-
-    def allgather(self, output_tensors, input_tensors, opts=None):
-        """Gather every rank's input into each rank's output list."""
-        return self._gloo.allgather(
-            _host(output_tensors), _host(input_tensors), opts or dist.AllgatherOptions()
+def check_strict(op: str, args: tuple[Any, ...], world_size: int) -> None:
+    """Raise :class:`HcclRestrictionError` for a collective real HCCL would refuse."""
+    if world_size not in STRICT_WORLD_SIZES:
+        raise HcclRestrictionError(
+            f"hccl: {op} on a group of {world_size} devices; HCCL supports 1, 2, 4 or 8 devices per server "
+            f"({STRICT_ENV}=1)"
         )
+    allowed = STRICT_REDUCE_DTYPES if op in _STRICT_REDUCE_OPS else STRICT_DTYPES
+    for tensor in _tensors(args):
+        if tensor.device.type == DEVICE_TYPE and tensor.dtype not in allowed:
+            raise HcclRestrictionError(f"hccl: {op} does not support dtype {tensor.dtype} ({STRICT_ENV}=1)")
 
-    def _allgather_base(self, output, input, opts=None):
-        """All-gather into one flat output tensor."""
-        return self._gloo._allgather_base(_host(output), _host(input), opts or dist.AllgatherOptions())
 
-    def allgather_coalesced(self, output_lists, input_list, opts=None):
-        """All-gather several tensors at once."""
-        return self._gloo.allgather_coalesced(
-            _host(output_lists), _host(input_list), opts or dist.AllgatherOptions()
+def _swap_back(result: Any, originals: list[Any], hosts: list[Any]) -> Any:
+    """Replace host views in an op's result by the npu tensors they stand for."""
+    by_id = {id(h): o for o, h in zip(_tensors(originals), _tensors(hosts), strict=True)}
+
+    def swap(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return by_id.get(id(value), value)
+        if isinstance(value, (list, tuple)):
+            return type(value)(swap(v) for v in value)
+        return value
+
+    return swap(result)
+
+
+def _make_kernel(op: torch._ops.OpOverload):
+    """An npu kernel for ``op``: torch's CPU kernel (it calls the group's gloo backend) on host views.
+
+    The CPU kernel is reached through ``OpOverload.redispatch``, which releases the GIL while
+    gloo enqueues the work. That matters: a gloo worker thread drops its last reference to a
+    finished work's tensors while holding the queue lock, and our host views are Python-made
+    tensors, so that drop takes the GIL. Calling a kernel with the GIL held (``call_boxed``)
+    while the worker does it deadlocks the rank (seen under load on 4-rank DeviceMesh runs).
+    """
+    name = op._schema.name.split("::")[-1]
+    group_index = next(i for i, a in enumerate(op._schema.arguments) if a.name == "process_group")
+
+    def kernel(*args: Any) -> Any:
+        if strict_enabled():
+            check_strict(name, args, args[group_index].size())
+        hosts = [_host(a) for a in args]
+        result = op.redispatch(_CPU_KEYSET, *hosts)
+        return _swap_back(result, list(args), hosts)
+
+    return kernel
+
+
+def _create(store, rank: int, size: int, timeout: timedelta):
+    """Creator for ``backend="hccl"``: a gloo backend the npu kernels feed with host views."""
+    if strict_enabled() and size not in STRICT_WORLD_SIZES:
+        raise HcclRestrictionError(
+            f"hccl: a process group of {size} devices; HCCL supports 1, 2, 4 or 8 devices per server "
+            f"({STRICT_ENV}=1)"
         )
-
-    def gather(self, output_tensors, input_tensors, opts=None):
-        """Gather to ``opts.rootRank``."""
-        return self._gloo.gather(_host(output_tensors), _host(input_tensors), opts or dist.GatherOptions())
-
-    def scatter(self, output_tensors, input_tensors, opts=None):
-        """Scatter from ``opts.rootRank``."""
-        return self._gloo.scatter(_host(output_tensors), _host(input_tensors), opts or dist.ScatterOptions())
-
-    def reduce_scatter(self, output_tensors, input_tensors, opts=None):
-        """Reduce, then scatter the result."""
-        return self._gloo.reduce_scatter(
-            _host(output_tensors), _host(input_tensors), opts or dist.ReduceScatterOptions()
-        )
-
-    def _reduce_scatter_base(self, output, input, opts=None):
-        """Reduce-scatter on flat tensors."""
-        return self._gloo._reduce_scatter_base(
-            _host(output), _host(input), opts or dist.ReduceScatterOptions()
-        )
-
-    def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
-        """All-to-all on flat tensors."""
-        return self._gloo.alltoall_base(
-            _host(output), _host(input), output_split_sizes, input_split_sizes, opts or dist.AllToAllOptions()
-        )
-
-    def send(self, tensors, dst_rank: int, tag: int):
-        """Point-to-point send."""
-        return self._gloo.send(_host(tensors), dst_rank, tag)
-
-    def recv(self, tensors, src_rank: int, tag: int):
-        """Point-to-point receive."""
-        return self._gloo.recv(_host(tensors), src_rank, tag)
-
-    def recv_anysource(self, tensors, tag: int):
-        """Receive from any rank."""
-        return self._gloo.recv_anysource(_host(tensors), tag)
-
-    def barrier(self, opts=None):
-        """Block until every rank arrives."""
-        return self._gloo.barrier(opts or dist.BarrierOptions())
+    return dist.ProcessGroupGloo(store, rank, size, timeout)
 
 
-def _create(store, rank: int, size: int, timeout: timedelta) -> ProcessGroupHCCL:
-    return ProcessGroupHCCL(store, rank, size, timeout)
+class NotSimulatedError(NotImplementedError):
+    """An API the simulated npu does not provide."""
+
+
+_torch_storage_resize = torch.UntypedStorage.resize_
+_torch_storage_nbytes = torch.UntypedStorage.nbytes
+_torch_storage_size = torch.UntypedStorage.size
+#: Set on an npu storage's Python object while FSDP holds it "freed".
+_FREED = "_rs_freed"
+
+
+def _storage_resize(self: torch.UntypedStorage, size: int) -> torch.UntypedStorage:
+    """``resize_`` that lets FSDP free and re-allocate npu parameter storage.
+
+    An npu storage is a fixed view of host bytes and PyTorch's Python backend
+    API has no storage-resize hook. So on the npu a resize to 0 (FSDP freeing an
+    unsharded parameter) marks the storage freed (it then reports 0 bytes, which
+    FSDP reads to decide whether to all-gather) and a resize back to the full
+    size revives it; the simulated memory is not handed back in between. Any
+    other npu resize is not simulated.
+    """
+    if self.device.type != DEVICE_TYPE:
+        return _torch_storage_resize(self, size)
+    if size == 0:
+        setattr(self, _FREED, True)
+        return self
+    if size == _torch_storage_nbytes(self):
+        setattr(self, _FREED, False)
+        return self
+    raise NotSimulatedError(
+        f"UntypedStorage.resize_ to {size} bytes on {self.device} is not simulated by runtime_shim"
+    )
+
+
+def _storage_nbytes(self: torch.UntypedStorage) -> int:
+    """Bytes of the storage; 0 for an npu storage FSDP has freed."""
+    return 0 if getattr(self, _FREED, False) else _torch_storage_nbytes(self)
+
+
+def _storage_size(self: torch.UntypedStorage) -> int:
+    """Size in bytes; 0 for an npu storage FSDP has freed."""
+    return 0 if getattr(self, _FREED, False) else _torch_storage_size(self)
 
 
 def register() -> None:
     """Make ``backend="hccl"`` available (for the npu device) in torch.distributed."""
+    global _library
     if BACKEND_NAME in dist.Backend.backend_list:
         return
-    dist.Backend.register_backend(BACKEND_NAME, _create, devices=[DEVICE_TYPE])
+    dist.Backend.register_backend(BACKEND_NAME, _create, devices=["cpu", DEVICE_TYPE])
+    torch.UntypedStorage.resize_ = _storage_resize  # type: ignore[method-assign,assignment]
+    torch.UntypedStorage.nbytes = _storage_nbytes  # type: ignore[method-assign,assignment]
+    torch.UntypedStorage.size = _storage_size  # type: ignore[method-assign,assignment]
+    library = torch.library.Library("c10d", "IMPL")
+    with warnings.catch_warnings():
+        # Replacing torch's own npu kernels is the point; don't warn about it.
+        warnings.filterwarnings("ignore", "Warning only once for all operators")
+        for op_name in COLLECTIVE_OPS:
+            library.impl(op_name, _make_kernel(getattr(torch.ops.c10d, op_name).default), "PrivateUse1")
+    _library = library

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -39,6 +40,23 @@ def run_python(args, env_extra=None, cwd=None, timeout=240):
     env.pop("TORCH_NPU_FALLBACK_CPU_DISABLE", None)
     env["RUNTIME_SHIM_OPCHECK"] = "off"
     env.update(env_extra or {})
-    return subprocess.run(
-        [sys.executable, *args], cwd=cwd or ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    # A session of its own, so a timeout kills the workers a launcher started too (a hung
+    # torchrun otherwise leaves its ranks running after the test has failed).
+    proc = subprocess.Popen(
+        [sys.executable, *args],
+        cwd=cwd or ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate()
+        raise AssertionError(
+            f"timed out after {timeout}s: {' '.join(map(str, args))}\n{stderr[-4000:]}"
+        ) from None
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)

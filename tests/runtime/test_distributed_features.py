@@ -1,0 +1,140 @@
+"""hccl as a full c10d backend: DeviceMesh, TP/SP, FSDP1/FSDP2, dcp, strict mode.
+
+Each multi-process case runs scripts/dist_features.py on the simulated npu
+(backend hccl) and natively on CPU (gloo) and compares the two: the npu
+collectives run gloo on the very bytes of the npu tensors, so results are
+bit-identical (tolerance 0).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+import torch
+from conftest import HERE, run_python
+
+from runtime_shim import distributed
+
+SCRIPT = HERE / "scripts" / "dist_features.py"
+TORCHRUN = ["-m", "torch.distributed.run", "--nproc-per-node"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _run(tmp_path, mode: str, device: str, nprocs: int, spawn: bool) -> list[dict]:
+    out = tmp_path / f"{mode}.{device}"
+    tail = [mode, device, str(out)]
+    shim = ["-m", "runtime_shim"] if device == "npu" else []
+    if spawn:
+        args = [*shim, str(SCRIPT), *tail, "--spawn", str(nprocs), str(_free_port())]
+    else:
+        args = [*TORCHRUN, str(nprocs), "--master-port", str(_free_port()), *shim, str(SCRIPT), *tail]
+    env = {} if device == "npu" else {"PYTHONPATH": ""}
+    proc = run_python(args, env_extra=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return [json.loads((tmp_path / f"{out.name}.{r}").read_text()) for r in range(nprocs)]
+
+
+def _parity(tmp_path, mode: str, nprocs: int = 2, spawn: bool = False) -> list[dict]:
+    npu = _run(tmp_path, mode, "npu", nprocs, spawn)
+    cpu = _run(tmp_path, mode, "cpu", nprocs, spawn)
+    for n, c in zip(npu, cpu, strict=True):
+        assert {k: v for k, v in n.items() if k not in ("device", "shard_device", "tensor_device")} == {
+            k: v for k, v in c.items() if k not in ("device", "shard_device", "tensor_device")
+        }
+    return npu
+
+
+@pytest.mark.slow
+def test_device_mesh_1d_collectives_under_torchrun(tmp_path):
+    ranks = _parity(tmp_path, "mesh1d")
+    assert ranks[0]["tensor_device"] == "npu"
+    assert ranks[0]["all_reduce_dp"] == [3.0, 3.0]
+    assert ranks[1]["swapped"] == [2.0, 3.0, 102.0, 103.0]
+
+
+@pytest.mark.slow
+def test_device_mesh_2d_with_four_processes(tmp_path):
+    ranks = _parity(tmp_path, "mesh2d", nprocs=4)
+    # dp groups are {0, 2} and {1, 3}; tp groups {0, 1} and {2, 3}
+    assert ranks[0]["all_reduce_dp"] == [4.0, 4.0]
+    assert ranks[0]["all_reduce_tp"] == [3.0, 3.0]
+    assert ranks[3]["all_reduce_tp"] == [7.0, 7.0]
+    assert len(set(ranks[0]["names"])) == 2
+
+
+@pytest.mark.slow
+def test_tensor_parallel_block_matches_gloo(tmp_path):
+    ranks = _parity(tmp_path, "tp")
+    assert len(ranks[0]["losses"]) == 3
+
+
+@pytest.mark.slow
+def test_sequence_parallel_block_matches_gloo_with_spawn(tmp_path):
+    ranks = _parity(tmp_path, "sp", spawn=True)
+    assert len(ranks[0]["losses"]) == 3
+
+
+@pytest.mark.slow
+def test_fsdp1_matches_gloo(tmp_path):
+    ranks = _parity(tmp_path, "fsdp1")
+    assert ranks[0]["losses"] != ranks[1]["losses"]  # ranks saw different data
+
+
+@pytest.mark.slow
+def test_fsdp2_sharded_checkpoint_round_trip(tmp_path):
+    ranks = _parity(tmp_path, "dcp", spawn=True)
+    for rank in ranks:
+        assert rank["reloaded"] == rank["params"]
+        assert rank["shard_device"] == "npu"
+
+
+def test_strict_mode_rejects_what_hccl_refuses(monkeypatch):
+    monkeypatch.setenv(distributed.STRICT_ENV, "1")
+    distributed.check_strict("allreduce_", ([torch.ones(2)],), 2)
+    with pytest.raises(distributed.HcclRestrictionError, match="group of 3 devices"):
+        distributed.check_strict("broadcast_", ([torch.ones(2, device="npu:0")],), 3)
+    with pytest.raises(
+        distributed.HcclRestrictionError, match=r"allreduce_ does not support dtype torch\.float64"
+    ):
+        distributed.check_strict("allreduce_", ([torch.ones(2, dtype=torch.float64, device="npu:0")],), 2)
+    # a broadcast of float64 moves bytes only, which HCCL accepts
+    distributed.check_strict("broadcast_", ([torch.ones(2, dtype=torch.float64, device="npu:0")],), 2)
+    with pytest.raises(distributed.HcclRestrictionError, match="group of 3 devices"):
+        distributed._create(None, 0, 3, None)
+
+
+@pytest.mark.slow
+def test_strict_mode_fails_a_three_process_run(tmp_path):
+    code = (
+        "import torch, torch.distributed as dist\n"
+        "dist.init_process_group('hccl')\n"
+        "t = torch.ones(2, device=torch.device('npu', dist.get_rank()))\n"
+        "dist.all_reduce(t)\n"
+    )
+    script = tmp_path / "three.py"
+    script.write_text(code)
+    args = [*TORCHRUN, "3", "--master-port", str(_free_port()), "-m", "runtime_shim", str(script)]
+    proc = run_python(args, env_extra={"RUNTIME_SHIM_STRICT": "1"}, cwd=tmp_path)
+    assert proc.returncode != 0
+    assert "HCCL supports 1, 2, 4 or 8 devices per server" in proc.stderr
+    proc = run_python(args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_npu_storage_resize_frees_and_revives(npu):
+    t = torch.arange(4.0, device=npu)
+    storage = t.untyped_storage()
+    storage.resize_(0)
+    assert storage.size() == storage.nbytes() == 0
+    storage.resize_(16)
+    assert storage.nbytes() == 16
+    assert t.tolist() == [0.0, 1.0, 2.0, 3.0]
+    with pytest.raises(NotImplementedError, match="resize_ to 8 bytes on npu:0 is not simulated"):
+        storage.resize_(8)
