@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ms_fmk_transplt.engine.context import DeviceSpec
 from ms_fmk_transplt.rules.model import Rule
 
 
@@ -82,6 +83,7 @@ class Tables:
     keywords: dict[str, list[KeywordRename]] = field(default_factory=dict)
     keyword_defaults: dict[str, list[Rule]] = field(default_factory=dict)
     strings: list[StringRewrite] = field(default_factory=list)
+    device_spec: DeviceSpec = field(default_factory=DeviceSpec)  # where a string literal is a device
     env_vars: dict[str, Rename] = field(default_factory=dict)
     env_prefixes: dict[str, Rename] = field(default_factory=dict)
     handlers: list[tuple[Rule, Any]] = field(default_factory=list)

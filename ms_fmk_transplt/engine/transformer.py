@@ -13,6 +13,7 @@ from typing import Any
 
 import libcst as cst
 
+from ms_fmk_transplt.engine.context import DeviceContext, Verdict
 from ms_fmk_transplt.engine.names import alias_table, build_dotted, dotted, import_bindings, iter_imports
 from ms_fmk_transplt.engine.tables import Match, Tables
 from ms_fmk_transplt.model import Operation
@@ -114,6 +115,14 @@ class Converter(cst.CSTTransformer):
         self._top_ids = {id(statement): i for i, statement in enumerate(module.body)}
         self._top = -1
         self.renamed_names = {old: new for old, (new, _) in self.rebound.items() if old != new}
+        self.context = DeviceContext(tables.device_spec, self.qualify)
+        if tables.strings:
+            self.context.scan(module)
+        self._quiet_saved: list[int] = []
+        # `self.is_cuda = ...`: an attribute the file assigns is the user's, never Tensor.is_cuda
+        self.assigned_attributes: set[tuple[str, str]] = set()  # (object as code, attribute)
+        if tables.attributes:
+            module.visit(_AssignedAttributes(self.assigned_attributes))
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         top = self._top_ids.get(id(node))
@@ -244,6 +253,10 @@ class Converter(cst.CSTTransformer):
             else ""
         )
         positional = [a for a in node.args if a.keyword is None]
+        # code nested in a message's arguments is still code: print(torch.zeros(2, device="cuda"))
+        self._quiet_saved.append(self._quiet_depth)
+        if name not in _MESSAGE_CONTINUES:
+            self._quiet_depth = 0
         if name in _MESSAGE_CALLS or name.endswith(("Error", "Exception", "Warning")):
             self._quiet_args.update(id(a) for a in node.args)
         elif name in _OPTION_CALLS or name in _ATTRIBUTE_NAME_CALLS:
@@ -251,6 +264,10 @@ class Converter(cst.CSTTransformer):
         qualified = self.qualify(func)
         if qualified in _ENV_CALLS and positional:
             self._env_keys.add(id(positional[0].value))
+        if name in _ATTRIBUTE_NAME_CALLS and len(positional) > 1:
+            self._attribute_by_name(node, positional[0].value, positional[1].value)
+        if qualified == "os.environ.update" and positional and isinstance(positional[0].value, cst.Dict):
+            self._env_dict(positional[0].value)
         if name == "to" or qualified == "torch.device":
             self._device_args.update(id(a) for a in positional[:1])
         elif qualified == "torch.load" and len(positional) > 1:
@@ -260,6 +277,42 @@ class Converter(cst.CSTTransformer):
     def visit_Expr(self, node: cst.Expr) -> bool:
         # a bare string statement (docstring) is prose
         return not isinstance(node.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+
+    def visit_Dict(self, node: cst.Dict) -> bool:
+        # an environment built for a child process: {**os.environ, "CUDA_VISIBLE_DEVICES": "0"}
+        if any(
+            isinstance(e, cst.StarredDictElement) and self.qualify(e.value) == "os.environ"
+            for e in node.elements
+        ):
+            self._env_dict(node)
+        return True
+
+    def _attribute_by_name(self, call: cst.Call, owner: cst.BaseExpression, attr: cst.BaseExpression) -> None:
+        """`getattr(torch, "cuda")`: the name a rule rewrites, spelled as a string, is reported."""
+        base = self.qualify(owner)
+        if base is None or not isinstance(attr, cst.SimpleString):
+            return
+        value = attr.evaluated_value
+        if not isinstance(value, str):
+            return
+        match = self.t.lookup(f"{base}.{value}")
+        if match is None or match.prefix != f"{base}.{value}":
+            return
+        target = f"the string {value!r} (write {match.new.rsplit('.', 1)[-1]!r})" if match.new else ""
+        self.pending.append(
+            Pending(
+                call,
+                match.rule,
+                Operation.UNSUPPORTED,
+                f"{match.prefix} looked up by name is not converted; change {target or 'it by hand'}",
+                top=self._top,
+            )
+        )
+
+    def _env_dict(self, node: cst.Dict) -> None:
+        for element in node.elements:
+            if isinstance(element, cst.DictElement):
+                self._env_keys.add(id(element.key))
 
     def visit_DictElement(self, node: cst.DictElement) -> bool:
         if self._device_depth == 0:
@@ -273,7 +326,14 @@ class Converter(cst.CSTTransformer):
                 (self._env_keys if environ else self._keys).add(id(element.slice.value))
         return True
 
+    def leave_Comparison(self, original_node: cst.Comparison, updated_node: cst.Comparison):
+        self._quiet_depth = self._quiet_saved.pop()
+        return updated_node
+
     def visit_Comparison(self, node: cst.Comparison) -> bool:
+        # a comparison in a message's arguments is code: print(dist.get_backend() in ("nccl", "gloo"))
+        self._quiet_saved.append(self._quiet_depth)
+        self._quiet_depth = 0
         for target in node.comparisons:
             if (
                 isinstance(target.operator, (cst.In, cst.NotIn))
@@ -300,13 +360,33 @@ class Converter(cst.CSTTransformer):
         if key in self._env_keys:
             return self._rewrite_env(original_node, updated_node, value)
         for rewrite in self.t.strings:
-            if rewrite.pattern.fullmatch(value):
+            if self.context.matches(original_node, value, rewrite.pattern, rewrite.old):
+                verdict = (
+                    Verdict.DEVICE
+                    if self._device_depth or "device_context" not in rewrite.rule.params
+                    else self.context.verdict(original_node, value, rewrite.old)
+                )
+                if verdict is Verdict.TEXT:
+                    return updated_node
+                if verdict is Verdict.UNKNOWN:
+                    self.pending.append(
+                        Pending(
+                            original_node,
+                            rewrite.rule,
+                            Operation.UNSUPPORTED,
+                            f"{value!r} kept: not provably a device here (no device API, comparison or"
+                            f" device-named variable takes it); if it names one, write {rewrite.new!r}",
+                            heuristic=True,
+                            top=self._top,
+                        )
+                    )
+                    return updated_node
                 new_value = rewrite.new + value[len(rewrite.old) :]
                 self.report(
                     original_node,
                     rewrite.rule,
                     Operation.MODIFY,
-                    heuristic=not self._device_depth,
+                    heuristic=not self._device_depth and "device_context" not in rewrite.rule.params,
                     old=repr(value),
                     new=repr(new_value),
                 )
@@ -391,6 +471,22 @@ class Converter(cst.CSTTransformer):
             entry = self.t.attributes.get(original_node.attr.value)
             if entry is None or entry.new is None:
                 return updated_node
+            attr = original_node.attr.value
+            if (_code(original_node.value), attr) in self.assigned_attributes:
+                return updated_node
+            if any(a == attr for _, a in self.assigned_attributes):
+                self.pending.append(
+                    Pending(
+                        original_node,
+                        entry.rule,
+                        Operation.UNSUPPORTED,
+                        f".{attr} kept: this file also assigns its own .{attr}; if this one is a tensor's,"
+                        f" write .{entry.new}",
+                        heuristic=True,
+                        top=self._top,
+                    )
+                )
+                return updated_node
             self.report(
                 original_node,
                 entry.rule,
@@ -423,6 +519,7 @@ class Converter(cst.CSTTransformer):
 
     # ---- calls ------------------------------------------------------------------------------------
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        self._quiet_depth = self._quiet_saved.pop()
         func = original_node.func
         name = self.qualify(func)
         resolved = name is not None and self.t.lookup(name) is not None
@@ -585,8 +682,10 @@ class Converter(cst.CSTTransformer):
 
     def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom):
         module = dotted(updated_node.module) if not updated_node.relative else None
-        if module is None or isinstance(updated_node.names, cst.ImportStar):
+        if module is None:
             return updated_node
+        if isinstance(updated_node.names, cst.ImportStar):
+            return self._star_import(original_node, updated_node, module)
         kept: list[cst.ImportAlias] = []
         moved: dict[str, list[cst.ImportAlias]] = {}
         for alias in updated_node.names:
@@ -626,6 +725,37 @@ class Converter(cst.CSTTransformer):
         self._extra_lines.extend(extra)
         return first
 
+    def _star_import(self, original: cst.ImportFrom, updated: cst.ImportFrom, module: str) -> cst.ImportFrom:
+        """`from torch.cuda.amp import *`: the module's counterpart, or a report; never silence."""
+        match = self.t.lookup(module)
+        if match is not None and match.prefix == module:
+            self._report_match(original, match)
+            if match.new is None:
+                return updated
+            self._need_import_for(match.new)
+            return updated.with_changes(module=build_dotted(match.new))
+        if match is not None:  # a member of a module the rules cover: `from torch.cuda.nvtx import *`
+            self.report_unsupported(original, match.rule, f"from {module} import *", match.suggestion)
+            return updated
+        rewritten = [n for n, e in self.t.renames.items() if e.new is not None]
+        rewritten += [n for n, m in self.t.modules.items() if m.new_module is not None]
+        covered = sorted(name for name in rewritten if name.startswith(module + "."))
+        if covered:
+            rule = (
+                self.t.renames[covered[0]] if covered[0] in self.t.renames else self.t.modules[covered[0]]
+            ).rule
+            self.pending.append(
+                Pending(
+                    original,
+                    rule,
+                    Operation.UNSUPPORTED,
+                    f"from {module} import * binds names the converter cannot see ({', '.join(covered[:3])}"
+                    f"{', ...' if len(covered) > 3 else ''} need rewriting); import them by name",
+                    top=self._top,
+                )
+            )
+        return updated
+
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
         self._extra_lines = []
         return True
@@ -660,6 +790,11 @@ class Converter(cst.CSTTransformer):
             or self.uses_needed_api
             or (self.entry_point and self._anchor_line is not None)
         )
+        # a file without torch (an mmcv/mmengine config: dist_params = dict(backend="nccl")) keeps its
+        # imports: its values are converted, and whoever loads it imports torch_npu with torch
+        imports_torch = any(q == "torch" or q.startswith("torch.") for q in self.aliases.values())
+        if not imports_torch and not self.entry_point:
+            wanted = False
         if not name_needed and (not wanted or self.has_torch_npu or imported):
             return updated_node
         line = cst.SimpleStatementLine(
@@ -697,6 +832,33 @@ class Converter(cst.CSTTransformer):
         )
         before = _imports_device_module(self._anchor_updated)
         return updated_node.visit(_InsertNextTo(self._anchor_updated, line, before))
+
+
+class _AssignedAttributes(cst.CSTVisitor):
+    """Collects the attribute names the module assigns: `obj.name = ...`, `obj.name += ...`."""
+
+    def __init__(self, into: set[tuple[str, str]]) -> None:
+        super().__init__()
+        self.into = into
+
+    def _add(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Attribute):
+            self.into.add((_code(target.value), target.attr.value))
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._add(element.value)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._add(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._add(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._add(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._add(node.target)
 
 
 class _InsertNextTo(cst.CSTTransformer):
@@ -758,6 +920,8 @@ _MESSAGE_CALLS = frozenset(
         "xfail",
     }
 )
+# calls whose arguments are still part of the message they sit in
+_MESSAGE_CONTINUES = _MESSAGE_CALLS | frozenset({"format", "join", "str", "repr", "getattr", "hasattr"})
 _OPTION_CALLS = frozenset({"add_argument", "add_option", "DEFINE_string", "DEFINE_bool", "DEFINE_boolean"})
 _ATTRIBUTE_NAME_CALLS = frozenset({"getattr", "setattr", "hasattr", "delattr"})
 _ENV_CALLS = frozenset(

@@ -6,6 +6,16 @@ user's words. Never changed: docstrings and bare string statements, arguments of
 warnings / exceptions, `help=`-like keywords, option names given to add_argument, attribute names
 given to getattr, dict keys and subscripts (except inside `map_location=`). Partial matches
 ("cuda is slow", "--cuda", "use_cuda") never match.
+
+With `device_context` (the device rule has one) a bare `"cuda"` is changed only where it is
+provably a device (engine/context.py): an argument of a device-taking call or keyword listed in
+`calls` / `keywords`, a comparison with a device-named expression (`names`), a value bound to a
+device-named variable, parameter, dict key or `--device` option, or a variable the file passes to
+a device-taking call. `"cuda:N"` forms and `"cuda:" + str(rank)` are always devices. Judgement
+calls: `__all__` entries, `dest=`, path pieces (`os.path.join`) are names, kept silently; any
+other bare `"cuda"` is kept and reported, since renaming a user's key or label breaks programs
+that ran before while a missed device shows up at once on the NPU. Code nested in a message's
+arguments (`print(torch.zeros(2, device="cuda"))`) is still converted.
 """
 
 import re
@@ -19,7 +29,27 @@ from ms_fmk_transplt.rules.registry import kind
     name="StringLiteralRule",
     schema={
         "required": ["pattern", "old", "new"],
-        "properties": {"pattern": {"type": "string"}, "old": {"type": "string"}, "new": {"type": "string"}},
+        "properties": {
+            "pattern": {"type": "string"},
+            "old": {"type": "string"},
+            "new": {"type": "string"},
+            "device_context": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "calls": {
+                        "type": "object",
+                        "additionalProperties": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+                    },
+                    "keywords": {"type": "array", "items": {"type": "string"}},
+                    "names": {"type": "array", "items": {"type": "string"}},
+                    "option_keywords": {"type": "array", "items": {"type": "string"}},
+                    "text_calls": {"type": "array", "items": {"type": "string"}},
+                    "text_keywords": {"type": "array", "items": {"type": "string"}},
+                    "text_targets": {"type": "array", "items": {"type": "string"}},
+                },
+            },
+        },
     },
     message="{old} -> {new}",
     heuristic=True,
@@ -32,6 +62,9 @@ class StringLiteralRule:
         regex = re.compile(entry["pattern"])
         if not entry["old"] or not regex.fullmatch(entry["old"] + _sample_suffix(regex, entry["old"])):
             return [("old", f"the pattern must match strings that start with {entry['old']!r}")]
+        for i, name in enumerate(entry.get("device_context", {}).get("names", ())):
+            if p := checks.regex(name):
+                return [(f"device_context.names[{i}]", p)]
         if any(ch in entry["new"] for ch in "'\"\\\n"):
             return [("new", "quotes, backslashes and newlines are not allowed in the replacement")]
         return []
@@ -50,6 +83,7 @@ class StringLiteralRule:
             p = rule.params
             tables.strings.append(StringRewrite(rule, re.compile(p["pattern"]), p["old"], p["new"]))
             tables.add_trigger(p["old"])
+            tables.device_spec.add(p.get("device_context", {}))
 
 
 def _sample_suffix(regex, old):
