@@ -29,6 +29,15 @@ class Status(str, enum.Enum):
     SKIPPED = "skipped"  # not reproduced at all (e.g. a symlink leaving the tree)
 
 
+class Support(str, enum.Enum):
+    """How the selected Ascend release supports an API use (the analysis reports' Status column)."""
+
+    UNSUPPORTED = "unsupported"  # the release's support list marks it unsupported, or CUDA-only
+    PARTIAL = "partial"  # supported for some dtypes only (the finding names them)
+    NOT_VERIFIED = "not-verified"  # absent from the release's list: we don't guess
+    SUPPORTED = "supported"
+
+
 @dataclass(frozen=True)
 class Finding:
     """One change or one report about a place in the original file."""
@@ -40,6 +49,11 @@ class Finding:
     message: str
     heuristic: bool = False
     noop: bool = False  # UNSUPPORTED but harmless: the line is kept and does nothing on the NPU
+    column: int = 0  # 1-based column of the start in the original file; 0 when not known
+    api: str = ""  # qualified name of the API the finding is about, when there is one
+    support: Support | None = None  # set by support classification, None for other findings
+    dtypes: str = ""  # the dtypes the release supports, for PARTIAL
+    suggestion: str = ""  # what the user can do, composed once
 
 
 @dataclass(frozen=True)
