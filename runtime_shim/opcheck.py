@@ -9,7 +9,9 @@ Configuration (environment):
   ``TORCH_NPU_FALLBACK_CPU_DISABLE=1``, which is honoured too) or ``off``.
 * ``RUNTIME_SHIM_OPCHECK_REPORT``: path of a report written at exit, JSON or CSV
   by extension: every op that reached the device with its call count, whether
-  the release supports it, and its first call site in user code.
+  the release supports it, and its first call site in user code. Processes of
+  one run (DDP ranks, spawned children, DataLoader workers) merge into one
+  report; ``RUNTIME_SHIM_OPCHECK_REPORT_PER_PROCESS=1`` gives each its own.
 
 * ``RUNTIME_SHIM_OPCHECK_DTYPES``: which dtypes the dtype check reports when the
   release's API docs do not list them for an op: ``wide`` (default: float64 and
@@ -36,6 +38,7 @@ import csv
 import json
 import os
 import sys
+import time
 import traceback
 import warnings
 from dataclasses import dataclass, field
@@ -212,6 +215,7 @@ class OpChecker:
         self.release = release
         self.mode = mode
         self.report = report
+        self.run = run_key() if report else ""
         self.dtype_mode = dtype_mode
         self.first_sites: dict[str, str] = {}
         self.seen: set[str] = set()
@@ -328,26 +332,129 @@ class OpChecker:
         return rows
 
     def write_report(self, path: str | None = None) -> Path | None:
-        """Write the JSON or CSV report (by file extension)."""
+        """Write the JSON or CSV report (by file extension), merged with what other
+        processes of the same run (DDP ranks, spawned children, DataLoader workers)
+        already wrote there."""
         target = path or self.report
         if not target:
             return None
         out = Path(target)
-        rows = self.rows()
-        if out.suffix.lower() == ".csv":
-            with out.open("w", encoding="utf-8", newline="") as fh:
-                writer = csv.DictWriter(fh, fieldnames=list(_FIELDS))
-                writer.writeheader()
-                writer.writerows(rows)
-        else:
-            payload = {
-                "release": {"torch": self.release.torch, "torch_npu": self.release.torch_npu},
-                "provenance": {k: v for k, v in self.release.provenance.items() if k.endswith("source")},
-                "pid": os.getpid(),
-                "ops": rows,
-            }
-            out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+        with _directory_lock(out.parent):
+            rows = _merge_rows(_rows_of_run(out, self.run), self.rows())
+            pids = sorted({*_pids_of_run(out, self.run), os.getpid()})
+            partial = out.with_name(f".{out.name}.{os.getpid()}.partial")
+            if out.suffix.lower() == ".csv":
+                with partial.open("w", encoding="utf-8", newline="") as fh:
+                    writer = csv.DictWriter(fh, fieldnames=list(_FIELDS))
+                    writer.writeheader()
+                    writer.writerows(rows)
+                _run_marker(out).write_text(
+                    json.dumps({"run": self.run, "pids": pids}) + "\n", encoding="utf-8"
+                )
+            else:
+                payload = {
+                    "release": {"torch": self.release.torch, "torch_npu": self.release.torch_npu},
+                    "provenance": {k: v for k, v in self.release.provenance.items() if k.endswith("source")},
+                    "run": self.run,
+                    "pid": os.getpid(),
+                    "pids": pids,
+                    "ops": rows,
+                }
+                partial.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+            os.replace(partial, out)
         return out
+
+
+RUN_ENV = "RUNTIME_SHIM_OPCHECK_RUN"
+
+
+def run_key() -> str:
+    """The run this process belongs to; processes of one run merge their reports.
+
+    The first process of a run names it and exports the name, so spawned or forked
+    children inherit it; torchrun's ranks are siblings and share their agent's pid.
+    """
+    key = os.environ.get(RUN_ENV)
+    if not key:
+        if os.environ.get("TORCHELASTIC_RUN_ID") is not None:
+            key = f"torchrun:{os.getppid()}:{os.environ['TORCHELASTIC_RUN_ID']}"
+        else:
+            key = f"pid:{os.getpid()}:{time.time_ns()}"
+        os.environ[RUN_ENV] = key
+    return key
+
+
+class _directory_lock:
+    """An exclusive flock on a folder: report writers of one run take turns."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.fd = -1
+
+    def __enter__(self) -> None:
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: no lock, last writer wins
+            return
+        self.fd = os.open(self.folder, os.O_RDONLY)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)  # closing releases the lock
+
+
+def _run_marker(report: Path) -> Path:
+    """Where a CSV report keeps the run it belongs to (CSV has no place for it)."""
+    return report.with_name(f".{report.name}.run")
+
+
+def _run_record(report: Path) -> dict[str, Any]:
+    """The run and pids an existing report was written by ({} when none or unreadable)."""
+    source = _run_marker(report) if report.suffix.lower() == ".csv" else report
+    try:
+        record = json.loads(source.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def _pids_of_run(report: Path, run: str) -> list[int]:
+    record = _run_record(report)
+    return list(record.get("pids", ())) if record.get("run") == run else []
+
+
+def _rows_of_run(report: Path, run: str) -> list[dict[str, Any]]:
+    """Rows an earlier process of the same run wrote to ``report``; none from another run."""
+    if not report.exists() or _run_record(report).get("run") != run:
+        return []
+    try:
+        if report.suffix.lower() == ".csv":
+            with report.open(encoding="utf-8", newline="") as fh:
+                return [
+                    {**row, "count": int(row["count"]), "supported": row["supported"] == "True"}
+                    for row in csv.DictReader(fh)
+                ]
+        return list(json.loads(report.read_text(encoding="utf-8"))["ops"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+def _merge_rows(earlier: list[dict[str, Any]], mine: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Counts add up, dtypes unite, the earliest first call site stays."""
+    merged = {row["op"]: dict(row) for row in earlier}
+    for row in mine:
+        seen = merged.get(row["op"])
+        if seen is None:
+            merged[row["op"]] = dict(row)
+            continue
+        seen["count"] = int(seen["count"]) + row["count"]
+        dtypes = set(str(seen["unsupported_dtypes"]).split()) | set(row["unsupported_dtypes"].split())
+        seen["unsupported_dtypes"] = " ".join(sorted(dtypes))
+        if dtypes and seen["status"] == "supported":
+            seen["status"] = "unsupported_dtype"
+        seen["first_call_site"] = seen["first_call_site"] or row["first_call_site"]
+    return sorted(merged.values(), key=lambda r: (-int(r["count"]), r["op"]))
 
 
 _FIELDS = ("op", "count", "supported", "status", "unsupported_dtypes", "first_call_site")

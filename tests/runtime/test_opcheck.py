@@ -267,3 +267,56 @@ def test_backend_internal_ops_are_never_unsupported():
     ):
         assert opcheck.is_backend_internal(op) and opcheck.is_supported(op, release)
     assert not opcheck.is_backend_internal("mm")
+
+
+_SPAWNING_SCRIPT = """
+import sys
+import torch
+import torch.multiprocessing as mp
+import torch_npu
+
+
+def work(rank):
+    x = torch.rand(4, device="npu")
+    if rank == 0:
+        (x * 2).sum().item()
+    else:
+        torch.cumsum(x, 0).max().item()
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "spawn":
+        mp.spawn(work, nprocs=2)
+    else:
+        torch.rand(2, device="npu").neg().sum().item()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("suffix", [".json", ".csv"])
+def test_processes_of_one_run_merge_their_reports_and_a_new_run_replaces_them(tmp_path, suffix):
+    script = tmp_path / "spawning.py"
+    script.write_text(_SPAWNING_SCRIPT)
+    report = tmp_path / f"ops{suffix}"
+    env = {"RUNTIME_SHIM_OPCHECK_REPORT": str(report), "RUNTIME_SHIM_OPCHECK": "off"}
+
+    def ops() -> dict[str, dict]:
+        if suffix == ".csv":
+            return {r["op"]: r for r in csv.DictReader(report.open())}
+        return {r["op"]: r for r in json.loads(report.read_text())["ops"]}
+
+    proc = run_python(["-m", "runtime_shim", str(script), "spawn"], env_extra=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    spawned = ops()
+    # rank 0's multiplication and rank 1's cumsum both survive; the parent adds nothing
+    assert {"mul.Tensor", "cumsum"} <= set(spawned)
+    assert "neg" not in spawned
+    assert int(spawned["uniform_"]["count"]) >= 2  # one torch.rand per rank, added up
+    if suffix == ".json":
+        assert len(json.loads(report.read_text())["pids"]) == 3
+
+    proc = run_python(["-m", "runtime_shim", str(script), "single"], env_extra=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    single = ops()
+    assert "neg" in single and "cumsum" not in single
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".partial")) == []
