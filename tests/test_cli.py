@@ -171,6 +171,28 @@ def test_user_rules_apply(project: Path, tmp_path: Path) -> None:
     assert "NpuNet().npu()" in (tmp_path / "out" / "proj_msft" / "train.py").read_text()
 
 
+def test_user_bare_function_rule_renames_the_import(tmp_path: Path) -> None:
+    """The porting guide's own form, `"old_name": "func"`, on a function imported by name."""
+    src = tmp_path / "proj"
+    src.mkdir()
+    (src / "train.py").write_text(
+        "from lib import func\nfrom lib import func as f\n\ny = func(1)\ncallbacks = [func, f]\n"
+    )
+    (src / "own.py").write_text("def func(x):\n    return x\n\ny = func(1)\n")
+    rules = tmp_path / "rules.json"
+    rules.write_text(
+        json.dumps({"rules": {"FuncNameModifyRule": [{"old_name": "func", "new_name": "new_func"}]}})
+    )
+    assert _run("-i", str(src), "-o", str(tmp_path / "out"), "-r", str(rules), "-q").exit_code == 0
+    final = tmp_path / "out" / "proj_msft"
+    assert (final / "train.py").read_text() == (
+        "from lib import new_func\nfrom lib import new_func as f\n\ny = new_func(1)\ncallbacks = [new_func, f]\n"
+    )
+    assert (final / "own.py").read_text() == (src / "own.py").read_text()
+    log = (final / "msFmkTranspltlog.txt").read_text()
+    assert "func kept: this file defines its own func" in log
+
+
 def test_done_when_tree_with_bad_files(tmp_path: Path) -> None:
     """The issue's acceptance run: Python 2, binary .py, syntax error and a symlink loop."""
     src = tmp_path / "tree"

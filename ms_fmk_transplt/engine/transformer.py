@@ -13,6 +13,7 @@ from typing import Any
 
 import libcst as cst
 
+from ms_fmk_transplt.engine.bindings import Bindings, collect_bindings
 from ms_fmk_transplt.engine.context import DeviceContext, Verdict
 from ms_fmk_transplt.engine.names import alias_table, build_dotted, dotted, import_bindings, iter_imports
 from ms_fmk_transplt.engine.tables import Match, Tables
@@ -123,6 +124,14 @@ class Converter(cst.CSTTransformer):
         self.assigned_attributes: set[tuple[str, str]] = set()  # (object as code, attribute)
         if tables.attributes:
             module.visit(_AssignedAttributes(self.assigned_attributes))
+        # user rules renaming a bare function name: the import that binds it, then its uses
+        self.bindings = collect_bindings(module) if tables.functions else Bindings()
+        self.function_renames: dict[str, tuple[str, Rule]] = {}  # bound name -> new name
+        self._function_imports: dict[int, tuple[str, str | None, str]] = {}
+        self._call_funcs: set[int] = set()
+        self._kept_functions: set[str] = set()
+        if tables.functions:
+            self._plan_function_imports(imports)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         top = self._top_ids.get(id(node))
@@ -183,6 +192,34 @@ class Converter(cst.CSTTransformer):
                 last = new_target.rsplit(".", 1)[-1]
                 free = last == bound or last not in self.aliases
                 self.rebound[bound] = (last if free else bound, new_target)
+
+    def _plan_function_imports(self, imports: list) -> None:
+        """`from lib import func` under a bare-name function rule: rename the binding and its uses,
+        or, where another binding or `__all__` needs the name, import the new function under it."""
+        for _, statement in imports:
+            if not isinstance(statement, cst.ImportFrom) or isinstance(statement.names, cst.ImportStar):
+                continue
+            for alias in statement.names:
+                if not isinstance(alias.name, cst.Name):
+                    continue
+                old = alias.name.value
+                entry = self.t.functions.get(old)
+                if entry is None or entry.new is None:
+                    continue
+                asname = _asname(alias)
+                if asname is not None and asname != old:
+                    self._function_imports[id(alias)] = (entry.new, asname, "")
+                    continue
+                reason = ""
+                if old in self.bindings.bound:
+                    reason = f"this file also binds {old} itself"
+                elif old in self.bindings.exported:
+                    reason = f"__all__ exports {old}"
+                elif entry.new in self.bindings.bound or entry.new in self.bindings.imported:
+                    reason = f"{entry.new} is already a name in this file"
+                self._function_imports[id(alias)] = (entry.new, old if reason else None, reason)
+                if not reason:
+                    self.function_renames[old] = (entry.new, entry.rule)
 
     def _binding(self, name: str) -> tuple[str, str | None]:
         return self.rebound.get(name, (name, self.aliases.get(name)))
@@ -253,6 +290,7 @@ class Converter(cst.CSTTransformer):
             else ""
         )
         positional = [a for a in node.args if a.keyword is None]
+        self._call_funcs.add(id(func))
         # code nested in a message's arguments is still code: print(torch.zeros(2, device="cuda"))
         self._quiet_saved.append(self._quiet_depth)
         if name not in _MESSAGE_CONTINUES:
@@ -453,6 +491,11 @@ class Converter(cst.CSTTransformer):
 
     # ---- names and attribute chains -----------------------------------------------------------
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
+        function = self.function_renames.get(original_node.value)
+        if function is not None and id(original_node) not in self._not_loads:
+            new_name, rule = function
+            self.report(original_node, rule, Operation.MODIFY, old=original_node.value, new=new_name)
+            return updated_node.with_changes(value=new_name)
         new = self.renamed_names.get(original_node.value)
         if new is None or id(original_node) in self._not_loads:
             return updated_node
@@ -467,6 +510,27 @@ class Converter(cst.CSTTransformer):
         match = self.t.lookup(name) if name else None
         if name and self.t.needs_module and not self.uses_needed_api:
             self.uses_needed_api = any(name == n or name.startswith(n + ".") for n in self.t.needs_module)
+        if match is None and self.t.functions and id(original_node) not in self._call_funcs:
+            function = self.t.functions.get(original_node.attr.value)
+            root = original_node.value
+            while isinstance(root, cst.Attribute):
+                root = root.value
+            # `lib.func` passed around un-called, on a module the file imports: the same rename as calls
+            if (
+                function is not None
+                and function.new is not None
+                and isinstance(root, cst.Name)
+                and root.value in self.bindings.imported
+                and root.value not in self.bindings.bound
+            ):
+                self.report(
+                    original_node,
+                    function.rule,
+                    Operation.MODIFY,
+                    old=original_node.attr.value,
+                    new=function.new,
+                )
+                return updated_node.with_changes(attr=updated_node.attr.with_changes(value=function.new))
         if match is None:
             entry = self.t.attributes.get(original_node.attr.value)
             if entry is None or entry.new is None:
@@ -526,7 +590,9 @@ class Converter(cst.CSTTransformer):
         result: cst.BaseExpression = updated_node
         if isinstance(func, cst.Attribute) and not resolved and isinstance(updated_node.func, cst.Attribute):
             entry = self.t.methods.get(func.attr.value)
-            if entry is not None and entry.new is not None:
+            if entry is not None and entry.new is not None and func.attr.value in self.bindings.defined:
+                self._keep_function(original_node, entry, func.attr.value)
+            elif entry is not None and entry.new is not None:
                 self.report(
                     original_node,
                     entry.rule,
@@ -540,9 +606,16 @@ class Converter(cst.CSTTransformer):
                         attr=updated_node.func.attr.with_changes(value=entry.new)
                     )
                 )
-        elif isinstance(func, cst.Name) and name is None and isinstance(updated_node.func, cst.Name):
+        elif (
+            isinstance(func, cst.Name)
+            and name is None
+            and isinstance(updated_node.func, cst.Name)
+            and func.value not in self.bindings.imported  # the import's rename covers it
+        ):
             entry = self.t.functions.get(func.value)
-            if entry is not None and entry.new is not None:
+            if entry is not None and entry.new is not None and func.value in self.bindings.bound:
+                self._keep_function(original_node, entry, func.value)
+            elif entry is not None and entry.new is not None:
                 self.report(
                     original_node, entry.rule, Operation.MODIFY, heuristic=True, old=func.value, new=entry.new
                 )
@@ -560,6 +633,23 @@ class Converter(cst.CSTTransformer):
             if replaced is not None:
                 result = replaced
         return result
+
+    def _keep_function(self, node: cst.CSTNode, entry: Any, name: str) -> None:
+        """A call of a name the file defines itself: it is not the library's function, say so once."""
+        if name in self._kept_functions:
+            return
+        self._kept_functions.add(name)
+        self.pending.append(
+            Pending(
+                node,
+                entry.rule,
+                Operation.UNSUPPORTED,
+                f"{name} kept: this file defines its own {name}; where a call means the library's,"
+                f" write {entry.new}",
+                heuristic=True,
+                top=self._top,
+            )
+        )
 
     def _rename_keywords(self, original: cst.Call, updated: cst.Call, name: str) -> cst.Call:
         for rule in self.t.keyword_defaults.get(name, ()):
@@ -681,6 +771,8 @@ class Converter(cst.CSTTransformer):
         return updated_node.with_changes(names=names) if changed else updated_node
 
     def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom):
+        if self._function_imports and not isinstance(original_node.names, cst.ImportStar):
+            updated_node = self._rename_function_imports(original_node, updated_node)
         module = dotted(updated_node.module) if not updated_node.relative else None
         if module is None:
             return updated_node
@@ -724,6 +816,29 @@ class Converter(cst.CSTTransformer):
             first = updated_node.with_changes(names=_strip_last_comma(kept))
         self._extra_lines.extend(extra)
         return first
+
+    def _rename_function_imports(self, original: cst.ImportFrom, updated: cst.ImportFrom) -> cst.ImportFrom:
+        assert not isinstance(original.names, cst.ImportStar) and not isinstance(
+            updated.names, cst.ImportStar
+        )
+        names = list(updated.names)
+        for i, alias in enumerate(original.names):
+            plan = self._function_imports.get(id(alias))
+            if plan is None:
+                continue
+            new, keep, reason = plan
+            entry = self.t.functions[dotted(alias.name) or ""]
+            message = entry.rule.render(old=dotted(alias.name), new=new, release=self.t.release)
+            if reason:
+                message += f" (imported as {keep}: {reason})"
+            self.pending.append(Pending(original, entry.rule, Operation.MODIFY, message, top=self._top))
+            changed = names[i].with_changes(name=cst.Name(new))
+            if keep is not None and _asname(alias) is None:
+                changed = changed.with_changes(asname=cst.AsName(name=cst.Name(keep)))
+            elif keep is None:  # `import func as func`: the binding itself is renamed
+                changed = changed.with_changes(asname=None)
+            names[i] = changed
+        return updated.with_changes(names=names)
 
     def _star_import(self, original: cst.ImportFrom, updated: cst.ImportFrom, module: str) -> cst.ImportFrom:
         """`from torch.cuda.amp import *`: the module's counterpart, or a report; never silence."""

@@ -4,7 +4,15 @@ A dotted `old_name` (`torch.cuda.synchronize`) matches every reference that reso
 through the file's imports: `torch.cuda.synchronize()`, `tc.synchronize` after
 `import torch.cuda as tc`, `from torch.cuda import synchronize`; called or not. A bare
 `old_name` (`func`) is a heuristic: it matches calls `func(...)` and method calls `x.func(...)`
-by name alone, and `new_name` must then be a bare name too.
+by name alone, and `new_name` must then be a bare name too. A function imported by name,
+`from lib import func` (also relative), is renamed consistently: the import becomes
+`from lib import new_func` and every use, called or not, follows; `from lib import func as f`
+becomes `from lib import new_func as f`. Where renaming the binding could break the file (it
+binds `func` itself as well, `__all__` exports it, or `new_func` is already a name in it), the
+import becomes `from lib import new_func as func`, which changes what the name means and
+nothing else, and the finding says why. `lib.func` on an imported module is renamed called or
+not. A file that defines its own `func` keeps its calls and gets one report: by name alone a
+call cannot be told from the library's.
 """
 
 from ms_fmk_transplt.rules import checks
