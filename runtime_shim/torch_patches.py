@@ -4,7 +4,8 @@ torch_npu patches a few PyTorch objects when it is imported; a converted script 
 without knowing. Each patch here reproduces one of them on the simulated device:
 `storage.npu()` (checkpoint `map_location=lambda s, loc: s.npu(rank)`),
 `torch.autograd.profiler.profile(use_npu=...)` (the porting guide's profiler form),
-`tensor.record_stream(torch.npu.Stream)` and `torch.distributed.is_hccl_available()`. Two more
+`tensor.record_stream(torch.npu.Stream)`, `torch.set_default_tensor_type("torch.npu.FloatTensor")`
+and `torch.distributed.is_hccl_available()`. Two more
 keep PyTorch's CPU behaviour where its PrivateUse1 path differs: tied parameters stay tied when
 a module moves to the device, and attention uses the same kernel as on the CPU.
 """
@@ -192,9 +193,46 @@ def _type_accepting_npu(type_method):
     return type
 
 
+def _default_type_accepting_npu(set_default_tensor_type):
+    """`torch.set_default_tensor_type("torch.npu.FloatTensor")`: npu float tensors by default.
+
+    PyTorch's own function accepts only its registered CPU/CUDA types; an npu type sets the default
+    dtype and the default device, and any other type afterwards clears that device again.
+    """
+
+    @functools.wraps(set_default_tensor_type)
+    def patched(t: Any) -> None:
+        from runtime_shim import npu
+
+        target = t
+        if isinstance(target, str) and target.startswith("torch.npu."):
+            target = getattr(npu, target.rsplit(".", 1)[1], target)
+        if isinstance(target, npu._TypedTensorMeta):
+            if not target.dtype.is_floating_point:
+                raise TypeError(
+                    "invalid type object: only floating-point types are supported as the default type"
+                )
+            torch.set_default_dtype(target.dtype)
+            torch.set_default_device(torch.device("npu", npu.current_device()))
+            _default_device_state.npu = True
+            return
+        set_default_tensor_type(t)
+        if getattr(_default_device_state, "npu", False):
+            torch.set_default_device(None)
+            _default_device_state.npu = False
+
+    patched._runtime_shim = True
+    return patched
+
+
+_default_device_state = threading.local()
+
+
 def install() -> None:
     """Apply the patches (idempotent)."""
     _install_sdpa()
+    if not getattr(torch.set_default_tensor_type, "_runtime_shim", False):
+        torch.set_default_tensor_type = _default_type_accepting_npu(torch.set_default_tensor_type)
     if not getattr(torch.Tensor.type, "_runtime_shim", False):
         torch.Tensor.type = _type_accepting_npu(torch.Tensor.type)  # type: ignore[method-assign]
     if not getattr(torch.nn.Module._apply, "_runtime_shim", False):

@@ -385,9 +385,8 @@ class Converter(cst.CSTTransformer):
         self, original_node: cst.SimpleString, updated_node: cst.SimpleString
     ) -> cst.BaseExpression:
         key = id(original_node)
-        if key not in self._env_keys and (
-            self._quiet_depth or (key in self._keys and not self._device_depth)
-        ):
+        keyed = key in self._keys and not self._device_depth
+        if key not in self._env_keys and (self._quiet_depth or (keyed and not self.t.keyed_strings)):
             return updated_node
         try:
             value = original_node.evaluated_value
@@ -398,6 +397,8 @@ class Converter(cst.CSTTransformer):
         if key in self._env_keys:
             return self._rewrite_env(original_node, updated_node, value)
         for rewrite in self.t.strings:
+            if keyed and not rewrite.rule.params.get("in_keys"):
+                continue
             if self.context.matches(original_node, value, rewrite.pattern, rewrite.old):
                 verdict = (
                     Verdict.DEVICE

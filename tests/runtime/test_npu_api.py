@@ -117,3 +117,22 @@ def test_every_all_name_is_simulated_or_raises_naming_itself():
         "FloatTensor",
     ):
         assert required not in npu_api.NOT_SIMULATED, required
+
+
+def test_set_default_tensor_type_accepts_npu_types() -> None:
+    """As with torch_npu: the npu type (or its name) makes float npu tensors the default; a CPU type undoes it."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PyTorch deprecates set_default_tensor_type
+        try:
+            torch.set_default_tensor_type("torch.npu.DoubleTensor")
+            made = torch.zeros(1)
+            assert made.type() == "torch.npu.DoubleTensor"
+            torch.set_default_tensor_type(torch.npu.FloatTensor)
+            assert torch.ones(1).type() == "torch.npu.FloatTensor"
+            with pytest.raises(TypeError, match="floating-point"):
+                torch.set_default_tensor_type("torch.npu.LongTensor")
+        finally:
+            torch.set_default_tensor_type(torch.FloatTensor)
+    assert torch.zeros(1).type() == "torch.FloatTensor"

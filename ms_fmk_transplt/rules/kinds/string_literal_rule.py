@@ -16,6 +16,10 @@ calls: `__all__` entries, `dest=`, path pieces (`os.path.join`) are names, kept 
 other bare `"cuda"` is kept and reported, since renaming a user's key or label breaks programs
 that ran before while a missed device shows up at once on the NPU. Code nested in a message's
 arguments (`print(torch.zeros(2, device="cuda"))`) is still converted.
+
+With `in_keys` the rule applies to dict keys and subscripts too: for values that can only
+mean one thing, such as the legacy tensor-type names `"torch.cuda.HalfTensor"` that
+`t.type()` returns and code looks up in tables.
 """
 
 import re
@@ -33,6 +37,7 @@ from ms_fmk_transplt.rules.registry import kind
             "pattern": {"type": "string"},
             "old": {"type": "string"},
             "new": {"type": "string"},
+            "in_keys": {"type": "boolean"},
             "device_context": {
                 "type": "object",
                 "additionalProperties": False,
@@ -60,7 +65,10 @@ class StringLiteralRule:
         if p := checks.regex(entry["pattern"]):
             return [("pattern", p)]
         regex = re.compile(entry["pattern"])
-        if not entry["old"] or not regex.fullmatch(entry["old"] + _sample_suffix(regex, entry["old"])):
+        starts = entry["pattern"].startswith(re.escape(entry["old"]))
+        if not entry["old"] or not (
+            starts or regex.fullmatch(entry["old"] + _sample_suffix(regex, entry["old"]))
+        ):
             return [("old", f"the pattern must match strings that start with {entry['old']!r}")]
         for i, name in enumerate(entry.get("device_context", {}).get("names", ())):
             if p := checks.regex(name):
@@ -82,6 +90,7 @@ class StringLiteralRule:
         for rule in rules:
             p = rule.params
             tables.strings.append(StringRewrite(rule, re.compile(p["pattern"]), p["old"], p["new"]))
+            tables.keyed_strings = tables.keyed_strings or bool(p.get("in_keys"))
             tables.add_trigger(p["old"])
             tables.device_spec.add(p.get("device_context", {}))
 
