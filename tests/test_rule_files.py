@@ -53,7 +53,7 @@ def test_guide_example_loads(tmp_path: Path) -> None:
             "FILE: /rules: unknown rule kind 'RenameRule'; valid kinds: ApiSupportRule, "
             "ArgsModifyRule, AttributeRenameRule, EnvVarRule, FuncNameModifyRule, ImportInsertRule, KeywordDefaultRule, "
             "KeywordRenameRule, "
-            "MethodRenameRule, ModuleMemberRule, ModuleNameModifyRule, StringLiteralRule, TextScanRule, UnsupportedApiRule",
+            "MethodRenameRule, ModuleMemberRule, ModuleNameModifyRule, ResultUseRule, StringLiteralRule, TextScanRule, UnsupportedApiRule",
         ),
         (
             {"rules": {"StringLiteralRule": [{"pattern": "cuda(", "old": "cuda", "new": "npu"}]}},

@@ -83,6 +83,7 @@ class Tables:
     keywords: dict[str, list[KeywordRename]] = field(default_factory=dict)
     keyword_defaults: dict[str, list[Rule]] = field(default_factory=dict)
     strings: list[StringRewrite] = field(default_factory=list)
+    result_uses: dict[str, Rule] = field(default_factory=dict)  # calls whose result breaks when used
     keyed_strings: bool = False  # some string rule also applies to dict keys and subscripts
     device_spec: DeviceSpec = field(default_factory=DeviceSpec)  # where a string literal is a device
     env_vars: dict[str, Rename] = field(default_factory=dict)

@@ -130,6 +130,7 @@ class Converter(cst.CSTTransformer):
         self._function_imports: dict[int, tuple[str, str | None, str]] = {}
         self._call_funcs: set[int] = set()
         self._kept_functions: set[str] = set()
+        self._result_names: dict[str, tuple[Rule, str]] = {}  # `cap = torch.cuda.get_device_capability()`
         if tables.functions:
             self._plan_function_imports(imports)
 
@@ -312,6 +313,42 @@ class Converter(cst.CSTTransformer):
             self._device_args.add(id(positional[1]))
         return True
 
+    # ---- results that break on the NPU: torch_npu's get_device_capability() returns None --------
+    def _breaking_result(self, expr: cst.BaseExpression) -> tuple[Rule, str] | None:
+        if isinstance(expr, cst.Call):
+            name = self.qualify(expr.func)
+            rule = self.t.result_uses.get(name) if name else None
+            return (rule, name) if rule is not None and name else None
+        if isinstance(expr, cst.Name):
+            return self._result_names.get(expr.value)
+        return None
+
+    def _report_result_use(self, node: cst.CSTNode, expr: cst.BaseExpression, use: str) -> None:
+        found = self._breaking_result(expr) if self.t.result_uses else None
+        if found is None:
+            return
+        rule, name = found
+        if isinstance(expr, cst.Name):
+            use += f" (through {expr.value})"
+        message = rule.render(
+            old=name, returns=rule.params["returns"], use=use, suggestion=rule.params["suggestion"]
+        )
+        self.pending.append(Pending(node, rule, Operation.UNSUPPORTED, message, top=self._top))
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        if self.t.result_uses:
+            found = self._breaking_result(node.value) if isinstance(node.value, cst.Call) else None
+            for target in node.targets:
+                if isinstance(target.target, (cst.Tuple, cst.List)):
+                    self._report_result_use(node, node.value, "unpacking it raises TypeError")
+                elif found is not None and isinstance(target.target, cst.Name):
+                    self._result_names[target.target.value] = found
+        return True
+
+    def visit_For(self, node: cst.For) -> bool:
+        self._report_result_use(node.iter, node.iter, "iterating it raises TypeError")
+        return True
+
     def visit_Expr(self, node: cst.Expr) -> bool:
         # a bare string statement (docstring) is prose
         return not isinstance(node.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
@@ -358,6 +395,7 @@ class Converter(cst.CSTTransformer):
         return True
 
     def visit_Subscript(self, node: cst.Subscript) -> bool:
+        self._report_result_use(node, node.value, "indexing it raises TypeError")
         environ = self.qualify(node.value) == "os.environ"
         for element in node.slice:
             if isinstance(element.slice, cst.Index):
@@ -369,6 +407,13 @@ class Converter(cst.CSTTransformer):
         return updated_node
 
     def visit_Comparison(self, node: cst.Comparison) -> bool:
+        if self.t.result_uses and not all(
+            isinstance(c.operator, (cst.Is, cst.IsNot)) for c in node.comparisons
+        ):
+            equality = all(isinstance(c.operator, (cst.Equal, cst.NotEqual)) for c in node.comparisons)
+            use = "comparing it with == is always False" if equality else "ordering it raises TypeError"
+            for operand in (node.left, *(c.comparator for c in node.comparisons)):
+                self._report_result_use(node, operand, use)
         # a comparison in a message's arguments is code: print(dist.get_backend() in ("nccl", "gloo"))
         self._quiet_saved.append(self._quiet_depth)
         self._quiet_depth = 0
