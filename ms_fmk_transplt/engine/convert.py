@@ -11,6 +11,14 @@ import warnings
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from ms_fmk_transplt.engine.normalise import (
+    LONE_BACKSLASH,
+    Normalised,
+    libcst_limit,
+    normalise,
+    restore,
+    same_tree,
+)
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.engine.transformer import Converter, RuleError
 from ms_fmk_transplt.model import FileResult, Finding, Operation, Status
@@ -93,12 +101,22 @@ def _convert(path: str, data: bytes, tables: Tables) -> FileResult:
         return FileResult(path, Status.FAILED, reason=problem)
     if not tables.could_match(data):
         return FileResult(path, Status.UNCHANGED)
+    normalised: Normalised | None = None
+    problem = ""
     try:
-        module = cst.parse_module(data)
+        module: cst.Module | None = cst.parse_module(data)
+        # libcst reads a backslash-only line into the wrong block and prints it back moved, and
+        # drops some form feeds: those files must print back as read, or take the normalised path
+        if (b"\f" in data or LONE_BACKSLASH.search(data)) and module is not None and module.bytes != data:
+            module = None
     except cst.ParserSyntaxError as exc:
-        return FileResult(
-            path, Status.FAILED, reason=f"syntax error at line {exc.raw_line}: {exc.message} (libcst)"
-        )
+        module, problem = None, f"syntax error at line {exc.raw_line}: {exc.message}"
+    if module is None:  # CPython took it (checked above): a form libcst's tokenizer mistakes
+        normalised = normalise(data)
+        module = _parse_normalised(normalised, data) if normalised is not None else None
+        if module is None:
+            reason = libcst_limit(data) or problem or "libcst does not print the file back as it read it"
+            return FileResult(path, Status.FAILED, reason=f"{reason} (libcst; CPython parses it)")
     converter = Converter(tables, module)
     new_module = module.visit(converter)
     if converter.imports_needed:
@@ -112,9 +130,30 @@ def _convert(path: str, data: bytes, tables: Tables) -> FileResult:
         new_module = new_module.visit(AddImportsVisitor(context))
     findings = _place(module, converter, tree)
     output = new_module.bytes
+    if normalised is not None:
+        restored = restore(normalised, output)
+        if restored is None or not same_tree(restored, output):
+            return FileResult(
+                path,
+                Status.FAILED,
+                reason=f"{libcst_limit(data)}: converted as normalised, but the output could not be given"
+                " back the original bytes line for line (libcst; CPython parses it)",
+            )
+        output = restored
     if output == data:
         return FileResult(path, Status.UNCHANGED, findings=findings)
     return FileResult(path, Status.CONVERTED, findings=findings, output=output)
+
+
+def _parse_normalised(normalised: Normalised, data: bytes) -> cst.Module | None:
+    """libcst's tree of the normalised source, when it parses and CPython sees the same program."""
+    if not same_tree(normalised.data, data):
+        return None
+    try:
+        module = cst.parse_module(normalised.data)
+    except cst.ParserSyntaxError:
+        return None
+    return module if module.bytes == normalised.data else None
 
 
 def _statement_lines(module: cst.Module, tree: ast.Module | None) -> list[int] | None:
