@@ -11,6 +11,7 @@ import warnings
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from ms_fmk_transplt.engine.imports import add_needed_imports
 from ms_fmk_transplt.engine.normalise import (
     LONE_BACKSLASH,
     Normalised,
@@ -119,15 +120,7 @@ def _convert(path: str, data: bytes, tables: Tables) -> FileResult:
             return FileResult(path, Status.FAILED, reason=f"{reason} (libcst; CPython parses it)")
     converter = Converter(tables, module)
     new_module = module.visit(converter)
-    if converter.imports_needed:
-        # libcst.codemod costs ~0.4 s to import; only a few files ever need it
-        from libcst.codemod import CodemodContext
-        from libcst.codemod.visitors import AddImportsVisitor
-
-        context = CodemodContext()
-        for name in sorted(converter.imports_needed):
-            AddImportsVisitor.add_needed_import(context, name)
-        new_module = new_module.visit(AddImportsVisitor(context))
+    new_module = add_needed_imports(new_module, converter.imports_needed)
     findings = _place(module, converter, tree)
     output = new_module.bytes
     if normalised is not None:

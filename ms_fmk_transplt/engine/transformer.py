@@ -15,7 +15,8 @@ import libcst as cst
 
 from ms_fmk_transplt.engine.bindings import Bindings, collect_bindings
 from ms_fmk_transplt.engine.context import DeviceContext, Verdict
-from ms_fmk_transplt.engine.names import alias_table, build_dotted, dotted, import_bindings, iter_imports
+from ms_fmk_transplt.engine.imports import insert_module_import, plan_imports, strip_last_comma
+from ms_fmk_transplt.engine.names import alias_table, build_dotted, dotted, iter_imports
 from ms_fmk_transplt.engine.tables import Match, Tables
 from ms_fmk_transplt.model import Operation
 from ms_fmk_transplt.rules.model import Rule
@@ -98,8 +99,6 @@ class Converter(cst.CSTTransformer):
         self._inner: set[int] = set()
         self._not_loads: set[int] = set()
         self._qualified: dict[int, str | None] = {}
-        self.has_torch_npu = False
-        self.imported_modules: set[str] = set()
         # where string literals are the user's words (messages, docstrings, keys), not devices
         self._quiet_args: set[int] = set()
         self._quiet_depth = 0
@@ -110,12 +109,10 @@ class Converter(cst.CSTTransformer):
         self._extra_lines: list[cst.BaseSmallStatement] = []
         self._anchor_updated: cst.SimpleStatementLine | None = None
         self._anchor_top = -1
-        # bound name -> (name bound after the import rewrites, what it then refers to)
-        self.rebound: dict[str, tuple[str, str]] = {}
-        self._plan_imports(module, imports)
+        self.imports = plan_imports(tables, module, imports, self.aliases)
         self._top_ids = {id(statement): i for i, statement in enumerate(module.body)}
         self._top = -1
-        self.renamed_names = {old: new for old, (new, _) in self.rebound.items() if old != new}
+        self.renamed_names = self.imports.renamed_names
         self.context = DeviceContext(tables.device_spec, self.qualify)
         if tables.strings:
             self.context.scan(module)
@@ -155,45 +152,6 @@ class Converter(cst.CSTTransformer):
         self._qualified[key] = result
         return result
 
-    def _plan_imports(self, module: cst.Module, imports: list) -> None:
-        insert = self.t.import_insert
-        after = insert.params.get("after", "torch") if insert else None
-        self._anchor_line: cst.SimpleStatementLine | None = None
-        for line, statement in imports:
-            if self._anchor_line is None and after and _imports(statement, after):
-                self._anchor_line = line
-            self._plan_import(statement)
-        self.entry_point = bool(insert and insert.params.get("entry_points")) and any(
-            _is_main_guard(statement) for statement in module.body
-        )
-
-    def _plan_import(self, statement: cst.Import | cst.ImportFrom) -> None:
-        for bound, qualified, alias in import_bindings(statement):
-            if qualified == "torch_npu" or qualified.startswith("torch_npu."):
-                self.has_torch_npu = True
-            full = dotted(alias.name)
-            if isinstance(statement, cst.Import) and full:
-                self.imported_modules.add(full)
-            target = f"{dotted(statement.module)}.{full}" if isinstance(statement, cst.ImportFrom) else full
-            if not target:
-                continue
-            match = self.t.lookup(target)
-            if match is None or match.new is None:
-                continue
-            new_target = match.new + target[len(match.prefix) :]
-            if isinstance(statement, cst.Import):
-                if alias.asname is not None:
-                    self.rebound[bound] = (bound, new_target)
-                else:
-                    root = new_target.split(".", 1)[0]
-                    self.rebound[bound] = (root, root)
-            elif alias.asname is not None:
-                self.rebound[bound] = (bound, new_target)
-            else:
-                last = new_target.rsplit(".", 1)[-1]
-                free = last == bound or last not in self.aliases
-                self.rebound[bound] = (last if free else bound, new_target)
-
     def _plan_function_imports(self, imports: list) -> None:
         """`from lib import func` under a bare-name function rule: rename the binding and its uses,
         or, where another binding or `__all__` needs the name, import the new function under it."""
@@ -223,7 +181,7 @@ class Converter(cst.CSTTransformer):
                     self.function_renames[old] = (entry.new, entry.rule)
 
     def _binding(self, name: str) -> tuple[str, str | None]:
-        return self.rebound.get(name, (name, self.aliases.get(name)))
+        return self.imports.binding(name)
 
     # ---- findings ----------------------------------------------------------------------------
     def report(
@@ -619,13 +577,9 @@ class Converter(cst.CSTTransformer):
 
     def _need_import_for(self, target: str) -> None:
         """Make the first name of a freshly written dotted path resolve (torch.npu needs only torch)."""
-        root = target.split(".", 1)[0]
-        parent = target.rsplit(".", 1)[0] if "." in target else root
-        if root in ("torch", "torch_npu") or parent == root:
-            if self.aliases.get(root) != root or root in self.renamed_names:
-                self.imports_needed.add(root)
-        elif parent not in self.imported_modules:
-            self.imports_needed.add(parent)
+        needed = self.imports.needed_import(target)
+        if needed is not None:
+            self.imports_needed.add(needed)
 
     # ---- calls ------------------------------------------------------------------------------------
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
@@ -853,13 +807,13 @@ class Converter(cst.CSTTransformer):
             parent, aliases = next(iter(moved.items()))
             return updated_node.with_changes(module=build_dotted(parent), names=aliases)
         extra = [
-            cst.ImportFrom(module=build_dotted(parent), names=_strip_last_comma(aliases))
+            cst.ImportFrom(module=build_dotted(parent), names=strip_last_comma(aliases))
             for parent, aliases in moved.items()
         ]
         if not kept:
             first, extra = extra[0], extra[1:]
         else:
-            first = updated_node.with_changes(names=_strip_last_comma(kept))
+            first = updated_node.with_changes(names=strip_last_comma(kept))
         self._extra_lines.extend(extra)
         return first
 
@@ -924,7 +878,7 @@ class Converter(cst.CSTTransformer):
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
     ):
-        if original_node is self._anchor_line:
+        if original_node is self.imports.anchor_line:
             self._anchor_updated = updated_node
             self._anchor_top = self._top
         if not self._extra_lines:
@@ -939,60 +893,32 @@ class Converter(cst.CSTTransformer):
         if rule is None:
             return updated_node
         module_name = rule.params["module"]
-        body = list(updated_node.body)
         # a rewrite that spelled out `torch_npu.x.y` needs the bare name, not just any import of it
         name_needed = module_name in self.imports_needed and self.aliases.get(module_name) != module_name
         self.imports_needed.discard(module_name)
-        imported = any(
-            r == module_name or r.startswith(module_name + ".") for s in body for r in _imported_roots(s)
+        result, insertion = insert_module_import(
+            rule,
+            self.imports,
+            original_node,
+            updated_node,
+            needs_module=self.needs_torch_npu,
+            uses_needed_api=self.uses_needed_api,
+            name_needed=name_needed,
+            anchor_updated=self._anchor_updated,
+            anchor_top=self._anchor_top,
         )
-        wanted = (
-            self.needs_torch_npu
-            or self.uses_needed_api
-            or (self.entry_point and self._anchor_line is not None)
-        )
-        # a file without torch (an mmcv/mmengine config: dist_params = dict(backend="nccl")) keeps its
-        # imports: its values are converted, and whoever loads it imports torch_npu with torch
-        imports_torch = any(q == "torch" or q.startswith("torch.") for q in self.aliases.values())
-        if not imports_torch and not self.entry_point:
-            wanted = False
-        if not name_needed and (not wanted or self.has_torch_npu or imported):
-            return updated_node
-        line = cst.SimpleStatementLine(
-            body=[cst.Import(names=[cst.ImportAlias(name=build_dotted(module_name))])]
-        )
-        message = rule.render(module=module_name)
-        if self.uses_needed_api and not self.needs_torch_npu:
-            message += (
-                " (the script asks torch.accelerator for its device: the NPU is registered by this import)"
-            )
-        elif not self.needs_torch_npu and not name_needed:
-            message += (
-                " (entry-point script: registers the NPU for torch.accelerator and every module it imports)"
-            )
-        top_level = self._anchor_line is None or any(s is self._anchor_line for s in original_node.body)
-        if top_level:
-            index = _insert_position(original_node.body, body, rule.params.get("after", "torch"))
-            anchor = original_node.body[index - 1] if 0 < index <= len(original_node.body) else original_node
-            body.insert(index, line)
+        if insertion is not None:
             self.pending.append(
                 Pending(
-                    anchor,
+                    insertion.anchor,
                     rule,
                     Operation.INSERT,
-                    message,
+                    insertion.message,
                     line_offset=1,
-                    top=index - 1 if anchor is not original_node else -1,
+                    top=insertion.top,
                 )
             )
-            return updated_node.with_changes(body=body)
-        # the first torch import sits in a block (try: import torch / except ImportError): go next to it
-        assert self._anchor_line is not None and self._anchor_updated is not None
-        self.pending.append(
-            Pending(self._anchor_line, rule, Operation.INSERT, message, line_offset=1, top=self._anchor_top)
-        )
-        before = _imports_device_module(self._anchor_updated)
-        return updated_node.visit(_InsertNextTo(self._anchor_updated, line, before))
+        return result
 
 
 class _AssignedAttributes(cst.CSTVisitor):
@@ -1020,41 +946,6 @@ class _AssignedAttributes(cst.CSTVisitor):
 
     def visit_For(self, node: cst.For) -> None:
         self._add(node.target)
-
-
-class _InsertNextTo(cst.CSTTransformer):
-    """Put `line` right after (or before) one statement line, found by identity."""
-
-    def __init__(self, target: cst.CSTNode | None, line: cst.SimpleStatementLine, before: bool) -> None:
-        super().__init__()
-        self.target, self.line, self.before = target, line, before
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        return not isinstance(node, cst.BaseExpression)
-
-    def leave_SimpleStatementLine(self, original_node, updated_node):
-        if original_node is not self.target:
-            return updated_node
-        pair = [self.line, updated_node] if self.before else [updated_node, self.line]
-        return cst.FlattenSentinel(pair)
-
-
-def _imports(statement: cst.Import | cst.ImportFrom, root: str) -> bool:
-    if isinstance(statement, cst.Import):
-        names = [dotted(a.name) or "" for a in statement.names]
-    else:
-        names = [] if statement.relative or statement.module is None else [dotted(statement.module) or ""]
-    return any(n == root or n.startswith(root + ".") for n in names)
-
-
-def _is_main_guard(statement: cst.CSTNode) -> bool:
-    """`if __name__ == "__main__":` at module level."""
-    if not isinstance(statement, cst.If) or not isinstance(statement.test, cst.Comparison):
-        return False
-    parts = [statement.test.left, *(c.comparator for c in statement.test.comparisons)]
-    names = {p.value for p in parts if isinstance(p, cst.Name)}
-    strings = {p.evaluated_value for p in parts if isinstance(p, cst.SimpleString)}
-    return "__name__" in names and "__main__" in strings
 
 
 _MESSAGE_KEYWORDS = frozenset(
@@ -1110,49 +1001,3 @@ def _same_value(code: str, other: str) -> bool:
         return ast.literal_eval(code) == ast.literal_eval(other)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return False
-
-
-def _strip_last_comma(aliases: list[cst.ImportAlias]) -> list[cst.ImportAlias]:
-    if aliases and aliases[-1].comma is not cst.MaybeSentinel.DEFAULT:
-        aliases = [*aliases[:-1], aliases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)]
-    return aliases
-
-
-def _imported_roots(statement: cst.CSTNode) -> set[str]:
-    roots: set[str] = set()
-    if isinstance(statement, cst.SimpleStatementLine):
-        for small in statement.body:
-            if isinstance(small, cst.Import):
-                roots.update((dotted(a.name) or "") for a in small.names)
-            elif isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None:
-                roots.add(dotted(small.module) or "")
-    return roots
-
-
-def _imports_device_module(statement: cst.CSTNode) -> bool:
-    """Does an (updated) statement import torch.npu, which needs torch_npu first?"""
-    return any(r == "torch.npu" or r.startswith("torch.npu.") for r in _imported_roots(statement))
-
-
-def _insert_position(original: Sequence[cst.CSTNode], updated: Sequence[cst.CSTNode], after: str) -> int:
-    """Just after the first top-level import of `after` (before it if it imports torch.npu)."""
-    for i, statement in enumerate(original):
-        roots = _imported_roots(statement)
-        if any(r == after or r.startswith(after + ".") for r in roots):
-            return i if _imports_device_module(updated[i]) else i + 1
-    # no top-level import of it: after the docstring and __future__ imports
-    index = 0
-    for i, statement in enumerate(original):
-        if isinstance(statement, cst.SimpleStatementLine) and statement.body:
-            small = statement.body[0]
-            is_doc = (
-                i == 0
-                and isinstance(small, cst.Expr)
-                and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString))
-            )
-            is_future = isinstance(small, cst.ImportFrom) and dotted(small.module) == "__future__"
-            if is_doc or is_future:
-                index = i + 1
-                continue
-        break
-    return index

@@ -1,0 +1,79 @@
+"""Import planning and insertion (engine/imports.py), asked by the transformer."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ms_fmk_transplt.engine.imports import ImportPlan, insert_module_import, plan_imports
+from ms_fmk_transplt.engine.names import alias_table, iter_imports
+
+
+def _plan(source: str, tables) -> tuple[cst.Module, ImportPlan]:
+    module = cst.parse_module(source)
+    imports = list(iter_imports(module, lines=True))
+    return module, plan_imports(tables, module, imports, alias_table(s for _, s in imports))
+
+
+def test_bindings_after_the_rewrites(builtin_tables) -> None:
+    _, plan = _plan(
+        "import torch\nimport torch.cuda as tc\nfrom torch.cuda import synchronize\nimport numpy as np\n",
+        builtin_tables,
+    )
+    assert plan.binding("tc") == ("tc", "torch.npu")
+    assert plan.binding("synchronize") == ("synchronize", "torch.npu.synchronize")
+    assert plan.binding("np") == ("np", "numpy")
+    assert plan.renamed_names == {}
+    assert plan.imports_torch and not plan.has_torch_npu and not plan.entry_point
+
+
+def test_anchor_torch_npu_and_entry_point(builtin_tables) -> None:
+    module, plan = _plan(
+        "import os\ntry:\n    import torch\nexcept ImportError:\n    torch = None\nimport torch_npu\n"
+        "if __name__ == '__main__':\n    pass\n",
+        builtin_tables,
+    )
+    assert plan.has_torch_npu and plan.entry_point
+    assert plan.anchor_line is not None and plan.anchor_line.body[0].names[0].name.value == "torch"
+    assert not any(s is plan.anchor_line for s in module.body)  # inside the try block
+
+
+def test_needed_import_for_written_paths(builtin_tables) -> None:
+    _, plan = _plan("import torch as th\nimport apex.optimizers\n", builtin_tables)
+    assert plan.needed_import("torch.npu.synchronize") == "torch"  # `torch` itself is not bound
+    assert plan.needed_import("apex.optimizers.FusedAdam") is None
+    assert plan.needed_import("torch_npu.optim.NpuFusedAdamW") == "torch_npu"
+    _, plain = _plan("import torch\n", builtin_tables)
+    assert plain.needed_import("torch.npu.synchronize") is None
+    assert plain.needed_import("mylib.npu_ops.gelu") == "mylib.npu_ops"
+
+
+def _insert(source: str, tables, **needs) -> str:
+    module, plan = _plan(source, tables)
+    options = {"needs_module": True, "uses_needed_api": False, "name_needed": False} | needs
+    result, _ = insert_module_import(
+        tables.import_insert, plan, module, module, anchor_updated=plan.anchor_line, anchor_top=-1, **options
+    )
+    return result.code
+
+
+def test_insert_after_the_first_torch_import(builtin_tables) -> None:
+    assert _insert('"""Doc."""\nimport os\nimport torch\nx = 1\n', builtin_tables) == (
+        '"""Doc."""\nimport os\nimport torch\nimport torch_npu\nx = 1\n'
+    )
+    future = '"""Doc."""\nfrom __future__ import annotations\nx = 1\n'
+    assert _insert(future, builtin_tables, name_needed=True) == (
+        '"""Doc."""\nfrom __future__ import annotations\nimport torch_npu\nx = 1\n'
+    )
+    # the first torch import sits in a block: next to it
+    assert _insert("def f():\n    import torch\n    return 1\n", builtin_tables) == (
+        "def f():\n    import torch\n    import torch_npu\n    return 1\n"
+    )
+
+
+def test_no_insert_without_torch_or_need(builtin_tables) -> None:
+    config = "dist_params = dict(backend='hccl')\n"
+    assert _insert(config, builtin_tables) == config
+    assert _insert("import torch\nx = 1\n", builtin_tables, needs_module=False) == "import torch\nx = 1\n"
+    assert _insert("import torch\nimport torch_npu\n", builtin_tables) == "import torch\nimport torch_npu\n"
+    entry = "import torch\nif __name__ == '__main__':\n    main()\n"
+    assert "import torch_npu" in _insert(entry, builtin_tables, needs_module=False)
