@@ -128,6 +128,8 @@ class Converter(cst.CSTTransformer):
         self._call_funcs: set[int] = set()
         self._kept_functions: set[str] = set()
         self._result_names: dict[str, tuple[Rule, str]] = {}  # `cap = torch.cuda.get_device_capability()`
+        self._result_reported: set[tuple[int, str, str]] = set()
+        self._statement: cst.CSTNode | None = None  # the statement line being visited
         if tables.functions:
             self._plan_function_imports(imports)
 
@@ -287,6 +289,10 @@ class Converter(cst.CSTTransformer):
             return
         rule, name = found
         if isinstance(expr, cst.Name):
+            key = (id(self._statement), expr.value, use)  # `sm[0] * 10 + sm[1]`: one report
+            if key in self._result_reported:
+                return
+            self._result_reported.add(key)
             use += f" (through {expr.value})"
         message = rule.render(
             old=name, returns=rule.params["returns"], use=use, suggestion=rule.params["suggestion"]
@@ -873,6 +879,7 @@ class Converter(cst.CSTTransformer):
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
         self._extra_lines = []
+        self._statement = node
         return True
 
     def leave_SimpleStatementLine(
