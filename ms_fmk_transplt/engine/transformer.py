@@ -129,6 +129,8 @@ class Converter(cst.CSTTransformer):
         self._kept_functions: set[str] = set()
         self._result_names: dict[str, tuple[Rule, str]] = {}  # `cap = torch.cuda.get_device_capability()`
         self._result_reported: set[tuple[int, str, str]] = set()
+        self._env_names: set[str] = set()  # names bound to os.environ or a copy of it
+        self._env_keyword_calls: set[int] = set()
         self._statement: cst.CSTNode | None = None  # the statement line being visited
         if tables.functions:
             self._plan_function_imports(imports)
@@ -265,8 +267,19 @@ class Converter(cst.CSTTransformer):
             self._env_keys.add(id(positional[0].value))
         if name in _ATTRIBUTE_NAME_CALLS and len(positional) > 1:
             self._attribute_by_name(node, positional[0].value, positional[1].value)
-        if qualified == "os.environ.update" and positional and isinstance(positional[0].value, cst.Dict):
-            self._env_dict(positional[0].value)
+        if isinstance(func, cst.Attribute) and self._is_environ(func.value):
+            method = func.attr.value
+            if method in ("get", "setdefault", "pop", "__contains__") and positional:
+                self._env_keys.add(id(positional[0].value))
+            elif method == "update":  # env.update({"CUDA_VISIBLE_DEVICES": ...}) or update(CUDA_...=...)
+                if positional and isinstance(positional[0].value, cst.Dict):
+                    self._env_dict(positional[0].value)
+                self._env_keyword_calls.add(id(node))
+        elif name == "dict" and positional and self._is_environ(positional[0].value):
+            self._env_keyword_calls.add(id(node))  # dict(os.environ, CUDA_VISIBLE_DEVICES="1")
+        for arg in node.args:  # subprocess.run(..., env={...}): the child's whole environment
+            if arg.keyword is not None and arg.keyword.value == "env" and isinstance(arg.value, cst.Dict):
+                self._env_dict(arg.value)
         if name == "to" or qualified == "torch.device":
             self._device_args.update(id(a) for a in positional[:1])
         elif qualified == "torch.load" and len(positional) > 1:
@@ -300,6 +313,8 @@ class Converter(cst.CSTTransformer):
         self.pending.append(Pending(node, rule, Operation.UNSUPPORTED, message, top=self._top))
 
     def visit_Assign(self, node: cst.Assign) -> bool:
+        if self.t.env_vars and self._environ_copy(node.value):
+            self._env_names.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
         if self.t.result_uses:
             found = self._breaking_result(node.value) if isinstance(node.value, cst.Call) else None
             for target in node.targets:
@@ -319,10 +334,7 @@ class Converter(cst.CSTTransformer):
 
     def visit_Dict(self, node: cst.Dict) -> bool:
         # an environment built for a child process: {**os.environ, "CUDA_VISIBLE_DEVICES": "0"}
-        if any(
-            isinstance(e, cst.StarredDictElement) and self.qualify(e.value) == "os.environ"
-            for e in node.elements
-        ):
+        if any(isinstance(e, cst.StarredDictElement) and self._is_environ(e.value) for e in node.elements):
             self._env_dict(node)
         return True
 
@@ -348,6 +360,48 @@ class Converter(cst.CSTTransformer):
             )
         )
 
+    def _is_environ(self, expr: cst.BaseExpression) -> bool:
+        """os.environ, or a name the file binds to it or a copy of it (env = os.environ.copy())."""
+        if isinstance(expr, cst.Name) and expr.value in self._env_names:
+            return True
+        return self.qualify(expr) == "os.environ"
+
+    def _environ_copy(self, value: cst.BaseExpression) -> bool:
+        """os.environ, os.environ.copy(), dict(os.environ, ...), copy.copy(os.environ), {**os.environ, ...}."""
+        if isinstance(value, cst.Call):
+            func = value.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "copy" and self._is_environ(func.value):
+                return True
+            copies = self.qualify(func) in ("copy.copy", "copy.deepcopy") or (
+                isinstance(func, cst.Name) and func.value == "dict"
+            )
+            first = value.args[0] if value.args else None
+            return copies and first is not None and first.keyword is None and self._is_environ(first.value)
+        if isinstance(value, cst.Dict):
+            return any(
+                isinstance(e, cst.StarredDictElement) and self._is_environ(e.value) for e in value.elements
+            )
+        return self._is_environ(value)
+
+    def _rename_env_keywords(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        """`os.environ.update(CUDA_VISIBLE_DEVICES="0")`, `dict(os.environ, CUDA_...=...)`: the keyword is the name."""
+        args = list(updated.args)
+        for i, arg in enumerate(original.args):
+            if arg.keyword is None:
+                continue
+            name = arg.keyword.value
+            entry = self._env_entry(name)
+            if entry is None:
+                continue
+            if entry.new is None or entry.rule.params.get("opt_in_blocked") or not entry.new.isidentifier():
+                self.report_unsupported(arg, entry.rule, f"environment variable {name}", entry.suggestion)
+                continue
+            self.report(arg, entry.rule, Operation.MODIFY, old=name, new=entry.new)
+            keyword = args[i].keyword
+            assert keyword is not None
+            args[i] = args[i].with_changes(keyword=keyword.with_changes(value=entry.new))
+        return updated.with_changes(args=args)
+
     def _env_dict(self, node: cst.Dict) -> None:
         for element in node.elements:
             if isinstance(element, cst.DictElement):
@@ -360,7 +414,7 @@ class Converter(cst.CSTTransformer):
 
     def visit_Subscript(self, node: cst.Subscript) -> bool:
         self._report_result_use(node, node.value, "indexing it raises TypeError")
-        environ = self.qualify(node.value) == "os.environ"
+        environ = self._is_environ(node.value)
         for element in node.slice:
             if isinstance(element.slice, cst.Index):
                 (self._env_keys if environ else self._keys).add(id(element.slice.value))
@@ -382,10 +436,7 @@ class Converter(cst.CSTTransformer):
         self._quiet_saved.append(self._quiet_depth)
         self._quiet_depth = 0
         for target in node.comparisons:
-            if (
-                isinstance(target.operator, (cst.In, cst.NotIn))
-                and self.qualify(target.comparator) == "os.environ"
-            ):
+            if isinstance(target.operator, (cst.In, cst.NotIn)) and self._is_environ(target.comparator):
                 self._env_keys.add(id(node.left))
         return True
 
@@ -467,12 +518,16 @@ class Converter(cst.CSTTransformer):
                 return updated_node.with_changes(parts=[new_first, *updated_node.parts[1:]])
         return updated_node
 
-    def _rewrite_env(
-        self, original: cst.SimpleString, updated: cst.SimpleString, value: str
-    ) -> cst.BaseExpression:
+    def _env_entry(self, value: str) -> Any:
         entry = self.t.env_vars.get(value)
         if entry is None:
             entry = next((e for prefix, e in self.t.env_prefixes.items() if value.startswith(prefix)), None)
+        return entry
+
+    def _rewrite_env(
+        self, original: cst.SimpleString, updated: cst.SimpleString, value: str
+    ) -> cst.BaseExpression:
+        entry = self._env_entry(value)
         if entry is None:
             return updated
         if entry.new is None or entry.rule.params.get("opt_in_blocked"):
@@ -590,6 +645,8 @@ class Converter(cst.CSTTransformer):
     # ---- calls ------------------------------------------------------------------------------------
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         self._quiet_depth = self._quiet_saved.pop()
+        if id(original_node) in self._env_keyword_calls:
+            updated_node = self._rename_env_keywords(original_node, updated_node)
         func = original_node.func
         name = self.qualify(func)
         resolved = name is not None and self.t.lookup(name) is not None

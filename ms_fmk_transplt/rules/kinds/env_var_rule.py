@@ -1,8 +1,12 @@
 """EnvVarRule: rename an environment variable where the code reads or writes it.
 
 Matches the literal name in `os.environ[...]`, `os.environ.get/setdefault/pop(...)`, `os.getenv`,
-`os.putenv`, `os.unsetenv` and `... in os.environ`. `name` ending in `*` matches a prefix. With
-`new_name` null or absent the variable is reported as UNSUPPORTED with the rule's `suggestion`.
+`os.putenv`, `os.unsetenv` and `... in os.environ`. The same holds for environments built for
+child processes: a name bound to `os.environ.copy()`, `dict(os.environ, ...)`,
+`copy.copy(os.environ)` or `{**os.environ, ...}`, the keys of such a dict literal and of an
+`env={...}` argument, and keyword names in `os.environ.update(NAME=...)` and
+`dict(os.environ, NAME=...)`. `name` ending in `*` matches a prefix. With `new_name` null or
+absent the variable is reported as UNSUPPORTED with the rule's `suggestion`.
 """
 
 from ms_fmk_transplt.rules import checks
