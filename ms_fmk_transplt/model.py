@@ -64,6 +64,7 @@ class FileResult:
     status: Status
     findings: tuple[Finding, ...] = ()
     reason: str = ""  # why a file FAILED or was SKIPPED
+    detail: str = ""  # for an internal error, the whole traceback (written to the log)
     output: bytes | None = None  # new content when CONVERTED, else None
 
     @property

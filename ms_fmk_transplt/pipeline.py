@@ -17,7 +17,8 @@ from typing import Any
 
 from ms_fmk_transplt.cache import ResultCache
 from ms_fmk_transplt.discover import Entry, EntryKind
-from ms_fmk_transplt.engine import Tables, convert_source, scan_text
+from ms_fmk_transplt.engine.convert import convert_source, scan_text
+from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.model import FileResult, Status
 
 Progress = Callable[[int, int, str], None]

@@ -15,10 +15,9 @@ from pathlib import Path
 from ms_fmk_transplt import data, reports
 from ms_fmk_transplt.cache import ResultCache, default_cache_dir, rule_set_key
 from ms_fmk_transplt.discover import discover
-from ms_fmk_transplt.engine import compile_rules
 from ms_fmk_transplt.model import RunResult
 from ms_fmk_transplt.pipeline import Progress, Staging, StreamWriter, convert_entries, write_tree
-from ms_fmk_transplt.rules import RuleFileError, load_rules
+from ms_fmk_transplt.rules import RuleFileError, compile_rules, load_rules
 
 LOG_NAME = "msFmkTranspltlog.txt"
 REPORTS: dict[str, Callable[[RunResult], bytes]] = {

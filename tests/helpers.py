@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ms_fmk_transplt.engine import convert_source
+from ms_fmk_transplt.engine.convert import convert_source
 from ms_fmk_transplt.model import FileResult
 
 

@@ -10,10 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ms_fmk_transplt.discover import discover
-from ms_fmk_transplt.engine import convert_source
+from ms_fmk_transplt.engine.convert import convert_source
 from ms_fmk_transplt.model import Status
 from ms_fmk_transplt.pipeline import convert_entries
-from ms_fmk_transplt.rules.model import Rule
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -75,17 +74,42 @@ def test_bytes_outside_changes_preserved(builtin_tables) -> None:
     assert result.output.decode() == expected
 
 
-def test_raising_handler_fails_the_file_and_names_the_rule(builtin_tables) -> None:
-    tables = copy.copy(builtin_tables)
-    rule = Rule(id="TP999", kind="Test", params={}, summary="", message="", origin="test")
+def _explode_inside_the_engine(monkeypatch) -> None:
+    from ms_fmk_transplt.engine.transformer import Converter
 
-    def explode(converter, rule, original, updated):
+    def leave_Call(self, original, updated):
+        return _deeper(updated)
+
+    def _deeper(node):
         raise ValueError("boom")
 
-    tables.handlers = [*builtin_tables.handlers, (rule, explode)]
-    result = convert_source("h.py", b"import torch\nf(torch.cuda)\n", tables)
+    monkeypatch.setattr(Converter, "leave_Call", leave_Call)
+
+
+def test_internal_error_fails_the_file_and_keeps_the_whole_traceback(builtin_tables, monkeypatch) -> None:
+    _explode_inside_the_engine(monkeypatch)
+    result = convert_source("h.py", b"import torch\nf(torch.cuda)\n", builtin_tables)
     assert result.status is Status.FAILED
-    assert result.reason == "rule TP999 (Test) raised ValueError: boom"
+    assert result.reason.startswith("internal error ValueError: boom (at ")
+    assert "\n" not in result.reason
+    # every frame from the engine's entry down to the raise, not only the last one
+    assert result.detail.startswith("Traceback (most recent call last):")
+    assert "in leave_Call" in result.detail and "in _deeper" in result.detail
+    assert result.detail.endswith("ValueError: boom")
+
+
+def test_the_log_holds_the_whole_traceback(tmp_path, monkeypatch) -> None:
+    from ms_fmk_transplt.run import LOG_NAME, Options, convert_project
+
+    source = tmp_path / "proj"
+    source.mkdir()
+    (source / "train.py").write_text("import torch\nx = torch.zeros(2).cuda()\n")
+    _explode_inside_the_engine(monkeypatch)
+    run = convert_project(Options(source=source, output=tmp_path / "out", jobs=1, use_cache=False))
+    log = (Path(run.output_root) / LOG_NAME).read_text()
+    failed = log.split("== failed files (copied unchanged) ==")[1]
+    assert "train.py: internal error ValueError: boom" in failed
+    assert "    Traceback (most recent call last):" in failed and "in _deeper" in failed
 
 
 def test_prefilter_gives_the_same_result(builtin_tables) -> None:

@@ -7,7 +7,7 @@ import ast
 
 import pytest
 
-from ms_fmk_transplt.engine import convert_source
+from ms_fmk_transplt.engine.convert import convert_source
 from ms_fmk_transplt.engine.normalise import normalise, restore
 from ms_fmk_transplt.model import Status
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from helpers import convert_text
 
-from ms_fmk_transplt.engine import compile_rules, scan_text
-from ms_fmk_transplt.rules import load_rules
+from ms_fmk_transplt.engine.convert import scan_text
+from ms_fmk_transplt.rules import compile_rules, load_rules
 
 
 def _tables(example, builtin_tables):

@@ -1,6 +1,7 @@
-"""The conversion engine: pure functions from source bytes and compiled rules to results."""
+"""The conversion engine: pure functions from source bytes and compiled rules to results.
 
-from ms_fmk_transplt.engine.convert import convert_source, scan_text
-from ms_fmk_transplt.engine.tables import Tables, compile_rules
-
-__all__ = ["Tables", "compile_rules", "convert_source", "scan_text"]
+`convert.convert_source` converts one file against `tables.Tables`. The engine never
+imports the rules package: rule kinds compile into `Tables`
+(``ms_fmk_transplt.rules.compile_rules``) and the engine only reads them. This package
+file imports nothing, so a light module such as `engine.rule` does not load libcst.
+"""

@@ -21,7 +21,7 @@ from ms_fmk_transplt.engine.normalise import (
     same_tree,
 )
 from ms_fmk_transplt.engine.tables import Tables
-from ms_fmk_transplt.engine.transformer import Converter, RuleError
+from ms_fmk_transplt.engine.transformer import Converter
 from ms_fmk_transplt.model import FileResult, Finding, Operation, Status
 
 _PY2_HINTS = (
@@ -80,8 +80,6 @@ def convert_source(path: str, data: bytes, tables: Tables) -> FileResult:
     """Convert one Python source; on any failure the result says why and carries no output."""
     try:
         return _convert(path, data, tables)
-    except RuleError as exc:
-        return FileResult(path, Status.FAILED, reason=str(exc))
     except RecursionError:
         return FileResult(path, Status.FAILED, reason="source too deeply nested to convert")
     except Exception as exc:  # the engine's last line of defence: one bad file never stops a run
@@ -90,6 +88,7 @@ def convert_source(path: str, data: bytes, tables: Tables) -> FileResult:
             path,
             Status.FAILED,
             reason=f"internal error {type(exc).__name__}: {exc} (at {tb.filename}:{tb.lineno})",
+            detail="".join(traceback.format_exception(exc)).rstrip(),
         )
 
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ms_fmk_transplt.engine.names import build_dotted, dotted, import_bindings
+from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
-from ms_fmk_transplt.rules.model import Rule
 
 
 @dataclass

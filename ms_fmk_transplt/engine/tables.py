@@ -1,16 +1,16 @@
-"""Lookup tables the transformer consults; every rule kind compiles into these.
+"""Lookup tables the transformer consults; every rule kind compiles into these
+(``ms_fmk_transplt.rules.compile``: the rules package fills them, the engine only reads them).
 
 Built once per run, shared read-only by every file (and pickled to worker processes).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ms_fmk_transplt.engine.context import DeviceSpec
-from ms_fmk_transplt.rules.model import Rule
+from ms_fmk_transplt.engine.rule import Rule
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,6 @@ class Tables:
     device_spec: DeviceSpec = field(default_factory=DeviceSpec)  # where a string literal is a device
     env_vars: dict[str, Rename] = field(default_factory=dict)
     env_prefixes: dict[str, Rename] = field(default_factory=dict)
-    handlers: list[tuple[Rule, Any]] = field(default_factory=list)
     text_scans: list[tuple[Rule, Any, tuple[str, ...]]] = field(default_factory=list)
     opt_ins: frozenset[str] = frozenset()
     import_insert: Rule | None = None
@@ -143,22 +142,3 @@ class Tables:
     def could_match(self, data: bytes) -> bool:
         """False only when no rule can possibly match in `data` (proved by test to change nothing)."""
         return any(all(word.encode() in data for word in trigger) for trigger in self.triggers)
-
-
-def compile_rules(rules: Iterable[Rule], release: str = "", opt_ins: Iterable[str] = ()) -> Tables:
-    """Build the lookup tables from validated rules; later rules override earlier ones.
-
-    A rule with an `opt_in` name that is not in `opt_ins` is compiled as a report only.
-    """
-    from ms_fmk_transplt import data
-    from ms_fmk_transplt.rules.registry import all_kinds
-
-    kinds = all_kinds()
-    tables = Tables(release=release or data.default_release(), opt_ins=frozenset(opt_ins))
-    by_kind: dict[str, list[Rule]] = {}
-    for rule in rules:
-        by_kind.setdefault(rule.kind, []).append(rule)
-    # report-only data lists go last so that any explicit rule for the same name wins
-    for name in sorted(by_kind, key=lambda kind: kind == "ApiSupportRule"):
-        kinds[name].compile(by_kind[name], tables)
-    return tables

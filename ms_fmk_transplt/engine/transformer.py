@@ -17,17 +17,9 @@ from ms_fmk_transplt.engine.bindings import Bindings, collect_bindings
 from ms_fmk_transplt.engine.context import DeviceContext, Verdict
 from ms_fmk_transplt.engine.imports import insert_module_import, plan_imports, strip_last_comma
 from ms_fmk_transplt.engine.names import alias_table, build_dotted, dotted, iter_imports
+from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Match, Tables
 from ms_fmk_transplt.model import Operation
-from ms_fmk_transplt.rules.model import Rule
-
-
-class RuleError(Exception):
-    """A rule's handler raised; the file is reported as failed, naming the rule."""
-
-    def __init__(self, rule: Rule, cause: BaseException) -> None:
-        super().__init__(f"rule {rule.id} ({rule.kind}) raised {type(cause).__name__}: {cause}")
-        self.rule = rule
 
 
 @dataclass
@@ -393,7 +385,7 @@ class Converter(cst.CSTTransformer):
             entry = self._env_entry(name)
             if entry is None:
                 continue
-            if entry.new is None or entry.rule.params.get("opt_in_blocked") or not entry.new.isidentifier():
+            if entry.new is None or not entry.new.isidentifier():
                 self.report_unsupported(arg, entry.rule, f"environment variable {name}", entry.suggestion)
                 continue
             self.report(arg, entry.rule, Operation.MODIFY, old=name, new=entry.new)
@@ -530,7 +522,7 @@ class Converter(cst.CSTTransformer):
         entry = self._env_entry(value)
         if entry is None:
             return updated
-        if entry.new is None or entry.rule.params.get("opt_in_blocked"):
+        if entry.new is None:
             self.report_unsupported(original, entry.rule, f"environment variable {value}", entry.suggestion)
             return updated
         self.report(original, entry.rule, Operation.MODIFY, old=value, new=entry.new)
@@ -686,15 +678,6 @@ class Converter(cst.CSTTransformer):
         result = self._rewrite_args(original_node, result, name)
         if name and isinstance(result, cst.Call):
             result = self._rename_keywords(original_node, result, name)
-        for rule, handler in self.t.handlers:
-            if not isinstance(result, cst.Call):
-                break
-            try:
-                replaced = handler(self, rule, original_node, result)
-            except Exception as exc:  # a handler is rule code: name it, fail the file, go on
-                raise RuleError(rule, exc) from exc
-            if replaced is not None:
-                result = replaced
         return result
 
     def _keep_function(self, node: cst.CSTNode, entry: Any, name: str) -> None:

@@ -45,6 +45,8 @@ def log_text(run: RunResult) -> bytes:
     for result in run.files:
         if result.status is Status.FAILED:
             out.write(f"{result.path}: {result.reason}\n")
+            if result.detail:
+                out.write("".join(f"    {line}\n" for line in result.detail.splitlines()))
     out.write("\n== totals ==\n")
     for key, value in totals(run).items():
         out.write(f"{key}: {value}\n")

@@ -1,6 +1,15 @@
 """Rule files: loading, validation and the rule kinds that compile them for the engine."""
 
+from ms_fmk_transplt.rules.compile import compile_rules
 from ms_fmk_transplt.rules.loader import RuleFileError, load_builtin_rules, load_rule_file, load_rules
 from ms_fmk_transplt.rules.model import Example, Rule
 
-__all__ = ["Example", "Rule", "RuleFileError", "load_builtin_rules", "load_rule_file", "load_rules"]
+__all__ = [
+    "Example",
+    "Rule",
+    "RuleFileError",
+    "compile_rules",
+    "load_builtin_rules",
+    "load_rule_file",
+    "load_rules",
+]
