@@ -536,6 +536,20 @@ class Converter(cst.CSTTransformer):
             new_name, rule = function
             self.report(original_node, rule, Operation.MODIFY, old=original_node.value, new=new_name)
             return updated_node.with_changes(value=new_name)
+        if self.t.functions and id(original_node) not in self._not_loads | self._call_funcs:
+            # un-called and bound nowhere in the file (a star import): renamed as its calls are
+            value = original_node.value
+            entry = self.t.functions.get(value)
+            if (
+                entry is not None
+                and entry.new is not None
+                and value not in self.bindings.bound
+                and value not in self.bindings.imported
+            ):
+                self.report(
+                    original_node, entry.rule, Operation.MODIFY, heuristic=True, old=value, new=entry.new
+                )
+                return updated_node.with_changes(value=entry.new)
         new = self.renamed_names.get(original_node.value)
         if new is None or id(original_node) in self._not_loads:
             return updated_node
