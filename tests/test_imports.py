@@ -77,3 +77,34 @@ def test_no_insert_without_torch_or_need(builtin_tables) -> None:
     assert _insert("import torch\nimport torch_npu\n", builtin_tables) == "import torch\nimport torch_npu\n"
     entry = "import torch\nif __name__ == '__main__':\n    main()\n"
     assert "import torch_npu" in _insert(entry, builtin_tables, needs_module=False)
+
+
+def test_function_import_plan_renames_or_keeps_the_name(tmp_path) -> None:
+    from ms_fmk_transplt.engine import compile_rules
+    from ms_fmk_transplt.engine.bindings import collect_bindings
+    from ms_fmk_transplt.engine.imports import plan_function_imports
+    from ms_fmk_transplt.rules import load_rules
+
+    rules = tmp_path / "rules.json"
+    rules.write_text('{"rules": {"FuncNameModifyRule": [{"old_name": "func", "new_name": "new_func"}]}}')
+    tables = compile_rules(load_rules([rules]))
+
+    def plan(source: str):
+        module = cst.parse_module(source)
+        imports = list(iter_imports(module, lines=True))
+        renames, planned = plan_function_imports(tables, imports, collect_bindings(module))
+        return set(renames), sorted(planned.values(), key=str)
+
+    assert plan("from lib import func\n") == ({"func"}, [("new_func", None, "")])
+    assert plan("from lib import func as f\n") == (set(), [("new_func", "f", "")])
+    assert plan("from lib import func\nfunc = wrap(func)\n") == (
+        set(),
+        [("new_func", "func", "this file also binds func itself")],
+    )
+    assert plan("from lib import func\n__all__ = ['func']\n")[1] == [
+        ("new_func", "func", "__all__ exports func")
+    ]
+    assert plan("from lib import func\nfrom other import new_func\n")[1] == [
+        ("new_func", "func", "new_func is already a name in this file")
+    ]
+    assert plan("from lib import other\n") == (set(), [])

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from ms_fmk_transplt.engine.bindings import Bindings
 from ms_fmk_transplt.engine.names import build_dotted, dotted, import_bindings
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
@@ -100,6 +101,51 @@ def _plan_import(plan: ImportPlan, tables: Tables, statement: cst.Import | cst.I
             last = new_target.rsplit(".", 1)[-1]
             free = last == bound or last not in plan.aliases
             plan.rebound[bound] = (last if free else bound, new_target)
+
+
+def plan_function_imports(
+    tables: Tables,
+    imports: Sequence[tuple[cst.SimpleStatementLine, cst.Import | cst.ImportFrom]],
+    bindings: Bindings,
+) -> tuple[dict[str, tuple[str, Rule]], dict[int, tuple[str, str | None, str]]]:
+    """`from lib import func` under a user rule renaming the bare name `func`.
+
+    Returns the names whose every use is renamed (name -> (new name, rule)) and, per import alias
+    (by id), (name to import, name to keep bound or None, why it is kept). The binding is renamed
+    unless another binding or `__all__` needs the name, or the new name is taken; then the new
+    function is imported under the old name.
+    """
+    renames: dict[str, tuple[str, Rule]] = {}
+    planned: dict[int, tuple[str, str | None, str]] = {}
+    if not tables.functions:
+        return renames, planned
+    for _, statement in imports:
+        if not isinstance(statement, cst.ImportFrom) or isinstance(statement.names, cst.ImportStar):
+            continue
+        for alias in statement.names:
+            if not isinstance(alias.name, cst.Name):
+                continue
+            old = alias.name.value
+            entry = tables.functions.get(old)
+            if entry is None or entry.new is None:
+                continue
+            asname = (
+                alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else None
+            )
+            if asname is not None and asname != old:
+                planned[id(alias)] = (entry.new, asname, "")
+                continue
+            reason = ""
+            if old in bindings.bound:
+                reason = f"this file also binds {old} itself"
+            elif old in bindings.exported:
+                reason = f"__all__ exports {old}"
+            elif entry.new in bindings.bound or entry.new in bindings.imported:
+                reason = f"{entry.new} is already a name in this file"
+            planned[id(alias)] = (entry.new, old if reason else None, reason)
+            if not reason:
+                renames[old] = (entry.new, entry.rule)
+    return renames, planned
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,12 @@ import libcst as cst
 
 from ms_fmk_transplt.engine.bindings import Bindings, collect_bindings
 from ms_fmk_transplt.engine.context import DeviceContext, Verdict
-from ms_fmk_transplt.engine.imports import insert_module_import, plan_imports, strip_last_comma
+from ms_fmk_transplt.engine.imports import (
+    insert_module_import,
+    plan_function_imports,
+    plan_imports,
+    strip_last_comma,
+)
 from ms_fmk_transplt.engine.names import alias_table, build_dotted, dotted, iter_imports
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Match, Tables
@@ -115,8 +120,6 @@ class Converter(cst.CSTTransformer):
             module.visit(_AssignedAttributes(self.assigned_attributes))
         # user rules renaming a bare function name: the import that binds it, then its uses
         self.bindings = collect_bindings(module) if tables.functions else Bindings()
-        self.function_renames: dict[str, tuple[str, Rule]] = {}  # bound name -> new name
-        self._function_imports: dict[int, tuple[str, str | None, str]] = {}
         self._call_funcs: set[int] = set()
         self._kept_functions: set[str] = set()
         self._result_names: dict[str, tuple[Rule, str]] = {}  # `cap = torch.cuda.get_device_capability()`
@@ -124,8 +127,8 @@ class Converter(cst.CSTTransformer):
         self._env_names: set[str] = set()  # names bound to os.environ or a copy of it
         self._env_keyword_calls: set[int] = set()
         self._statement: cst.CSTNode | None = None  # the statement line being visited
-        if tables.functions:
-            self._plan_function_imports(imports)
+        # bound name -> new name; id(import alias) -> (new name, name kept bound or None, why kept)
+        self.function_renames, self._function_imports = plan_function_imports(tables, imports, self.bindings)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         top = self._top_ids.get(id(node))
@@ -147,34 +150,6 @@ class Converter(cst.CSTTransformer):
             result = f"{base}.{node.attr.value}" if base else None
         self._qualified[key] = result
         return result
-
-    def _plan_function_imports(self, imports: list) -> None:
-        """`from lib import func` under a bare-name function rule: rename the binding and its uses,
-        or, where another binding or `__all__` needs the name, import the new function under it."""
-        for _, statement in imports:
-            if not isinstance(statement, cst.ImportFrom) or isinstance(statement.names, cst.ImportStar):
-                continue
-            for alias in statement.names:
-                if not isinstance(alias.name, cst.Name):
-                    continue
-                old = alias.name.value
-                entry = self.t.functions.get(old)
-                if entry is None or entry.new is None:
-                    continue
-                asname = _asname(alias)
-                if asname is not None and asname != old:
-                    self._function_imports[id(alias)] = (entry.new, asname, "")
-                    continue
-                reason = ""
-                if old in self.bindings.bound:
-                    reason = f"this file also binds {old} itself"
-                elif old in self.bindings.exported:
-                    reason = f"__all__ exports {old}"
-                elif entry.new in self.bindings.bound or entry.new in self.bindings.imported:
-                    reason = f"{entry.new} is already a name in this file"
-                self._function_imports[id(alias)] = (entry.new, old if reason else None, reason)
-                if not reason:
-                    self.function_renames[old] = (entry.new, entry.rule)
 
     def _binding(self, name: str) -> tuple[str, str | None]:
         return self.imports.binding(name)
@@ -553,6 +528,20 @@ class Converter(cst.CSTTransformer):
             new_name, rule = function
             self.report(original_node, rule, Operation.MODIFY, old=original_node.value, new=new_name)
             return updated_node.with_changes(value=new_name)
+        if self.t.functions and id(original_node) not in self._not_loads | self._call_funcs:
+            # un-called and bound nowhere in the file (a star import): renamed as its calls are
+            value = original_node.value
+            entry = self.t.functions.get(value)
+            if (
+                entry is not None
+                and entry.new is not None
+                and value not in self.bindings.bound
+                and value not in self.bindings.imported
+            ):
+                self.report(
+                    original_node, entry.rule, Operation.MODIFY, heuristic=True, old=value, new=entry.new
+                )
+                return updated_node.with_changes(value=entry.new)
         new = self.renamed_names.get(original_node.value)
         if new is None or id(original_node) in self._not_loads:
             return updated_node

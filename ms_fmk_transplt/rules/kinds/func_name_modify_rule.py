@@ -4,7 +4,8 @@ A dotted `old_name` (`torch.cuda.synchronize`) matches every reference that reso
 through the file's imports: `torch.cuda.synchronize()`, `tc.synchronize` after
 `import torch.cuda as tc`, `from torch.cuda import synchronize`; called or not. A bare
 `old_name` (`func`) is a heuristic: it matches calls `func(...)` and method calls `x.func(...)`
-by name alone, and `new_name` must then be a bare name too. A function imported by name,
+by name alone, and un-called uses of a name the file binds nowhere (`from lib import *`), and
+`new_name` must then be a bare name too. A function imported by name,
 `from lib import func` (also relative), is renamed consistently: the import becomes
 `from lib import new_func` and every use, called or not, follows; `from lib import func as f`
 becomes `from lib import new_func as f`. Where renaming the binding could break the file (it
