@@ -35,6 +35,7 @@ from runtime_shim.device import DEVICE_TYPE, host_view
 BACKEND_NAME = "hccl"
 STRICT_ENV = "RUNTIME_SHIM_STRICT"
 _CPU_KEYSET = DispatchKeySet(DispatchKey.CPU)
+_CPU_DEVICE = torch.device("cpu")
 
 #: c10d ops that carry tensors and run on a backend; each gets an npu kernel.
 COLLECTIVE_OPS = (
@@ -164,11 +165,27 @@ def _make_kernel(op: torch._ops.OpOverload):
     def kernel(*args: Any) -> Any:
         if strict_enabled():
             check_strict(name, args, args[group_index].size())
+        _serve_cpu_kernel(args[group_index])
         hosts = [_host(a) for a in args]
         result = op.redispatch(_CPU_KEYSET, *hosts)
         return _swap_back(result, list(args), hosts)
 
     return kernel
+
+
+def _serve_cpu_kernel(group: Any) -> None:
+    """Let the CPU kernel that the npu kernels redispatch to find the group's hccl backend.
+
+    A group made for the npu alone (``"npu:hccl"``: what ``init_device_mesh("npu", ...)``
+    and a bare ``init_process_group()`` create) has no CPU backend, and the CPU kernel
+    asks for one; the group's own hccl backend is registered for the CPU too.
+    """
+    group = dist.ProcessGroup.unbox(group)  # kernels receive the TorchScript box
+    try:
+        group._get_backend(_CPU_DEVICE)
+    except RuntimeError:
+        backend = group._get_backend(torch.device(DEVICE_TYPE))
+        group._register_backend(_CPU_DEVICE, dist.ProcessGroup.BackendType.GLOO, backend)
 
 
 def _create(store, rank: int, size: int, timeout: timedelta):

@@ -614,6 +614,39 @@ def _k_convolution_backward(op):
     return _generic_kernel(op, _Spec(op), compute)
 
 
+def _k_flash_attention(op):
+    # The CUDA flash-attention op, which DTensor shards (tensor/sequence parallel attention):
+    # computed by the CPU's flash kernel, the one an unsharded npu SDPA call uses, so sharded
+    # and unsharded attention round alike. Dropout is not simulated on this path.
+    forward = _cpu_call(torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default)
+
+    def compute(query, key, value, dropout_p=0.0, is_causal=False, return_debug_mask=False, *, scale=None):
+        if dropout_p:
+            raise NotImplementedError(
+                "_scaled_dot_product_flash_attention with dropout_p > 0 on the npu is not simulated by runtime_shim"
+            )
+        output, logsumexp = forward(query, key, value, 0.0, is_causal, scale=scale)
+        # The outputs flash attention leaves unused without dropout or nesting are 0-dim, as
+        # on CUDA (DTensor requires it of outputs it does not shard).
+        none = query.new_empty(())
+        seed = torch.empty((), dtype=torch.uint64)
+        return output, logsumexp, none, none, query.shape[-2], key.shape[-2], seed, seed, none
+
+    return _generic_kernel(op, _Spec(op), compute)
+
+
+def _k_flash_attention_backward(op):
+    backward = _cpu_call(torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default)
+
+    def compute(
+        grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal,
+        philox_seed, philox_offset, *, scale=None,
+    ):  # fmt: skip
+        return backward(grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, scale=scale)
+
+    return _generic_kernel(op, _Spec(op), compute)
+
+
 def _index_of(device: Any) -> int:
     if device is None:
         return STATE.current
@@ -642,6 +675,8 @@ _SPECIAL: dict[str, Callable] = {
     "record_stream": _k_record_stream,
     "convolution_overrideable": _k_convolution,
     "convolution_backward_overrideable": _k_convolution_backward,
+    "_scaled_dot_product_flash_attention": _k_flash_attention,
+    "_scaled_dot_product_flash_attention_backward": _k_flash_attention_backward,
 }
 # The storage/tensor variants of set_ only edit metadata: their CPU kernels run
 # on the npu tensor directly (and refuse a CPU storage, as a real device does).

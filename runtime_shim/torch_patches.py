@@ -76,9 +76,25 @@ def _shape_only(t: torch.Tensor | None) -> torch.Tensor | None:
     return empty.requires_grad_() if t.requires_grad and t.is_floating_point() else empty
 
 
+def _is_subclass(t: torch.Tensor) -> bool:
+    return type(t) is not torch.Tensor and type(t) is not torch.nn.Parameter
+
+
 def _sdpa_as_on_cpu(
     query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False
 ):
+    if (
+        attn_mask is None
+        and not dropout_p
+        and not enable_gqa
+        and any(_is_subclass(t) for t in (query, key, value))
+    ):
+        # DTensor (tensor/sequence parallel attention) shards the flash-attention op, which
+        # has no rule for the CPU's flash kernel: call it, and kernels.py computes each shard
+        # with that CPU kernel.
+        return torch.ops.aten._scaled_dot_product_flash_attention(
+            query, key, value, dropout_p, is_causal, scale=scale
+        )[0]
     choice = torch.ops.aten._fused_sdp_choice(
         *map(_shape_only, (query, key, value, attn_mask)),
         dropout_p,

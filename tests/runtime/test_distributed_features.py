@@ -138,3 +138,15 @@ def test_npu_storage_resize_frees_and_revives(npu):
     assert t.tolist() == [0.0, 1.0, 2.0, 3.0]
     with pytest.raises(NotImplementedError, match="resize_ to 8 bytes on npu:0 is not simulated"):
         storage.resize_(8)
+
+
+@pytest.mark.slow
+def test_attention_sharded_over_a_mesh_equals_unsharded_attention(tmp_path):
+    """DTensor shards SDPA through the flash-attention op; on the npu each shard runs the CPU's flash
+    kernel, the one unsharded npu attention uses. The mesh makes its own default group ("npu:hccl")."""
+    script = HERE / "scripts" / "dtensor_attention.py"
+    args = [*TORCHRUN, "2", "--master-port", str(_free_port()), "-m", "runtime_shim", str(script)]
+    proc = run_python(args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    lines = sorted(line for line in proc.stdout.splitlines() if line.startswith("rank="))
+    assert lines == ["rank=0 forward=True backward=True", "rank=1 forward=True backward=True"]
