@@ -61,6 +61,9 @@ def activate() -> bool:
         from runtime_shim import torch_patches
 
         torch_patches.install()
+        from runtime_shim import ipc
+
+        ipc.install()
         install_import_hook()
         _export_to_children()
         _active = True

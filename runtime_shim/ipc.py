@@ -1,0 +1,98 @@
+"""npu tensors shared between processes, as CUDA IPC and torch_npu's IPC share device memory.
+
+An npu storage is a non-owning view of a host storage's bytes (device.py). Sharing it moves
+those bytes into shared memory once, the way PyTorch moves a CPU storage: a shared-memory host
+storage takes a copy, and the npu storage's data pointer is swapped to the new bytes in place,
+so every tensor and view over it keeps working. From then on the npu storage pickles as its
+shared host storage (PyTorch's own fd or file-name sharing, per
+``torch.multiprocessing.get_sharing_strategy()``) plus the device index; the receiving process
+makes an npu storage over the same shared bytes. So, as with CUDA/NPU IPC:
+
+* ``model.share_memory()`` on an npu model, then ``mp.Process(target=train, args=(model,))``
+  (spawn or fork) shares the parameters: a write in the child is seen by the parent (hogwild);
+* npu tensors put on a ``torch.multiprocessing`` Queue, or passed to a Pool, arrive in the
+  other process over the same memory;
+* one storage arrives as one storage, so views of it still alias in the receiver.
+"""
+
+from __future__ import annotations
+
+import weakref
+from multiprocessing.reduction import ForkingPickler
+from typing import Any
+
+import torch
+from torch.multiprocessing import reductions
+
+from runtime_shim.device import DEVICE_TYPE, STATE, new_storage
+
+_storage_from_ptr = torch._C._construct_storage_from_data_pointer
+_torch_share_memory = torch.UntypedStorage.share_memory_
+_torch_is_shared = torch.UntypedStorage.is_shared
+#: In a receiving process: shared host address -> the npu storage made over it.
+_received: weakref.WeakValueDictionary[tuple[int, int], torch.UntypedStorage] = weakref.WeakValueDictionary()
+
+
+def share_npu_storage(storage: torch.UntypedStorage) -> torch.UntypedStorage:
+    """Move an npu storage's host bytes into shared memory (once); returns ``storage``."""
+    binding = storage._npu_binding  # type: ignore[attr-defined]
+    host = binding.host
+    if _torch_is_shared(host) or binding.nbytes == 0:
+        return storage
+    shared = torch.UntypedStorage._new_shared(binding.nbytes)
+    shared.copy_(host)
+    # Point the npu storage at the shared bytes: tensors over it keep their geometry.
+    replacement = _storage_from_ptr(shared.data_ptr(), storage.device, binding.nbytes)
+    storage._swap_data_ptr_(replacement)  # type: ignore[attr-defined]
+    binding.host = shared
+    binding.ptr = shared.data_ptr()
+    binding.views.clear()  # CPU views over the old bytes
+    binding.bases = None
+    return storage
+
+
+def _share_memory(self: torch.UntypedStorage) -> torch.UntypedStorage:
+    """``UntypedStorage.share_memory_`` that shares npu storages too (PyTorch skips PrivateUse1)."""
+    if self.device.type == DEVICE_TYPE:
+        return share_npu_storage(self)
+    return _torch_share_memory(self)
+
+
+def _is_shared(self: torch.UntypedStorage) -> bool:
+    """True for an npu storage only once its bytes are in shared memory."""
+    if self.device.type == DEVICE_TYPE:
+        return _torch_is_shared(self._npu_binding.host)  # type: ignore[attr-defined]
+    return _torch_is_shared(self)
+
+
+def _reduce_storage(storage: torch.UntypedStorage) -> tuple:
+    """Pickle an npu storage as its (shared) host storage and device index."""
+    if storage.device.type != DEVICE_TYPE:
+        return reductions.reduce_storage(storage)
+    share_npu_storage(storage)
+    binding = storage._npu_binding  # type: ignore[attr-defined]
+    rebuild, args = reductions.reduce_storage(binding.host)
+    return (rebuild_npu_storage, (binding.index, rebuild, args))
+
+
+def rebuild_npu_storage(index: int, rebuild: Any, args: tuple) -> torch.UntypedStorage:
+    """In the receiving process: an npu storage over the shared host bytes."""
+    host = rebuild(*args)
+    key = (index, host.data_ptr())
+    storage = _received.get(key)
+    if storage is None or storage._npu_binding.host.data_ptr() != key[1]:  # type: ignore[attr-defined]
+        if STATE.tracker is None:
+            raise RuntimeError(
+                "an npu tensor arrived in a process without the simulated npu; start it under runtime_shim"
+            )
+        storage = new_storage(host, index)
+        _received[key] = storage
+    return storage
+
+
+def install() -> None:
+    """Share npu storages on ``share_memory_()`` and when pickled for another process (idempotent)."""
+    if torch.UntypedStorage.share_memory_ is not _share_memory:
+        torch.UntypedStorage.share_memory_ = _share_memory  # type: ignore[method-assign]
+        torch.UntypedStorage.is_shared = _is_shared  # type: ignore[method-assign,assignment]
+    ForkingPickler.register(torch.UntypedStorage, _reduce_storage)
