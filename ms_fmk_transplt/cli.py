@@ -1,7 +1,10 @@
-"""Command line: `ms_fmk_transplt -i SRC -o OUT [-r rules.json]` and `ms_fmk_transplt rules list`.
+"""Command line: `ms_fmk_transplt -i SRC -o OUT [-r rules.json]`, `ms_fmk_transplt analyse`,
+`ms_fmk_transplt rules list`.
 
-Exit codes: 0 success; 1 some files could not be converted (each named in the log);
-2 usage or rule-file error; 3 with --strict, the code uses APIs Ascend does not support.
+Exit codes: 0 success; 1 some files could not be converted or analysed (each named in the log);
+2 usage, rule-file or baseline error; 3 with --strict, the code uses APIs Ascend does not support;
+4 with --fail-on, the gate found issues at or above its level that are neither suppressed nor in
+the baseline.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from ms_fmk_transplt.model import Operation, Status
 if TYPE_CHECKING:  # rich.progress and rich.table load only when a bar or a table is shown
     from rich.progress import Progress, TaskID
 
-EXIT_OK, EXIT_FAILED_FILES, EXIT_USAGE, EXIT_UNSUPPORTED = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILED_FILES, EXIT_USAGE, EXIT_UNSUPPORTED, EXIT_GATE = 0, 1, 2, 3, 4
 PROGRESS_MIN_FILES = 50
 
 app = typer.Typer(
@@ -73,6 +76,25 @@ def convert(
         help="Folder of the result cache (default $XDG_CACHE_HOME/ms_fmk_transplt or ~/.cache/ms_fmk_transplt).",
     ),
     no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the result cache."),
+    exclude: list[str] | None = typer.Option(
+        None, "--exclude", help="Glob of files to copy unchanged and not analyse (tests/*); may repeat."
+    ),
+    diff: bool = typer.Option(
+        False, "--diff", help="Print a unified diff of what would change; write nothing."
+    ),
+    report_format: str | None = typer.Option(None, "--report-format", help="Issues as json, csv or sarif."),
+    report: Path | None = typer.Option(
+        None, "--report", help="Write the --report-format report here (- for stdout)."
+    ),
+    fail_on: str = typer.Option(
+        "none", "--fail-on", help="Exit 4 on issues: unsupported, partial, not-verified, none."
+    ),
+    baseline: Path | None = typer.Option(
+        None, "--baseline", help="Issues in this baseline file never fail the gate."
+    ),
+    write_baseline: Path | None = typer.Option(
+        None, "--write-baseline", help="Record the run's issues as a baseline."
+    ),
     tool_version: bool = typer.Option(
         False,
         "--tool-version",
@@ -84,13 +106,14 @@ def convert(
     """Convert SRC into OUT/<name>_msft/ with msFmkTranspltlog.txt, change_list.csv, unsupported_op.xlsx."""
     if ctx.invoked_subcommand is not None:
         return
-    if input is None or output is None:
+    if input is None or (output is None and not diff):
         _fail("both -i/--input and -o/--output are required (see --help)")
-    from ms_fmk_transplt.run import Options, UsageError, convert_project
+    gate = _Gate.checked(report_format, report, fail_on, baseline, write_baseline)
+    from ms_fmk_transplt.run import Options, UsageError, analyse_project, convert_project, unified_diff
 
     options = Options(
         source=input,
-        output=output,
+        output=output or Path.cwd(),  # --diff writes nothing
         rule_files=tuple(rule or ()),
         release=release,
         force=force,
@@ -98,34 +121,163 @@ def convert(
         opt_ins=tuple(opt_in or ()),
         cache_dir=cache_dir,
         use_cache=not no_cache,
+        exclude=tuple(exclude or ()),
     )
     try:
         with _progress(quiet) as progress:
-            run = convert_project(options, progress=progress)
+            if diff:
+                run = analyse_project(options, [input], None, progress=progress, keep_output=True)
+            else:
+                run = convert_project(options, progress=progress)
     except UsageError as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
         err.print("interrupted: nothing was written")
         raise typer.Exit(130) from None
+    if diff:
+        sys.stdout.write(unified_diff(run))
+    _finish(run, quiet, gate, strict)
+
+
+@app.command("analyse")
+def analyse(
+    paths: list[Path] | None = typer.Argument(None, help="Files or folders to analyse (or use -i)."),
+    input: list[Path] | None = typer.Option(
+        None, "-i", "--input", help="File or folder to analyse; may repeat."
+    ),
+    output: Path | None = typer.Option(
+        None, "-o", "--output", help="Folder for unsupported_op.xlsx and report.json (default: here)."
+    ),
+    rule: list[Path] | None = typer.Option(None, "-r", "--rule", help="User rule file (JSON); may repeat."),
+    release: str | None = typer.Option(
+        None, "-v", "--version", help="Ascend release data, by PyTorch version."
+    ),
+    exclude: list[str] | None = typer.Option(
+        None, "--exclude", help="Glob of files not to analyse; may repeat."
+    ),
+    report_format: str | None = typer.Option(None, "--report-format", help="Issues as json, csv or sarif."),
+    report: Path | None = typer.Option(
+        None, "--report", help="Write the --report-format report here (- for stdout)."
+    ),
+    fail_on: str = typer.Option(
+        "none", "--fail-on", help="Exit 4 on issues: unsupported, partial, not-verified, none."
+    ),
+    baseline: Path | None = typer.Option(
+        None, "--baseline", help="Issues in this baseline file never fail the gate."
+    ),
+    write_baseline: Path | None = typer.Option(
+        None, "--write-baseline", help="Record the run's issues as a baseline."
+    ),
+    no_files: bool = typer.Option(False, "--no-xlsx", help="Write no unsupported_op.xlsx / report.json."),
+    strict: bool = typer.Option(False, "--strict", help="Exit 3 when unsupported APIs are found."),
+    jobs: int = typer.Option(0, "-j", "--jobs", min=0, help="Worker processes; 0 chooses by input size."),
+    quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress bar and no summary table."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Folder of the result cache."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the result cache."),
+) -> None:
+    """Analyse without converting: the reports and the CI gate, no converted file written."""
+    sources = [*(input or ()), *(paths or ())]
+    if not sources:
+        _fail("nothing to analyse: give files or folders, or -i (see --help)")
+    gate = _Gate.checked(report_format, report, fail_on, baseline, write_baseline)
+    from ms_fmk_transplt.run import Options, UsageError, analyse_project
+
+    options = Options(
+        source=sources[0],
+        output=output or Path.cwd(),
+        rule_files=tuple(rule or ()),
+        release=release,
+        jobs=jobs,
+        cache_dir=cache_dir,
+        use_cache=not no_cache,
+        exclude=tuple(exclude or ()),
+    )
+    folder = None if no_files else (output or Path.cwd())
+    try:
+        with _progress(quiet, "analysing") as progress:
+            run = analyse_project(options, sources, folder, progress=progress)
+    except UsageError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        raise typer.Exit(130) from None
+    _finish(run, quiet, gate, strict)
+
+
+class _Gate:
+    """The report and gate options, checked before any work is done."""
+
+    def __init__(self, report_format, report, fail_on, baseline, write_baseline) -> None:
+        self.report_format, self.report, self.fail_on = report_format, report, fail_on
+        self.baseline, self.write_baseline = baseline, write_baseline
+
+    @classmethod
+    def checked(cls, report_format, report, fail_on, baseline, write_baseline) -> _Gate:
+        from ms_fmk_transplt.analysis import FAIL_ON
+        from ms_fmk_transplt.reports.findings import FORMATS
+
+        if fail_on not in FAIL_ON:
+            _fail(f"--fail-on {fail_on}: not one of {', '.join(FAIL_ON)}")
+        if report is not None and report_format is None:
+            report_format = {".sarif": "sarif", ".json": "json", ".csv": "csv"}.get(report.suffix.lower())
+            if report_format is None:
+                _fail(f"--report {report}: give --report-format (json, csv or sarif)")
+        if report_format is not None and report_format not in FORMATS:
+            _fail(f"--report-format {report_format}: not one of {', '.join(FORMATS)}")
+        if baseline is not None and not baseline.is_file():
+            _fail(f"baseline file not found: {baseline}")
+        return cls(report_format, report, fail_on, baseline, write_baseline)
+
+
+def _finish(run, quiet: bool, gate: _Gate, strict: bool) -> None:
+    """Warnings, summary, reports, baseline and the exit code, shared by convert and analyse."""
+    from ms_fmk_transplt import analysis
+    from ms_fmk_transplt.reports.findings import FORMATS
+
     for warning in run.warnings:
         err.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
     if not quiet:
         _summary(run)
+    found = analysis.issues(run)
+    if gate.baseline is not None:
+        try:
+            found = analysis.apply_baseline(found, analysis.load_baseline(gate.baseline))
+        except analysis.BaselineError as exc:
+            _fail(str(exc))
+    if gate.report_format is not None:
+        content = FORMATS[gate.report_format](run, found)
+        if gate.report is None or str(gate.report) == "-":
+            sys.stdout.buffer.write(content)
+            sys.stdout.flush()
+        else:
+            from ms_fmk_transplt.run import write_atomically
+
+            write_atomically(gate.report, content)
+    if gate.write_baseline is not None:
+        from ms_fmk_transplt.run import write_atomically
+
+        write_atomically(gate.write_baseline, analysis.baseline_document(found))
     if run.failed:
         raise typer.Exit(EXIT_FAILED_FILES)
     if strict and any(
         f.operation is Operation.UNSUPPORTED and not f.noop for r in run.files for f in r.findings
     ):
         raise typer.Exit(EXIT_UNSUPPORTED)
+    failing = [issue for issue in found if analysis.fails(issue, gate.fail_on)]
+    if failing:
+        if not quiet:
+            err.print(f"[bold red]gate:[/] {len(failing)} issue(s) at or above --fail-on {gate.fail_on}")
+        raise typer.Exit(EXIT_GATE)
 
 
 class _progress:
     """A rich progress bar on stderr once a run has enough files to be worth one."""
 
-    def __init__(self, quiet: bool) -> None:
+    def __init__(self, quiet: bool, verb: str = "converting") -> None:
         self.bar: Progress | None = None
         self.task: TaskID | None = None
         self.quiet = quiet
+        self.verb = verb
 
     def __enter__(self):
         return None if self.quiet else self
@@ -137,7 +289,7 @@ class _progress:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
             self.bar = Progress(
-                TextColumn("converting"),
+                TextColumn(self.verb),
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import fnmatch
 import os
 import stat
 from dataclasses import dataclass
@@ -26,6 +28,7 @@ class Entry:
     path: Path
     link: str = ""
     reason: str = ""
+    excluded: bool = False  # matched --exclude: copied unchanged, never analysed
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -97,3 +100,32 @@ def discover(source: Path, exclude: tuple[Path, ...] = ()) -> list[Entry]:
                 entries.append(Entry(rel, EntryKind.SKIP, path, reason=f"{what}, not copied"))
         stack.extend(reversed(subdirs))
     return entries
+
+
+def excluded(rel: str, globs: tuple[str, ...]) -> bool:
+    """True when `rel` or one of its folders matches a glob (`tests/*`, `**/vendor/**`, `*_pb2.py`)."""
+    parts = rel.split("/")
+    candidates = [rel] + ["/".join(parts[:i]) for i in range(1, len(parts))]
+    for glob in globs:
+        bare = glob.strip("/")
+        variants = {
+            bare,
+            bare.removeprefix("**/"),
+            bare.removesuffix("/**"),
+            bare.removeprefix("**/").removesuffix("/**"),
+        }
+        if any(fnmatch.fnmatchcase(c, v) for c in candidates for v in variants if v):
+            return True
+    return False
+
+
+def apply_excludes(entries: list[Entry], globs: tuple[str, ...]) -> list[Entry]:
+    """Python files under an --exclude glob become plain copies, marked so nothing analyses them."""
+    if not globs:
+        return entries
+    return [
+        dataclasses.replace(e, kind=EntryKind.FILE, excluded=True)
+        if e.kind in (EntryKind.PYTHON, EntryKind.FILE) and excluded(e.rel, globs)
+        else e
+        for e in entries
+    ]

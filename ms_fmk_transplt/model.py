@@ -54,6 +54,8 @@ class Finding:
     support: Support | None = None  # set by support classification, None for other findings
     dtypes: str = ""  # the dtypes the release supports, for PARTIAL
     suggestion: str = ""  # what the user can do, composed once
+    suppressed: bool = False  # an inline `# ms_fmk_transplt: ignore[...]` comment covers it
+    fingerprint: str = ""  # hash of the finding's first source line, whitespace-folded (baselines)
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,7 @@ class RunResult:
     release: str = ""
     seconds: float = 0.0
     warnings: tuple[str, ...] = ()  # one line each, for the user: ignored cache, renamed report, ...
+    rules: tuple[tuple[str, str, str], ...] = ()  # (id, kind, summary) of every rule in effect
 
     @property
     def failed(self) -> tuple[FileResult, ...]:

@@ -129,7 +129,8 @@ def convert_entries(
         if entry.kind is EntryKind.PYTHON:
             results.append(converted[entry.rel])
         elif entry.kind is EntryKind.FILE:
-            results.append(FileResult(entry.rel, Status.COPIED, findings=_scan(entry, tables)))
+            findings = () if entry.excluded else _scan(entry, tables)
+            results.append(FileResult(entry.rel, Status.COPIED, findings=findings))
         elif entry.kind is EntryKind.LINK:
             results.append(FileResult(entry.rel, Status.LINKED))
         elif entry.kind is EntryKind.SKIP:

@@ -6,7 +6,11 @@ leaves a half-written output folder behind.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import difflib
+import os
+import posixpath
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -14,8 +18,9 @@ from pathlib import Path
 
 from ms_fmk_transplt import data, reports
 from ms_fmk_transplt.cache import ResultCache, default_cache_dir, rule_set_key
-from ms_fmk_transplt.discover import discover
-from ms_fmk_transplt.model import RunResult
+from ms_fmk_transplt.discover import Entry, apply_excludes, discover
+from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.model import FileResult, RunResult
 from ms_fmk_transplt.pipeline import Progress, Staging, StreamWriter, convert_entries, write_tree
 from ms_fmk_transplt.rules import RuleFileError, compile_rules, load_rules
 
@@ -43,6 +48,7 @@ class Options:
     opt_ins: Sequence[str] = ()
     cache_dir: Path | None = None  # None: default_cache_dir()
     use_cache: bool = True
+    exclude: Sequence[str] = ()  # globs of files to copy unchanged and not analyse
 
 
 def output_folder(source: Path, output: Path) -> Path:
@@ -69,10 +75,8 @@ def _check_paths(options: Options) -> Path:
     return final
 
 
-def convert_project(options: Options, progress: Progress | None = None) -> RunResult:
-    """Run a whole conversion; the result's files say what happened to each input path."""
-    started = time.perf_counter()
-    warnings: list[str] = []
+def _prepare(options: Options, warnings: list[str]) -> tuple[str, list, Tables]:
+    """The release, the validated rules and their tables; UsageError for anything wrong."""
     release = options.release or data.default_release()
     if release not in data.releases():
         raise UsageError(f"unknown release {release!r}; shipped: {', '.join(data.releases())}")
@@ -87,13 +91,31 @@ def convert_project(options: Options, progress: Progress | None = None) -> RunRe
         tables = compile_rules(rules, release=release, opt_ins=options.opt_ins)
     except RuleFileError as exc:
         raise UsageError(str(exc)) from None
+    return release, rules, tables
+
+
+def _cache(options: Options, release: str, warnings: list[str]) -> ResultCache | None:
+    if not options.use_cache:
+        return None
+    rule_set = rule_set_key(options.rule_files, release, options.opt_ins)
+    return ResultCache(options.cache_dir or default_cache_dir(), rule_set, warnings)
+
+
+def _rule_table(rules: list) -> tuple[tuple[str, str, str], ...]:
+    return tuple((r.id, r.kind, r.summary) for r in rules)
+
+
+def convert_project(options: Options, progress: Progress | None = None) -> RunResult:
+    """Run a whole conversion; the result's files say what happened to each input path."""
+    started = time.perf_counter()
+    warnings: list[str] = []
+    release, rules, tables = _prepare(options, warnings)
     final = _check_paths(options)
     options.output.mkdir(parents=True, exist_ok=True)
-    entries = discover(options.source, exclude=(options.output, final))
-    cache = None
-    if options.use_cache:
-        rule_set = rule_set_key(options.rule_files, release, options.opt_ins)
-        cache = ResultCache(options.cache_dir or default_cache_dir(), rule_set, warnings)
+    entries = apply_excludes(
+        discover(options.source, exclude=(options.output, final)), tuple(options.exclude)
+    )
+    cache = _cache(options, release, warnings)
     staging = Staging(final, force=options.force)
     with staging as folder:
         sink = StreamWriter(entries, folder)
@@ -109,6 +131,7 @@ def convert_project(options: Options, progress: Progress | None = None) -> RunRe
             rule_files=tuple(str(p) for p in options.rule_files),
             release=release,
             seconds=time.perf_counter() - started,
+            rules=_rule_table(rules),
         )
         for name, writer in REPORTS.items():
             if name in taken:  # the project has a file of that name: keep it, rename the report
@@ -118,3 +141,97 @@ def convert_project(options: Options, progress: Progress | None = None) -> RunRe
             (folder / name).write_bytes(writer(run))
         staging.commit()
     return dataclasses.replace(run, warnings=tuple(warnings))
+
+
+ANALYSIS_REPORTS: dict[str, Callable[[RunResult], bytes]] = {
+    "unsupported_op.xlsx": reports.unsupported_xlsx,
+    "report.json": reports.summary_json,
+}
+
+
+def _entries(sources: Sequence[Path], globs: tuple[str, ...]) -> tuple[str, list[Entry]]:
+    """The input root and entries of one folder or file, or of several paths (named as given)."""
+    for source in sources:
+        if not source.exists() and not source.is_symlink():
+            raise UsageError(f"input not found: {source}")
+        if not (source.is_file() or source.is_dir()):
+            raise UsageError(f"input is neither a file nor a directory: {source}")
+    if len(sources) == 1:
+        return str(sources[0]), apply_excludes(discover(sources[0]), globs)
+    entries: list[Entry] = []
+    seen: set[str] = set()
+    for source in sources:
+        for entry in discover(source):
+            rel = source.as_posix() if source.is_file() else f"{source.as_posix().rstrip('/')}/{entry.rel}"
+            rel = posixpath.normpath(rel)
+            if rel not in seen:
+                seen.add(rel)
+                entries.append(dataclasses.replace(entry, rel=rel))
+    return ".", apply_excludes(entries, globs)
+
+
+def analyse_project(
+    options: Options,
+    sources: Sequence[Path],
+    report_folder: Path | None,
+    progress: Progress | None = None,
+    keep_output: bool = False,
+) -> RunResult:
+    """The analysis of a conversion without writing converted files.
+
+    Reports go to `report_folder` (none when None); `keep_output` keeps each file's converted
+    bytes in the result (for --diff), else they are dropped as they arrive.
+    """
+    started = time.perf_counter()
+    warnings: list[str] = []
+    release, rules, tables = _prepare(options, warnings)
+    if report_folder is not None and report_folder.exists() and not report_folder.is_dir():
+        raise UsageError(f"output is not a directory: {report_folder}")
+    root, entries = _entries(sources, tuple(options.exclude))
+    cache = _cache(options, release, warnings)
+
+    def drop_output(result: FileResult) -> FileResult:
+        return result if keep_output or result.output is None else dataclasses.replace(result, output=None)
+
+    results = convert_entries(
+        entries, tables, jobs=options.jobs, progress=progress, cache=cache, sink=drop_output
+    )
+    run = RunResult(
+        input_root=root,
+        output_root=str(report_folder) if report_folder is not None else "",
+        files=tuple(results),
+        rule_files=tuple(str(p) for p in options.rule_files),
+        release=release,
+        seconds=time.perf_counter() - started,
+        rules=_rule_table(rules),
+    )
+    if report_folder is not None:
+        report_folder.mkdir(parents=True, exist_ok=True)
+        for name, writer in ANALYSIS_REPORTS.items():
+            write_atomically(report_folder / name, writer(run))
+    return dataclasses.replace(run, warnings=tuple(warnings))
+
+
+def write_atomically(path: Path, content: bytes) -> None:
+    """Write `path` whole or not at all (a temporary file beside it, renamed into place)."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        partial.write_bytes(content)
+        os.replace(partial, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            partial.unlink()
+
+
+def unified_diff(run: RunResult) -> str:
+    """What the conversion would change, as one unified diff (paths relative to the input)."""
+    root = Path(run.input_root)
+    chunks: list[str] = []
+    for result in run.files:
+        if result.output is None:
+            continue
+        source = root if root.is_file() else root / result.path
+        before = source.read_bytes().decode("utf-8", errors="replace").splitlines(keepends=True)
+        after = result.output.decode("utf-8", errors="replace").splitlines(keepends=True)
+        chunks.extend(difflib.unified_diff(before, after, f"a/{result.path}", f"b/{result.path}"))
+    return "".join(chunks)

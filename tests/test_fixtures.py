@@ -87,3 +87,16 @@ def test_readme_quotes_the_worked_example() -> None:
     for name in ("rules.json", "worked.in.py", "worked.out.py"):
         text = (folder / name).read_text()
         assert text in readme, f"README's worked example no longer matches {name}"
+
+
+def test_no_reported_message_says_the_same_thing_twice() -> None:
+    """Messages are composed once: no clause of a finding repeats another ("...; no effect on the NPU")."""
+    repeated = []
+    for path in sorted(FIXTURES.rglob("*.findings")):
+        for line in path.read_text().splitlines():
+            message = line.split(" ", 3)[-1]
+            clauses = [" ".join(c.lower().split()) for c in message.split(";")]
+            for i, clause in enumerate(clauses):
+                if any(clause and (clause in other or other.endswith(clause)) for other in clauses[:i]):
+                    repeated.append(f"{path.name}: {line}")
+    assert repeated == []

@@ -20,9 +20,10 @@ from ms_fmk_transplt.engine.normalise import (
     restore,
     same_tree,
 )
+from ms_fmk_transplt.engine.suppress import annotate
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.engine.transformer import Converter
-from ms_fmk_transplt.model import FileResult, Finding, Operation, Status
+from ms_fmk_transplt.model import FileResult, Finding, Operation, Status, Support
 
 _PY2_HINTS = (
     re.compile(rb"^\s*print\s+[^\s(=,.\[][^=]*$", re.M),
@@ -120,7 +121,7 @@ def _convert(path: str, data: bytes, tables: Tables) -> FileResult:
     converter = Converter(tables, module)
     new_module = module.visit(converter)
     new_module = add_needed_imports(new_module, converter.imports_needed)
-    findings = _place(module, converter, tree)
+    findings = annotate(_place(module, converter, tree), data)
     output = new_module.bytes
     if normalised is not None:
         restored = restore(normalised, output)
@@ -176,13 +177,13 @@ def _place(module: cst.Module, converter: Converter, tree: ast.Module | None = N
     if not converter.pending:
         return ()
     starts = _statement_lines(module, tree)
-    lines: dict[int, tuple[int, int]] = {}
+    lines: dict[int, tuple[int, int, int]] = {}
     if starts is None or any(item.top < 0 and item.node is not module for item in converter.pending):
         positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
         for item in converter.pending:
             if item.node is not module:
                 where = positions[item.node]
-                lines[id(item)] = (where.start.line, where.end.line)
+                lines[id(item)] = (where.start.line, where.end.line, where.start.column + 1)
     else:
         tops = sorted({item.top for item in converter.pending if item.top >= 0})
         for top in tops:
@@ -193,14 +194,31 @@ def _place(module: cst.Module, converter: Converter, tree: ast.Module | None = N
             for item in converter.pending:
                 if item.top == top:
                     where = positions[item.node]
-                    lines[id(item)] = (where.start.line + shift, where.end.line + shift)
+                    lines[id(item)] = (
+                        where.start.line + shift,
+                        where.end.line + shift,
+                        where.start.column + 1,
+                    )
     findings = []
     for item in converter.pending:
-        start, end = lines.get(id(item), (1, 1))
+        start, end, column = lines.get(id(item), (1, 1, 0))
         if item.line_offset:
-            start = end
+            start, column = end, 0
+        unsupported = item.operation is Operation.UNSUPPORTED and not item.noop
         findings.append(
-            Finding(item.rule.id, item.operation, start, end, item.message, item.heuristic, item.noop)
+            Finding(
+                item.rule.id,
+                item.operation,
+                start,
+                end,
+                item.message,
+                item.heuristic,
+                item.noop,
+                column=column,
+                api=item.api,
+                support=Support.UNSUPPORTED if unsupported else None,
+                suggestion=item.suggestion,
+            )
         )
     findings.sort(key=lambda f: (f.start_line, f.end_line, f.rule_id))
     return tuple(findings)
@@ -218,5 +236,15 @@ def scan_text(path: str, data: bytes, tables: Tables) -> tuple[Finding, ...]:
             if regex.search(line):
                 suggestion = rule.params.get("suggestion", "")
                 message = f"{line.strip()[:120]}: {suggestion}" if suggestion else line.strip()[:120]
-                findings.append(Finding(rule.id, Operation.UNSUPPORTED, number, number, message))
-    return tuple(findings)
+                findings.append(
+                    Finding(
+                        rule.id,
+                        Operation.UNSUPPORTED,
+                        number,
+                        number,
+                        message,
+                        support=Support.UNSUPPORTED,
+                        suggestion=suggestion,
+                    )
+                )
+    return annotate(tuple(findings), data)

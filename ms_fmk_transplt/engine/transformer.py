@@ -27,6 +27,13 @@ from ms_fmk_transplt.engine.tables import Match, Tables
 from ms_fmk_transplt.model import Operation
 
 
+def _without_repeats(suggestion: str, verdict: str) -> str:
+    """The suggestion's clauses that don't restate the verdict ("...; no effect on the NPU")."""
+    said = " ".join(verdict.lower().split())
+    clauses = [c.strip() for c in suggestion.split(";")]
+    return "; ".join(c for c in clauses if c and " ".join(c.lower().split()) not in said)
+
+
 @dataclass
 class Pending:
     """A finding waiting for its position, which is computed only if the file has any."""
@@ -39,6 +46,8 @@ class Pending:
     line_offset: int = 0
     noop: bool = False
     top: int = -1  # index of the enclosing top-level statement, -1 for the module itself
+    api: str = ""  # the API an UNSUPPORTED finding is about
+    suggestion: str = ""  # what to do instead, for an UNSUPPORTED finding
 
 
 def _asname(alias: cst.ImportAlias) -> str | None:
@@ -167,10 +176,21 @@ class Converter(cst.CSTTransformer):
     def report_unsupported(self, node: cst.CSTNode, rule: Rule, what: str, suggestion: str = "") -> None:
         """An UNSUPPORTED finding: `what` cannot run on the NPU as written; `suggestion` says what to do."""
         noop = bool(rule.params.get("noop"))
-        text = f"{what} has no effect on the NPU" if noop else f"{what} has no NPU counterpart"
-        if suggestion:
-            text += "; " + suggestion.format(release=self.t.release)
-        self.pending.append(Pending(node, rule, Operation.UNSUPPORTED, text, noop=noop, top=self._top))
+        if noop:
+            verdict = "has no effect on the NPU"
+        elif rule.kind == "ApiSupportRule":  # listed unsupported: a counterpart may still exist
+            verdict = "is not supported on the NPU"
+        else:
+            verdict = "has no NPU counterpart"
+        text = f"{what} {verdict}"
+        advice = _without_repeats(suggestion.format(release=self.t.release), verdict) if suggestion else ""
+        if advice:
+            text += "; " + advice
+        self.pending.append(
+            Pending(
+                node, rule, Operation.UNSUPPORTED, text, noop=noop, top=self._top, api=what, suggestion=advice
+            )
+        )
 
     def _report_match(self, node: cst.CSTNode, match: Match) -> None:
         if match.new is None:

@@ -8,7 +8,7 @@ import json
 from collections import Counter
 
 from ms_fmk_transplt import __version__
-from ms_fmk_transplt.model import Operation, RunResult, Status
+from ms_fmk_transplt.model import RunResult, Status
 
 CSV_HEADER = ["File", "Start Line", "End Line", "Operation Type", "Message", "Rule"]
 
@@ -96,13 +96,3 @@ def summary_json(run: RunResult) -> bytes:
         ],
     }
     return (json.dumps(document, indent=1) + "\n").encode()
-
-
-def unsupported_rows(run: RunResult) -> list[tuple[str, int, int, str, str]]:
-    """(file, start, end, rule, message) for every UNSUPPORTED finding."""
-    return [
-        (r.path, f.start_line, f.end_line, f.rule_id, f.message)
-        for r in run.files
-        for f in r.findings
-        if f.operation is Operation.UNSUPPORTED
-    ]

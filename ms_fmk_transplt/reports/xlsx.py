@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import io
 import sys
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from ms_fmk_transplt.model import RunResult, Status
-from ms_fmk_transplt.reports.text import totals, unsupported_rows
+from ms_fmk_transplt.model import Operation, RunResult, Status
+from ms_fmk_transplt.reports.text import totals
 
 if TYPE_CHECKING:
     from openpyxl import Workbook
@@ -33,6 +34,7 @@ def _openpyxl() -> Any:
 
 
 def _sheet(workbook: Workbook, title: str, header: list[str], rows: list, first: bool = False) -> Any:
+    """A sheet with a bold frozen header, an autofilter and readable widths; every cell is text."""
     font = _openpyxl().styles.Font
     sheet = workbook.active if first else workbook.create_sheet()
     sheet.title = title
@@ -40,29 +42,100 @@ def _sheet(workbook: Workbook, title: str, header: list[str], rows: list, first:
     for cell in sheet[1]:
         cell.font = font(bold=True)
     for row in rows:
-        sheet.append(list(row))
+        sheet.append([_text(value) for value in row])
+        for cell in sheet[sheet.max_row]:
+            if isinstance(cell.value, str):
+                cell.data_type = "s"  # source text is untrusted: "=..." stays a string, never a formula
     sheet.freeze_panes = "A2"
-    for column, name in zip(sheet.columns, header):
+    sheet.auto_filter.ref = sheet.dimensions
+    for column, name in zip(sheet.columns, header, strict=False):
         width = max([len(str(c.value or "")) for c in column] + [len(name)])
-        sheet.column_dimensions[column[0].column_letter].width = min(width + 2, 100)
+        sheet.column_dimensions[column[0].column_letter].width = min(width + 2, 80)
     return sheet
 
 
+def _text(value: Any) -> Any:
+    """Numbers stay numbers (lines, counts); everything else is written as text."""
+    if isinstance(value, bool) or value is None:
+        return "yes" if value else ""
+    if isinstance(value, int):
+        return value
+    return str(value)
+
+
 def unsupported_xlsx(run: RunResult) -> bytes:
-    """Sheets: unsupported APIs, files that could not be converted, totals."""
+    """Sheets: Unsupported (one row per issue), Changes (every rewrite), Summary (counts, release, input)."""
+    from ms_fmk_transplt import __version__
+    from ms_fmk_transplt.analysis import issues
+
+    found = issues(run)
     workbook = _openpyxl().Workbook()
     _sheet(
         workbook,
         "Unsupported",
-        ["File", "Start Line", "End Line", "Rule", "Message"],
-        unsupported_rows(run),
+        [
+            "File",
+            "Line",
+            "Column",
+            "API",
+            "Status",
+            "Supported dtypes",
+            "Suggestion",
+            "Rule",
+            "Heuristic",
+            "Message",
+            "Suppressed",
+        ],
+        [
+            (
+                i.path,
+                i.finding.start_line,
+                i.finding.column or 1,
+                i.finding.api,
+                i.status.value,
+                i.finding.dtypes,
+                i.finding.suggestion,
+                i.finding.rule_id,
+                i.finding.heuristic,
+                i.finding.message,
+                i.finding.suppressed,
+            )
+            for i in found
+        ],
         first=True,
     )
-    failed = [
-        (r.path, r.status.value, r.reason) for r in run.files if r.status in (Status.FAILED, Status.SKIPPED)
+    changes = [
+        (r.path, f.start_line, f.end_line, f.operation.value, f.rule_id, f.message, f.heuristic)
+        for r in run.files
+        for f in r.findings
+        if f.operation is not Operation.UNSUPPORTED
     ]
-    _sheet(workbook, "Not converted", ["File", "Status", "Reason"], failed)
-    _sheet(workbook, "Totals", ["Item", "Count"], list(totals(run).items()))
+    _sheet(
+        workbook,
+        "Changes",
+        ["File", "Start Line", "End Line", "Operation", "Rule", "Message", "Heuristic"],
+        changes,
+    )
+    by_status = Counter(i.status.value for i in found)
+    by_file = Counter(i.path for i in found)
+    summary: list[tuple[str, Any]] = [
+        ("tool", f"ms_fmk_transplt {__version__}"),
+        ("input", run.input_root),
+        ("release", f"Ascend data for PyTorch {run.release}"),
+    ]
+    summary += [(f"issues {status}", count) for status, count in sorted(by_status.items())]
+    summary += [
+        (f"files {key.removeprefix('files_')}", n)
+        for key, n in totals(run).items()
+        if key.startswith("files_")
+    ]
+    summary += [(f"issues in {path}", count) for path, count in sorted(by_file.items())]
+    summary += [
+        (f"not converted: {r.path}", r.reason)
+        for r in run.files
+        if r.status in (Status.FAILED, Status.SKIPPED)
+    ]
+    _sheet(workbook, "Summary", ["Item", "Value"], summary)
     buffer = io.BytesIO()
     workbook.save(buffer)
     return buffer.getvalue()

@@ -1,0 +1,115 @@
+"""What Ascend can't run, as the CI gate sees it: issues, baselines and the fail-on levels.
+
+An issue is a finding with a support status: an API the release lists as unsupported or
+partial, one it does not list (not verified), or CUDA-only code. Findings that rewrite code are
+changes, not issues. Suppressed issues (inline comments) and issues recorded in a baseline stay
+in every report, marked, and never fail the gate.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ms_fmk_transplt import __version__
+from ms_fmk_transplt.model import Finding, Operation, RunResult, Support
+
+#: --fail-on levels; each fails on its own status and on every status listed before it.
+FAIL_ON = ("unsupported", "partial", "not-verified", "none")
+_ORDER = {Support.UNSUPPORTED: 0, Support.PARTIAL: 1, Support.NOT_VERIFIED: 2}
+BASELINE_VERSION = 1
+
+
+class BaselineError(ValueError):
+    """A baseline file that cannot be used; the message names the file."""
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One finding the gate judges, with where it is and how it is excused."""
+
+    path: str
+    finding: Finding
+    status: Support
+    baselined: bool = False
+
+    @property
+    def excused(self) -> bool:
+        return self.finding.suppressed or self.baselined
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """What a baseline matches on: file, rule, API (or message) and the line's fingerprint."""
+        f = self.finding
+        return (self.path, f.rule_id, f.api or f.message, f.fingerprint)
+
+
+def issues(run: RunResult) -> list[Issue]:
+    """Every issue in the run, in file and line order."""
+    found = []
+    for result in run.files:
+        for finding in result.findings:
+            status = finding.support
+            if status is None and finding.operation is Operation.UNSUPPORTED and not finding.noop:
+                status = Support.UNSUPPORTED
+            if status is not None and status is not Support.SUPPORTED:
+                found.append(Issue(result.path, finding, status))
+    return found
+
+
+def fails(issue: Issue, fail_on: str) -> bool:
+    """True when `issue` is unexcused and at or above the `fail_on` level."""
+    if fail_on == "none" or issue.excused:
+        return False
+    return _ORDER[issue.status] <= FAIL_ON.index(fail_on)
+
+
+def baseline_document(found: Iterable[Issue]) -> bytes:
+    """A baseline of `found` (suppressed ones left out: their comment already excuses them)."""
+    counts = Counter(issue.key for issue in found if not issue.finding.suppressed)
+    entries = [
+        {"file": path, "rule": rule, "api": api, "fingerprint": fingerprint, "count": count}
+        for (path, rule, api, fingerprint), count in sorted(counts.items())
+    ]
+    document = {
+        "tool": "ms_fmk_transplt",
+        "version": __version__,
+        "format": BASELINE_VERSION,
+        "issues": entries,
+    }
+    return (json.dumps(document, indent=1) + "\n").encode()
+
+
+def load_baseline(path: Path) -> Counter[tuple[str, str, str, str]]:
+    """The issue keys a baseline file holds, with their counts."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise BaselineError(f"{path}: cannot read the baseline: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise BaselineError(f"{path}: not a JSON baseline: {exc}") from None
+    if not isinstance(document, dict) or document.get("format") != BASELINE_VERSION:
+        raise BaselineError(f"{path}: not an ms_fmk_transplt baseline (format {BASELINE_VERSION})")
+    counts: Counter[tuple[str, str, str, str]] = Counter()
+    for index, entry in enumerate(document.get("issues", [])):
+        try:
+            key = (entry["file"], entry["rule"], entry["api"], entry["fingerprint"])
+            counts[key] += int(entry.get("count", 1))
+        except (KeyError, TypeError, ValueError):
+            raise BaselineError(f"{path}: /issues/{index} needs file, rule, api and fingerprint") from None
+    return counts
+
+
+def apply_baseline(found: list[Issue], baseline: Counter[tuple[str, str, str, str]]) -> list[Issue]:
+    """`found` with the issues the baseline covers marked; each baseline entry covers `count` issues."""
+    left = Counter(baseline)
+    marked = []
+    for issue in found:
+        if not issue.finding.suppressed and left[issue.key] > 0:
+            left[issue.key] -= 1
+            issue = Issue(issue.path, issue.finding, issue.status, baselined=True)
+        marked.append(issue)
+    return marked

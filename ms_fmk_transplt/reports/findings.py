@@ -1,0 +1,147 @@
+"""The analysis reports: issues as JSON, CSV and SARIF 2.1.0 (for GitHub code scanning).
+
+Every format lists the same issues (analysis.issues) at their original lines and columns.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from ms_fmk_transplt import __version__
+from ms_fmk_transplt.analysis import Issue
+from ms_fmk_transplt.model import RunResult, Support
+
+FIELDS = [
+    "file",
+    "line",
+    "column",
+    "end_line",
+    "rule",
+    "api",
+    "status",
+    "supported_dtypes",
+    "suggestion",
+    "message",
+    "heuristic",
+    "suppressed",
+    "baselined",
+]
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+_LEVEL = {Support.UNSUPPORTED: "error", Support.PARTIAL: "warning", Support.NOT_VERIFIED: "note"}
+
+
+def _row(issue: Issue) -> dict:
+    f = issue.finding
+    return {
+        "file": issue.path,
+        "line": f.start_line,
+        "column": f.column or 1,
+        "end_line": f.end_line,
+        "rule": f.rule_id,
+        "api": f.api,
+        "status": issue.status.value,
+        "supported_dtypes": f.dtypes,
+        "suggestion": f.suggestion,
+        "message": f.message,
+        "heuristic": f.heuristic,
+        "suppressed": f.suppressed,
+        "baselined": issue.baselined,
+    }
+
+
+def issues_json(run: RunResult, found: list[Issue]) -> bytes:
+    """The issues with the run's release and input, one object each."""
+    document = {
+        "tool": "ms_fmk_transplt",
+        "version": __version__,
+        "input": run.input_root,
+        "release": run.release,
+        "issues": [_row(issue) for issue in found],
+    }
+    return (json.dumps(document, indent=1) + "\n").encode()
+
+
+def issues_csv(run: RunResult, found: list[Issue]) -> bytes:
+    """One row per issue, the JSON report's fields as columns."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=FIELDS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(_row(issue) for issue in found)
+    return out.getvalue().encode()
+
+
+def issues_sarif(run: RunResult, found: list[Issue]) -> bytes:
+    """A SARIF 2.1.0 log: rule metadata from the rules' summaries, locations relative to the input."""
+    summaries = {rule_id: (kind, summary) for rule_id, kind, summary in run.rules}
+    used = sorted({issue.finding.rule_id for issue in found})
+    index = {rule_id: i for i, rule_id in enumerate(used)}
+    rules = []
+    for rule_id in used:
+        kind, summary = summaries.get(rule_id, ("", rule_id))
+        rules.append(
+            {
+                "id": rule_id,
+                **({"name": kind} if kind else {}),
+                "shortDescription": {"text": summary},
+                "defaultConfiguration": {"level": "error"},
+            }
+        )
+    root = Path(run.input_root).resolve()
+    base = root if root.is_dir() else root.parent
+    results = []
+    for issue in found:
+        f = issue.finding
+        result: dict = {
+            "ruleId": f.rule_id,
+            "ruleIndex": index[f.rule_id],
+            "level": _LEVEL[issue.status],
+            "message": {"text": f.message},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": issue.path, "uriBaseId": "%SRCROOT%"},
+                        "region": {
+                            "startLine": f.start_line,
+                            "startColumn": f.column or 1,
+                            "endLine": max(f.end_line, f.start_line),
+                        },
+                    }
+                }
+            ],
+            "properties": {"status": issue.status.value, "api": f.api, "heuristic": f.heuristic},
+        }
+        if f.fingerprint:
+            result["partialFingerprints"] = {"msFmkTranspltLine/v1": f.fingerprint}
+        if f.suppressed:
+            result["suppressions"] = [
+                {"kind": "inSource", "justification": "ms_fmk_transplt: ignore comment"}
+            ]
+        elif issue.baselined:
+            result["suppressions"] = [{"kind": "external", "justification": "in the baseline file"}]
+        results.append(result)
+    document = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "ms_fmk_transplt",
+                        "version": __version__,
+                        "informationUri": "https://pypi.org/project/ms-fmk-transplt/",
+                        "rules": rules,
+                    }
+                },
+                "originalUriBaseIds": {"%SRCROOT%": {"uri": base.as_uri() + "/"}},
+                "properties": {"release": run.release},
+                "results": results,
+            }
+        ],
+    }
+    return (json.dumps(document, indent=1) + "\n").encode()
+
+
+FORMATS = {"json": issues_json, "csv": issues_csv, "sarif": issues_sarif}

@@ -1,0 +1,241 @@
+"""The analysis reports and the CI gate: analyse, JSON/CSV/SARIF, --fail-on, suppressions, baselines."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import jsonschema
+import openpyxl
+import pytest
+from typer.testing import CliRunner
+
+from ms_fmk_transplt.cli import EXIT_GATE, EXIT_USAGE, app
+
+runner = CliRunner()
+SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-2.1.0-rtm.5.json").read_text())
+
+TRAIN = """\
+import torch
+import torch.nn as nn
+
+x = torch.zeros(3).cuda()
+y = torch.fft.fftshift(x)
+z = torch.func.vmap(f)
+model = nn.DataParallel(net)
+"""
+
+
+def _run(*args: str):
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "train.py").write_text(TRAIN)
+    (root / "clean.py").write_text("import torch\n\nx = torch.ones(2)\n")
+    return root
+
+
+def _analyse(project: Path, *args: str):
+    return _run("analyse", str(project), "-q", "--no-cache", "--no-xlsx", *args)
+
+
+def test_analyse_writes_reports_and_no_converted_file(project: Path, tmp_path: Path) -> None:
+    before = sorted(p.name for p in project.iterdir())
+    result = _run("analyse", "-i", str(project), "-o", str(tmp_path / "reports"), "-q", "--no-cache")
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == ["report.json", "unsupported_op.xlsx"]
+    assert sorted(p.name for p in project.iterdir()) == before
+    assert not list(tmp_path.rglob("*_msft"))
+
+
+def test_json_csv_and_sarif_list_the_same_issues_at_the_original_positions(project: Path) -> None:
+    as_json = json.loads(_analyse(project, "--report-format", "json").stdout)["issues"]
+    as_csv = list(csv.DictReader(io.StringIO(_analyse(project, "--report-format", "csv").stdout)))
+    sarif = json.loads(_analyse(project, "--report-format", "sarif").stdout)
+    places = [(i["file"], i["line"], i["column"], i["rule"], i["api"]) for i in as_json]
+    assert places == [
+        ("train.py", 5, 5, "TP901", "torch.fft.fftshift"),
+        ("train.py", 6, 5, "TP901", "torch.func.vmap"),
+        ("train.py", 7, 9, "TP901", "torch.nn.DataParallel"),
+    ]
+    assert [(r["file"], int(r["line"]), int(r["column"]), r["rule"], r["api"]) for r in as_csv] == places
+    results = sarif["runs"][0]["results"]
+    assert [
+        (
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+            r["locations"][0]["physicalLocation"]["region"]["startLine"],
+            r["locations"][0]["physicalLocation"]["region"]["startColumn"],
+            r["ruleId"],
+            r["properties"]["api"],
+        )
+        for r in results
+    ] == places
+    assert all(i["status"] == "unsupported" for i in as_json)
+
+
+def test_sarif_is_valid_against_the_2_1_0_schema_with_rule_metadata(project: Path) -> None:
+    (project / "train.py").write_text(TRAIN.replace("vmap(f)", "vmap(f)  # ms_fmk_transplt: ignore"))
+    sarif = json.loads(_analyse(project, "--report-format", "sarif").stdout)
+    jsonschema.validate(sarif, SCHEMA, cls=jsonschema.Draft4Validator)
+    run = sarif["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    assert [r["id"] for r in rules] == ["TP901"]  # only the rules that have results
+    assert "support list" in rules[0]["shortDescription"]["text"]
+    assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"].startswith("file:///")
+    suppressed = [r for r in run["results"] if "suppressions" in r]
+    assert [r["properties"]["api"] for r in suppressed] == ["torch.func.vmap"]
+
+
+def test_invalid_sarif_is_caught_by_the_schema() -> None:
+    """The validation above can fail: a result without a message is not SARIF."""
+    bad = {"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "x"}}, "results": [{"ruleId": "TP1"}]}]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, SCHEMA, cls=jsonschema.Draft4Validator)
+
+
+def test_gate_exit_codes(project: Path, tmp_path: Path) -> None:
+    assert _analyse(project).exit_code == 0  # --fail-on none by default
+    assert _analyse(project, "--fail-on", "unsupported").exit_code == EXIT_GATE
+    assert _analyse(project, "--fail-on", "not-verified").exit_code == EXIT_GATE
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    (clean / "a.py").write_text("import torch\n\nx = torch.zeros(2).cuda()\n")
+    assert _analyse(clean, "--fail-on", "unsupported").exit_code == 0
+    bad = _analyse(project, "--fail-on", "sometimes")
+    assert bad.exit_code == EXIT_USAGE and "--fail-on sometimes" in bad.output
+
+
+@pytest.mark.parametrize(
+    "comment_line, passes",
+    [
+        ("y = torch.fft.fftshift(x)  # ms_fmk_transplt: ignore", True),
+        ("y = torch.fft.fftshift(x)  # ms_fmk_transplt: ignore[TP901]", True),
+        ("y = torch.fft.fftshift(x)  # ms_fmk_transplt: ignore[TP902, TP901]", True),
+        ("y = torch.fft.fftshift(x)  # ms_fmk_transplt: ignore[TP902]", False),
+        ("# ms_fmk_transplt: ignore[TP901]\ny = torch.fft.fftshift(x)", True),
+        ("y = torch.fft.fftshift(x)  # ms_fmk_transplt ignore", False),
+    ],
+)
+def test_inline_suppressions(tmp_path: Path, comment_line: str, passes: bool) -> None:
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "a.py").write_text(f"import torch\n\nx = torch.ones(2)\n{comment_line}\n")
+    result = _analyse(root, "--fail-on", "unsupported", "--report-format", "json")
+    assert (result.exit_code == 0) is passes
+    issues = json.loads(result.stdout)["issues"]
+    assert len(issues) == 1 and issues[0]["suppressed"] is passes  # still reported, marked
+
+
+def test_baseline_fails_only_on_new_issues_and_survives_moved_lines(project: Path, tmp_path: Path) -> None:
+    baseline = tmp_path / "baseline.json"
+    assert _analyse(project, "--write-baseline", str(baseline)).exit_code == 0
+    assert _analyse(project, "--fail-on", "unsupported", "--baseline", str(baseline)).exit_code == 0
+    # an unrelated edit moves every line down: the baseline still matches
+    (project / "train.py").write_text("# header\n\n\n" + TRAIN)
+    assert _analyse(project, "--fail-on", "unsupported", "--baseline", str(baseline)).exit_code == 0
+    # the same unsupported call added once more is new
+    (project / "train.py").write_text(TRAIN + "w = torch.fft.fftshift(x)\n")
+    result = _analyse(
+        project, "--fail-on", "unsupported", "--baseline", str(baseline), "--report-format", "json"
+    )
+    assert result.exit_code == EXIT_GATE
+    flags = [(i["line"], i["baselined"]) for i in json.loads(result.stdout)["issues"]]
+    assert flags == [(5, True), (6, True), (7, True), (8, False)]
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{not json", "not a JSON baseline"),
+        ('{"format": 99}', "not an ms_fmk_transplt baseline"),
+        ('{"format": 1, "issues": [{"file": "a.py"}]}', "/issues/0 needs file, rule, api and fingerprint"),
+    ],
+)
+def test_a_bad_baseline_is_named_in_one_line(
+    project: Path, tmp_path: Path, content: str, message: str
+) -> None:
+    baseline = tmp_path / "b.json"
+    baseline.write_text(content)
+    result = _analyse(project, "--baseline", str(baseline))
+    assert result.exit_code == EXIT_USAGE
+    assert str(baseline) in result.output and message in result.output
+
+
+def test_exclude_skips_analysis_and_copies_unchanged(project: Path, tmp_path: Path) -> None:
+    (project / "tests").mkdir()
+    (project / "tests" / "t.py").write_text("import torch\ny = torch.fft.fftshift(torch.ones(2).cuda())\n")
+    result = _analyse(project, "--exclude", "tests/*", "--exclude", "train.py", "--report-format", "json")
+    assert json.loads(result.stdout)["issues"] == []
+    out = tmp_path / "out"
+    assert (
+        _run("-i", str(project), "-o", str(out), "-q", "--no-cache", "--exclude", "**/tests/**").exit_code
+        == 0
+    )
+    copied = out / "proj_msft" / "tests" / "t.py"
+    assert copied.read_bytes() == (project / "tests" / "t.py").read_bytes()
+    assert "npu" in (out / "proj_msft" / "train.py").read_text()
+
+
+def test_diff_prints_the_changes_and_writes_nothing(project: Path, tmp_path: Path) -> None:
+    result = _run("-i", str(project), "--diff", "-q", "--no-cache")
+    assert result.exit_code == 0
+    assert "--- a/train.py\n+++ b/train.py\n" in result.stdout
+    assert "-x = torch.zeros(3).cuda()\n+x = torch.zeros(3).npu()\n" in result.stdout
+    assert "clean.py" not in result.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["proj"]
+
+
+def test_analyse_takes_several_files_as_a_pre_commit_hook_passes_them(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project.parent)
+    result = _run("analyse", "proj/train.py", "proj/clean.py", "-q", "--no-cache", "--no-xlsx",
+                  "--report-format", "json", "--fail-on", "unsupported")  # fmt: skip
+    assert result.exit_code == EXIT_GATE
+    assert {i["file"] for i in json.loads(result.stdout)["issues"]} == {"proj/train.py"}
+
+
+def test_xlsx_has_status_columns_filters_and_never_a_formula(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    root.mkdir()
+    hostile = '=HYPERLINK("http://evil","x")'
+    (root / "a.py").write_text(
+        f"import torch\ny = torch.fft.fftshift(x)\nz = torch.fft.fftshift  # {hostile}\n"
+    )
+    (root / "=cmd.py").write_text("import torch\ny = torch.fft.fftshift(x)\n")
+    assert _run("analyse", str(root), "-o", str(tmp_path / "r"), "-q", "--no-cache").exit_code == 0
+    book = openpyxl.load_workbook(tmp_path / "r" / "unsupported_op.xlsx")
+    assert book.sheetnames == ["Unsupported", "Changes", "Summary"]
+    sheet = book["Unsupported"]
+    header = [c.value for c in sheet[1]]
+    assert header[:9] == ["File", "Line", "Column", "API", "Status", "Supported dtypes", "Suggestion", "Rule",
+                          "Heuristic"]  # fmt: skip
+    assert sheet.freeze_panes == "A2" and sheet.auto_filter.ref
+    cells = [c for sheet in book for row in sheet.iter_rows() for c in row]
+    assert not [c.coordinate for c in cells if c.data_type == "f"]
+    assert "=cmd.py" in [c.value for c in sheet["A"]]
+    summary = dict(book["Summary"].iter_rows(values_only=True))
+    assert summary["issues unsupported"] == 3 and summary["release"] == "Ascend data for PyTorch 2.12.0"
+
+
+def test_classification_follows_the_selected_release(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "a.py").write_text("import torch\nprogram = torch.export.export(model, args)\n")
+    new = json.loads(_analyse(root, "--report-format", "json").stdout)["issues"]
+    old = json.loads(_analyse(root, "-v", "2.1.0", "--report-format", "json").stdout)["issues"]
+    assert [i["api"] for i in new] == ["torch.export.export"] and old == []
+
+
+def test_a_trailing_ignore_covers_its_own_line_only(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "a.py").write_text(
+        "import torch\nz = torch.func.vmap(f)  # ms_fmk_transplt: ignore\ny = torch.fft.fftshift(x)\n"
+    )
+    issues = json.loads(_analyse(root, "--report-format", "json").stdout)["issues"]
+    assert [(i["line"], i["suppressed"]) for i in issues] == [(2, True), (3, False)]
