@@ -16,7 +16,14 @@ class _TypedTensorMeta(type):
         return isinstance(obj, torch.Tensor) and obj.device.type == DEVICE_TYPE and obj.dtype == cls.dtype
 
     def __call__(cls, *args: Any, **kwargs: Any) -> torch.Tensor:
-        device_obj = torch.device(DEVICE_TYPE, STATE.current)
+        # like torch_npu's constructors: `device=` (a string, torch.device or an index), else the current one
+        device = kwargs.pop("device", None)
+        if device is None:
+            device_obj = torch.device(DEVICE_TYPE, STATE.current)
+        elif isinstance(device, int):
+            device_obj = torch.device(DEVICE_TYPE, device)
+        else:
+            device_obj = torch.device(device)
         if len(args) == 1 and not isinstance(args[0], int) and not isinstance(args[0], torch.Size):
             return torch.as_tensor(args[0], dtype=cls.dtype).to(device_obj)
         return torch.empty(*args, dtype=cls.dtype, device=device_obj, **kwargs)

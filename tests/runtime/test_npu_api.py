@@ -71,6 +71,9 @@ def test_typed_tensors_and_options():
     assert t.is_npu and t.dtype == torch.float32 and t.shape == (2, 3)
     assert isinstance(t, torch.npu.FloatTensor) and not isinstance(t, torch.npu.HalfTensor)
     assert torch.npu.LongTensor([1, 2]).cpu().tolist() == [1, 2]
+    assert torch.npu.LongTensor(2, device=0).device == torch.device("npu", 0)
+    if torch.npu.device_count() > 1:
+        assert torch.npu.HalfTensor([1.0], device="npu:1").device == torch.device("npu", 1)
     torch.npu.set_option({"ACL_OP_COMPILER_CACHE_MODE": "enable"})
     torch.npu.set_compile_mode(jit_compile=False)
     assert torch.npu.is_jit_compile_false()
