@@ -239,3 +239,14 @@ def test_a_trailing_ignore_covers_its_own_line_only(tmp_path: Path) -> None:
     )
     issues = json.loads(_analyse(root, "--report-format", "json").stdout)["issues"]
     assert [(i["line"], i["suppressed"]) for i in issues] == [(2, True), (3, False)]
+
+
+def test_the_pre_commit_hook_runs_analyse_on_the_files_it_is_given(project: Path, monkeypatch) -> None:
+    hooks = (Path(__file__).parent.parent / ".pre-commit-hooks.yaml").read_text()
+    entry = next(
+        line.split(":", 1)[1].split() for line in hooks.splitlines() if line.strip().startswith("entry:")
+    )
+    assert entry[:2] == ["ms_fmk_transplt", "analyse"]
+    monkeypatch.chdir(project)
+    assert _run(*entry[1:], "--no-cache", "clean.py").exit_code == 0
+    assert _run(*entry[1:], "--no-cache", "clean.py", "train.py").exit_code == EXIT_GATE
