@@ -241,6 +241,34 @@ def _default_type_accepting_npu(set_default_tensor_type):
     return patched
 
 
+def _bare_npu(device: Any) -> bool:
+    if isinstance(device, str):
+        return device == "npu"
+    return isinstance(device, torch.device) and device.type == "npu" and device.index is None
+
+
+def _to_current_npu(to):
+    """``Tensor.to`` that reads a bare ``"npu"`` as the current device, as torch_npu does.
+
+    Factory calls (``device="npu"``) already follow ``torch.npu.set_device``; ``to`` gets its
+    index from the device guard of PyTorch's Python backend API, which always answers 0.
+    """
+    from runtime_shim.device import STATE
+
+    @functools.wraps(to)
+    def wrapper(self, *args, **kwargs):
+        current = STATE.current
+        if current:
+            if args and _bare_npu(args[0]):
+                args = (torch.device("npu", current), *args[1:])
+            elif _bare_npu(kwargs.get("device")):
+                kwargs["device"] = torch.device("npu", current)
+        return to(self, *args, **kwargs)
+
+    wrapper._runtime_shim = True  # type: ignore[attr-defined]
+    return wrapper
+
+
 _default_device_state = threading.local()
 
 
@@ -249,6 +277,8 @@ def install() -> None:
     _install_sdpa()
     if not getattr(torch.set_default_tensor_type, "_runtime_shim", False):
         torch.set_default_tensor_type = _default_type_accepting_npu(torch.set_default_tensor_type)
+    if not getattr(torch.Tensor.to, "_runtime_shim", False):
+        torch.Tensor.to = _to_current_npu(torch.Tensor.to)  # type: ignore[method-assign]
     if not getattr(torch.Tensor.type, "_runtime_shim", False):
         torch.Tensor.type = _type_accepting_npu(torch.Tensor.type)  # type: ignore[method-assign]
     if not getattr(torch.nn.Module._apply, "_runtime_shim", False):

@@ -158,3 +158,18 @@ def test_autocast_matches_cpu_autocast(dtype):
     loss.backward()
     for a, b in zip(model.parameters(), twin.parameters()):
         assert torch.equal(a.grad, b.grad.cpu())
+
+
+def test_a_bare_npu_means_the_current_device_for_to_as_for_factories():
+    torch.npu.set_device(1)
+    try:
+        model = torch.nn.Linear(2, 2).to("npu")
+        assert next(model.parameters()).device == torch.device("npu", 1)
+        assert torch.zeros(2).to("npu").device == torch.device("npu", 1)
+        assert torch.zeros(2).to(torch.device("npu")).device == torch.device("npu", 1)
+        assert torch.zeros(2).to(device="npu", dtype=torch.float64).device == torch.device("npu", 1)
+        assert torch.zeros(2, device="npu").device == torch.device("npu", 1)
+        assert torch.zeros(2).to("npu:0").device == torch.device("npu", 0)  # an explicit index wins
+    finally:
+        torch.npu.set_device(0)
+    assert torch.zeros(2).to("npu").device == torch.device("npu", 0)
