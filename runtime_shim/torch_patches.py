@@ -265,7 +265,7 @@ def _to_current_npu(to):
                 kwargs["device"] = torch.device("npu", current)
         return to(self, *args, **kwargs)
 
-    wrapper._runtime_shim = True  # type: ignore[attr-defined]
+    wrapper._runtime_shim = True
     return wrapper
 
 
