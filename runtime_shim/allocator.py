@@ -53,10 +53,14 @@ class DeviceMemory:
         self.peak_reserved = 0
         self.num_allocs = 0
         self.num_frees = 0
+        #: set when every allocation must fail with this message (a forked child, strict mode)
+        self.refuse: str | None = None
         self._lock = threading.Lock()
 
     def check(self, nbytes: int) -> None:
         """Raise the NPU out-of-memory error if ``nbytes`` more would not fit."""
+        if self.refuse is not None:
+            raise RuntimeError(self.refuse)
         if self.allocated + nbytes > self.capacity:
             free = self.capacity - self.allocated
             raise torch.OutOfMemoryError(

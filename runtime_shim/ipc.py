@@ -13,10 +13,15 @@ makes an npu storage over the same shared bytes. So, as with CUDA/NPU IPC:
 * npu tensors put on a ``torch.multiprocessing`` Queue, or passed to a Pool, arrive in the
   other process over the same memory;
 * one storage arrives as one storage, so views of it still alias in the receiver.
+
+A forked child keeps what was shared before the fork. torch_npu refuses any NPU use in a forked
+child of a process that had used the NPU; ``RUNTIME_SHIM_STRICT=1`` does the same (so a
+DataLoader's default fork workers that make npu tensors fail here as they do on an NPU).
 """
 
 from __future__ import annotations
 
+import os
 import weakref
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
@@ -31,6 +36,12 @@ _torch_share_memory = torch.UntypedStorage.share_memory_
 _torch_is_shared = torch.UntypedStorage.is_shared
 #: In a receiving process: shared host address -> the npu storage made over it.
 _received: weakref.WeakValueDictionary[tuple[int, int], torch.UntypedStorage] = weakref.WeakValueDictionary()
+#: torch_npu's error for NPU use in a forked child (its ``_lazy_init`` after a fork)
+FORK_MESSAGE = (
+    "Cannot re-initialize NPU in forked subprocess. To use NPU with multiprocessing, "
+    "you must use the 'spawn' start method"
+)
+_fork_hook_installed = False
 
 
 def share_npu_storage(storage: torch.UntypedStorage) -> torch.UntypedStorage:
@@ -90,8 +101,25 @@ def rebuild_npu_storage(index: int, rebuild: Any, args: tuple) -> torch.UntypedS
     return storage
 
 
+def _refuse_npu_after_fork() -> None:
+    """In a forked child, strict mode: every npu allocation fails as torch_npu's would."""
+    from runtime_shim.distributed import strict_enabled
+
+    tracker = STATE.tracker
+    if tracker is None or not strict_enabled() or not any(d.num_allocs for d in tracker.devices):
+        return  # the parent never used the npu: torch_npu initialises it in the child
+    for memory in tracker.devices:
+        memory.refuse = FORK_MESSAGE
+        # The hot allocation path consults check() only past capacity; below zero, always.
+        memory.capacity = -1
+
+
 def install() -> None:
     """Share npu storages on ``share_memory_()`` and when pickled for another process (idempotent)."""
+    global _fork_hook_installed
+    if not _fork_hook_installed and hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_refuse_npu_after_fork)
+        _fork_hook_installed = True
     if torch.UntypedStorage.share_memory_ is not _share_memory:
         torch.UntypedStorage.share_memory_ = _share_memory  # type: ignore[method-assign]
         torch.UntypedStorage.is_shared = _is_shared  # type: ignore[method-assign,assignment]

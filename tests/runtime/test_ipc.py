@@ -8,6 +8,8 @@ import pytest
 import torch
 from conftest import HERE, run_python
 
+from runtime_shim import ipc
+
 SCRIPT = HERE / "scripts" / "npu_ipc.py"
 
 
@@ -41,3 +43,19 @@ def test_share_memory_moves_npu_bytes_in_place(npu):
     view.add_(1)  # the view still aliases after the move
     assert t.cpu().tolist() == [0.0, 2.0, 3.0, 4.0]
     assert t.device.type == "npu"
+
+
+@pytest.mark.slow
+def test_forked_children_use_the_npu_unless_strict_mode_refuses_as_torch_npu(tmp_path):
+    proc = run_python(["-m", "runtime_shim", str(HERE / "scripts" / "npu_fork.py")], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    refused = f"RuntimeError: {ipc.FORK_MESSAGE}"
+    # a fork DataLoader worker's npu items arrive in the parent over shared memory
+    assert seen["loader"] == {
+        "devices": ["npu:0"],
+        "values": [[[0.0, 0.0], [1.0, 1.0]], [[2.0, 2.0], [3.0, 3.0]]],
+    }
+    assert seen["loader_strict"] == {"error": refused}  # torch_npu: NPU in a forked worker
+    assert seen["fork"] == 0 and seen["fork_strict"] == 1
+    assert refused in proc.stderr
