@@ -36,6 +36,16 @@ app.add_typer(rules_app, name="rules")
 err = Console(stderr=True, highlight=False)
 
 
+# The gate's options, shared by convert and analyse.
+REPORT_FORMAT = typer.Option(None, "--report-format", help="Issues as json, csv or sarif.")
+REPORT = typer.Option(None, "--report", help="Write the --report-format report here (- for stdout).")
+FAIL_ON = typer.Option(
+    "none", "--fail-on", help="Exit 4 on issues: unsupported, partial, not-verified, none."
+)
+BASELINE = typer.Option(None, "--baseline", help="Issues in this baseline file never fail the gate.")
+WRITE_BASELINE = typer.Option(None, "--write-baseline", help="Record the run's issues as a baseline.")
+
+
 def _fail(message: str) -> NoReturn:
     err.print(f"[bold red]error:[/] {message}", soft_wrap=True)
     raise typer.Exit(EXIT_USAGE)
@@ -82,19 +92,11 @@ def convert(
     diff: bool = typer.Option(
         False, "--diff", help="Print a unified diff of what would change; write nothing."
     ),
-    report_format: str | None = typer.Option(None, "--report-format", help="Issues as json, csv or sarif."),
-    report: Path | None = typer.Option(
-        None, "--report", help="Write the --report-format report here (- for stdout)."
-    ),
-    fail_on: str = typer.Option(
-        "none", "--fail-on", help="Exit 4 on issues: unsupported, partial, not-verified, none."
-    ),
-    baseline: Path | None = typer.Option(
-        None, "--baseline", help="Issues in this baseline file never fail the gate."
-    ),
-    write_baseline: Path | None = typer.Option(
-        None, "--write-baseline", help="Record the run's issues as a baseline."
-    ),
+    report_format: str | None = REPORT_FORMAT,
+    report: Path | None = REPORT,
+    fail_on: str = FAIL_ON,
+    baseline: Path | None = BASELINE,
+    write_baseline: Path | None = WRITE_BASELINE,
     tool_version: bool = typer.Option(
         False,
         "--tool-version",
@@ -155,19 +157,11 @@ def analyse(
     exclude: list[str] | None = typer.Option(
         None, "--exclude", help="Glob of files not to analyse; may repeat."
     ),
-    report_format: str | None = typer.Option(None, "--report-format", help="Issues as json, csv or sarif."),
-    report: Path | None = typer.Option(
-        None, "--report", help="Write the --report-format report here (- for stdout)."
-    ),
-    fail_on: str = typer.Option(
-        "none", "--fail-on", help="Exit 4 on issues: unsupported, partial, not-verified, none."
-    ),
-    baseline: Path | None = typer.Option(
-        None, "--baseline", help="Issues in this baseline file never fail the gate."
-    ),
-    write_baseline: Path | None = typer.Option(
-        None, "--write-baseline", help="Record the run's issues as a baseline."
-    ),
+    report_format: str | None = REPORT_FORMAT,
+    report: Path | None = REPORT,
+    fail_on: str = FAIL_ON,
+    baseline: Path | None = BASELINE,
+    write_baseline: Path | None = WRITE_BASELINE,
     no_files: bool = typer.Option(False, "--no-xlsx", help="Write no unsupported_op.xlsx / report.json."),
     strict: bool = typer.Option(False, "--strict", help="Exit 3 when unsupported APIs are found."),
     jobs: int = typer.Option(0, "-j", "--jobs", min=0, help="Worker processes; 0 chooses by input size."),
