@@ -14,6 +14,7 @@ import pickle
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from ms_fmk_transplt import __version__
 from ms_fmk_transplt.model import FileResult
@@ -109,6 +110,29 @@ class ResultCache:
         except Exception:  # a damaged entry is only a miss
             return None
         return result if isinstance(result, FileResult) and result.path == rel else None
+
+    def tables_key(self) -> bytes:
+        """Where this rule set's validated rules and compiled tables are kept."""
+        return hashlib.sha256(self.rule_set + b"\0compiled rule tables").digest()
+
+    def get_compiled(self) -> tuple[Any, Any, list[str]] | None:
+        """(rules, tables, load warnings) stored for this rule set, or None."""
+        if self.db is None:
+            return None
+        try:
+            row = self.db.execute("SELECT value FROM results WHERE key = ?", (self.tables_key(),)).fetchone()
+            value = pickle.loads(row[0]) if row is not None else None
+        except Exception:  # a damaged entry is only a miss (sqlite errors included)
+            return None
+        if not (isinstance(value, tuple) and len(value) == 4 and value[0] == "compiled rule tables"):
+            return None
+        return value[1], value[2], value[3]
+
+    def put_compiled(self, rules: Any, tables: Any, warnings: list[str]) -> None:
+        """Keep the validated rules and compiled tables; a later run with the same rule set skips both."""
+        if self.db is not None:
+            value = ("compiled rule tables", rules, tables, list(warnings))
+            self.pending.append((self.tables_key(), pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)))
 
     def put(self, key: bytes, result: FileResult) -> None:
         """Remember a result; written with the others in one transaction by `flush`."""

@@ -75,30 +75,44 @@ def _check_paths(options: Options) -> Path:
     return final
 
 
-def _prepare(options: Options, warnings: list[str]) -> tuple[str, list, Tables]:
-    """The release, the validated rules and their tables; UsageError for anything wrong."""
+def _prepare(options: Options, warnings: list[str]) -> tuple[str, list, Tables, ResultCache | None]:
+    """The release, the validated rules, their tables and the result cache; UsageError for anything
+    wrong. With the cache, a rule set seen before is neither validated nor compiled again."""
     release = options.release or data.default_release()
     if release not in data.releases():
         raise UsageError(f"unknown release {release!r}; shipped: {', '.join(data.releases())}")
-    try:
-        rules = load_rules(options.rule_files, warnings=warnings)
-        known = {r.params["opt_in"] for r in rules if r.params.get("opt_in")}
-        unknown = sorted(set(options.opt_ins) - known)
-        if unknown:
-            raise UsageError(
-                f"unknown --opt-in {', '.join(unknown)}; valid: {', '.join(sorted(known)) or 'none'}"
-            )
-        tables = compile_rules(rules, release=release, opt_ins=options.opt_ins)
-    except RuleFileError as exc:
-        raise UsageError(str(exc)) from None
-    return release, rules, tables
-
-
-def _cache(options: Options, release: str, warnings: list[str]) -> ResultCache | None:
-    if not options.use_cache:
-        return None
-    rule_set = rule_set_key(options.rule_files, release, options.opt_ins)
-    return ResultCache(options.cache_dir or default_cache_dir(), rule_set, warnings)
+    cache = None
+    if options.use_cache:
+        try:
+            rule_set: bytes | None = rule_set_key(options.rule_files, release, options.opt_ins)
+        except OSError:
+            rule_set = None  # an unreadable rule file: load_rules below names it
+        if rule_set is not None:
+            cache = ResultCache(options.cache_dir or default_cache_dir(), rule_set, warnings)
+    compiled = cache.get_compiled() if cache is not None else None
+    if compiled is not None:
+        rules, tables, load_warnings = compiled
+    else:
+        load_warnings = []
+        try:
+            rules = load_rules(options.rule_files, warnings=load_warnings)
+        except RuleFileError as exc:
+            raise UsageError(str(exc)) from None
+    warnings.extend(load_warnings)
+    known = {r.params["opt_in"] for r in rules if r.params.get("opt_in")}
+    unknown = sorted(set(options.opt_ins) - known)
+    if unknown:
+        raise UsageError(
+            f"unknown --opt-in {', '.join(unknown)}; valid: {', '.join(sorted(known)) or 'none'}"
+        )
+    if compiled is None:
+        try:
+            tables = compile_rules(rules, release=release, opt_ins=options.opt_ins)
+        except RuleFileError as exc:
+            raise UsageError(str(exc)) from None
+        if cache is not None:
+            cache.put_compiled(rules, tables, load_warnings)
+    return release, rules, tables, cache
 
 
 def _rule_table(rules: list) -> tuple[tuple[str, str, str], ...]:
@@ -109,13 +123,12 @@ def convert_project(options: Options, progress: Progress | None = None) -> RunRe
     """Run a whole conversion; the result's files say what happened to each input path."""
     started = time.perf_counter()
     warnings: list[str] = []
-    release, rules, tables = _prepare(options, warnings)
+    release, rules, tables, cache = _prepare(options, warnings)
     final = _check_paths(options)
     options.output.mkdir(parents=True, exist_ok=True)
     entries = apply_excludes(
         discover(options.source, exclude=(options.output, final)), tuple(options.exclude)
     )
-    cache = _cache(options, release, warnings)
     staging = Staging(final, force=options.force)
     with staging as folder:
         sink = StreamWriter(entries, folder)
@@ -184,11 +197,10 @@ def analyse_project(
     """
     started = time.perf_counter()
     warnings: list[str] = []
-    release, rules, tables = _prepare(options, warnings)
+    release, rules, tables, cache = _prepare(options, warnings)
     if report_folder is not None and report_folder.exists() and not report_folder.is_dir():
         raise UsageError(f"output is not a directory: {report_folder}")
     root, entries = _entries(sources, tuple(options.exclude))
-    cache = _cache(options, release, warnings)
 
     def drop_output(result: FileResult) -> FileResult:
         return result if keep_output or result.output is None else dataclasses.replace(result, output=None)

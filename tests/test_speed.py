@@ -172,3 +172,28 @@ def test_renamed_report_warning_comes_back_in_the_result(tmp_path: Path) -> None
     assert _convert(source, tmp_path, use_cache=False).warnings == (
         "input has a file named report.json; report written as report.msft.json",
     )
+
+
+def test_a_seen_rule_set_is_neither_validated_nor_compiled_again(tmp_path: Path, monkeypatch) -> None:
+    from ms_fmk_transplt import run as run_module
+
+    source, cache = _tree(tmp_path), tmp_path / "cache"
+    rules = tmp_path / "rules.json"
+    rules.write_text(
+        '{"rules": {"FuncNameModifyRule": [{"id": "U001", "old_name": "old_f", "new_name": "new_f", '
+        '"surprise": 1}]}}'
+    )
+    cold = _convert(source, tmp_path / "cold", cache_dir=cache, rule_files=(rules,))
+    assert any("surprise" in w for w in cold.warnings)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("rules loaded or compiled again on a warm run")
+
+    monkeypatch.setattr(run_module, "load_rules", refuse)
+    monkeypatch.setattr(run_module, "compile_rules", refuse)
+    warm = _convert(source, tmp_path / "warm", cache_dir=cache, rule_files=(rules,))
+    assert warm.files == cold.files and warm.rules == cold.rules
+    assert warm.warnings == cold.warnings  # the unknown-key warning is not lost on a warm run
+    rules.write_text(rules.read_text().replace("new_f", "newer_f"))  # an edited rule file is a new rule set
+    with pytest.raises(AssertionError, match="compiled again"):
+        _convert(source, tmp_path / "edited", cache_dir=cache, rule_files=(rules,))
