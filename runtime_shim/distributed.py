@@ -242,12 +242,47 @@ def _storage_size(self: torch.UntypedStorage) -> int:
     return 0 if getattr(self, _FREED, False) else _torch_storage_size(self)
 
 
+_torch_move_states: Any = None
+
+
+def _move_states_to_npu(
+    params: list[torch.nn.Parameter], buffers: list[torch.Tensor], device_from_device_id: torch.device | None
+) -> None:
+    """FSDP1's move of a module's states to ``device_id``, able to move them onto the npu.
+
+    FSDP moves each state with ``param.data = param.to(device)``, which PyTorch refuses between
+    a CPU and a PrivateUse1 tensor ("incompatible tensor type"). Each state is swapped whole
+    instead (``torch.utils.swap_tensors``), so the module's own Parameter objects, and any tie
+    between them, end up on the npu, as ``param.data =`` does for CUDA.
+    """
+    device = device_from_device_id
+    if device is None or device.type != DEVICE_TYPE:
+        _torch_move_states(params, buffers, device)
+        return
+    with torch.no_grad():
+        for state in [*params, *buffers]:
+            if state.device == device:
+                continue
+            grad = state.grad
+            moved = state.detach().to(device)
+            if isinstance(state, torch.nn.Parameter):
+                moved = torch.nn.Parameter(moved, requires_grad=state.requires_grad)
+            torch.utils.swap_tensors(state, moved)
+            if grad is not None:
+                state.grad = grad.to(device)
+
+
 def register() -> None:
     """Make ``backend="hccl"`` available (for the npu device) in torch.distributed."""
     global _library
     if BACKEND_NAME in dist.Backend.backend_list:
         return
     dist.Backend.register_backend(BACKEND_NAME, _create, devices=["cpu", DEVICE_TYPE])
+    global _torch_move_states
+    from torch.distributed.fsdp import _init_utils
+
+    _torch_move_states = _init_utils._move_states_to_device
+    _init_utils._move_states_to_device = _move_states_to_npu
     torch.UntypedStorage.resize_ = _storage_resize  # type: ignore[method-assign,assignment]
     torch.UntypedStorage.nbytes = _storage_nbytes  # type: ignore[method-assign,assignment]
     torch.UntypedStorage.size = _storage_size  # type: ignore[method-assign,assignment]

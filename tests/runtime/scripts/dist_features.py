@@ -152,11 +152,9 @@ def run(mode, device_type, out, rank):
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
         from torch.distributed.fsdp import MixedPrecision
 
-        # Moved first: `param.data = npu_tensor` on a CPU parameter is refused by
-        # PyTorch for a Python-registered device, so FSDP must not do the move.
-        model = Block().to(device)
+        # A CPU module: FSDP moves it to device_id itself, as a CUDA script relies on.
         fsdp = FSDP(
-            model,
+            Block(),
             device_id=device,
             use_orig_params=True,
             mixed_precision=MixedPrecision(reduce_dtype=torch.float32),
