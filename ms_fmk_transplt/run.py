@@ -161,13 +161,24 @@ def _entries(sources: Sequence[Path], globs: tuple[str, ...]) -> tuple[str, list
     entries: list[Entry] = []
     seen: set[str] = set()
     for source in sources:
+        named = _named(source)
         for entry in discover(source):
-            rel = source.as_posix() if source.is_file() else f"{source.as_posix().rstrip('/')}/{entry.rel}"
+            rel = named if source.is_file() else f"{named.rstrip('/')}/{entry.rel}"
             rel = posixpath.normpath(rel)
             if rel not in seen:
                 seen.add(rel)
                 entries.append(dataclasses.replace(entry, rel=rel))
     return ".", apply_excludes(entries, globs)
+
+
+def _named(source: Path) -> str:
+    """How a path given among several is named in reports: relative to the current folder when it
+    lies inside it (so ./a.py, a.py and /abs/cwd/a.py are one file, and SARIF URIs stay relative)."""
+    absolute = Path(os.path.abspath(source))
+    try:
+        return absolute.relative_to(Path.cwd()).as_posix() or "."
+    except ValueError:
+        return absolute.as_posix()
 
 
 def analyse_project(
@@ -233,5 +244,7 @@ def unified_diff(run: RunResult) -> str:
         source = root if root.is_file() else root / result.path
         before = source.read_bytes().decode("utf-8", errors="replace").splitlines(keepends=True)
         after = result.output.decode("utf-8", errors="replace").splitlines(keepends=True)
-        chunks.extend(difflib.unified_diff(before, after, f"a/{result.path}", f"b/{result.path}"))
+        for line in difflib.unified_diff(before, after, f"a/{result.path}", f"b/{result.path}"):
+            # a last line without a newline would run into the next diff line and corrupt the patch
+            chunks.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(chunks)
