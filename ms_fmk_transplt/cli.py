@@ -129,7 +129,9 @@ def convert(
     try:
         with _progress(quiet) as progress:
             if diff:
-                run = analyse_project(options, [input], None, progress=progress, keep_output=True)
+                run = analyse_project(
+                    options, [input], None, progress=progress, keep_output=True, file_by_name=True
+                )
             else:
                 run = convert_project(options, progress=progress)
     except UsageError as exc:

@@ -240,6 +240,31 @@ def test_one_file_given_twice_is_analysed_once_with_a_relative_name(project: Pat
     )
 
 
+def test_a_tree_baseline_matches_a_hook_that_passes_one_file(
+    project: Path, tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.chdir(project.parent)
+    baseline = tmp_path / "baseline.json"
+    assert (
+        _run("analyse", ".", "-q", "--no-cache", "--no-xlsx", "--write-baseline", str(baseline)).exit_code
+        == 0
+    )
+    hook = (
+        "analyse",
+        "-q",
+        "--no-cache",
+        "--no-xlsx",
+        "--fail-on",
+        "unsupported",
+        "--baseline",
+        str(baseline),
+    )
+    assert _run(*hook, "proj/train.py").exit_code == 0
+    assert _run(*hook, "proj/train.py", "proj/clean.py").exit_code == 0
+    (project / "clean.py").write_text("import torch\ny = torch.fft.fftshift(x)\n")
+    assert _run(*hook, "proj/clean.py").exit_code == EXIT_GATE
+
+
 def test_analyse_takes_several_files_as_a_pre_commit_hook_passes_them(project: Path, monkeypatch) -> None:
     monkeypatch.chdir(project.parent)
     result = _run("analyse", "proj/train.py", "proj/clean.py", "-q", "--no-cache", "--no-xlsx",
