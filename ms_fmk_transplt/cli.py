@@ -267,8 +267,16 @@ def _finish(run, quiet: bool, gate: _Gate, strict: bool) -> None:
         raise typer.Exit(EXIT_UNSUPPORTED)
     failing = [issue for issue in found if analysis.fails(issue, gate.fail_on)]
     if failing:
-        if not quiet:
-            err.print(f"[bold red]gate:[/] {len(failing)} issue(s) at or above --fail-on {gate.fail_on}")
+        # printed even with -q: a failed gate (a pre-commit hook passes -q) must say where and why
+        for issue in failing:
+            f = issue.finding
+            err.print(
+                f"{issue.path}:{f.start_line}:{f.column or 1}: {issue.status.value} [{f.rule_id}] {f.message}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
+        err.print(f"[bold red]gate:[/] {len(failing)} issue(s) at or above --fail-on {gate.fail_on}")
         raise typer.Exit(EXIT_GATE)
 
 

@@ -265,6 +265,15 @@ def test_a_tree_baseline_matches_a_hook_that_passes_one_file(
     assert _run(*hook, "proj/clean.py").exit_code == EXIT_GATE
 
 
+def test_a_failed_gate_names_each_issue_even_when_quiet(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("m.py").write_text("import torch\n\ndef f():\n    torch.cuda.nvtx.range_push('[x]')\n")
+    result = _run("analyse", "m.py", "-q", "--no-cache", "--no-xlsx", "--fail-on", "unsupported")
+    assert result.exit_code == EXIT_GATE
+    assert "m.py:4:5: unsupported [TP603] torch.cuda.nvtx" in result.stderr
+    assert "gate: 1 issue(s)" in result.stderr
+
+
 def test_analyse_takes_several_files_as_a_pre_commit_hook_passes_them(project: Path, monkeypatch) -> None:
     monkeypatch.chdir(project.parent)
     result = _run("analyse", "proj/train.py", "proj/clean.py", "-q", "--no-cache", "--no-xlsx",
