@@ -93,13 +93,24 @@ def load_baseline(path: Path) -> Counter[tuple[str, str, str, str]]:
         raise BaselineError(f"{path}: not a JSON baseline: {exc}") from None
     if not isinstance(document, dict) or document.get("format") != BASELINE_VERSION:
         raise BaselineError(f"{path}: not an ms_fmk_transplt baseline (format {BASELINE_VERSION})")
+    entries = document.get("issues", [])
+    if not isinstance(entries, list):
+        raise BaselineError(f"{path}: /issues must be a list")
     counts: Counter[tuple[str, str, str, str]] = Counter()
-    for index, entry in enumerate(document.get("issues", [])):
-        try:
-            key = (entry["file"], entry["rule"], entry["api"], entry["fingerprint"])
-            counts[key] += int(entry.get("count", 1))
-        except (KeyError, TypeError, ValueError):
-            raise BaselineError(f"{path}: /issues/{index} needs file, rule, api and fingerprint") from None
+    names = ("file", "rule", "api", "fingerprint")
+    for index, entry in enumerate(entries):
+        count = entry.get("count", 1) if isinstance(entry, dict) else None
+        if (
+            not isinstance(entry, dict)
+            or not all(isinstance(entry.get(name), str) for name in names)
+            or not isinstance(count, int)
+            or isinstance(count, bool)
+            or count < 1
+        ):
+            raise BaselineError(
+                f"{path}: /issues/{index} needs file, rule, api and fingerprint (strings) and a positive count"
+            )
+        counts[(entry["file"], entry["rule"], entry["api"], entry["fingerprint"])] += count
     return counts
 
 

@@ -10,6 +10,7 @@ the baseline.
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -128,7 +129,9 @@ def convert(
     try:
         with _progress(quiet) as progress:
             if diff:
-                run = analyse_project(options, [input], None, progress=progress, keep_output=True)
+                run = analyse_project(
+                    options, [input], None, progress=progress, keep_output=True, file_by_name=True
+                )
             else:
                 run = convert_project(options, progress=progress)
     except UsageError as exc:
@@ -204,6 +207,7 @@ class _Gate:
     def __init__(self, report_format, report, fail_on, baseline, write_baseline) -> None:
         self.report_format, self.report, self.fail_on = report_format, report, fail_on
         self.baseline, self.write_baseline = baseline, write_baseline
+        self.baseline_counts: Counter[tuple[str, str, str, str]] | None = None
 
     @classmethod
     def checked(cls, report_format, report, fail_on, baseline, write_baseline) -> _Gate:
@@ -220,7 +224,18 @@ class _Gate:
             _fail(f"--report-format {report_format}: not one of {', '.join(FORMATS)}")
         if baseline is not None and not baseline.is_file():
             _fail(f"baseline file not found: {baseline}")
-        return cls(report_format, report, fail_on, baseline, write_baseline)
+        gate = cls(report_format, report, fail_on, baseline, write_baseline)
+        if baseline is not None:  # read now: a bad baseline must stop the run before anything is written
+            from ms_fmk_transplt.analysis import BaselineError, load_baseline
+
+            try:
+                gate.baseline_counts = load_baseline(baseline)
+            except BaselineError as exc:
+                _fail(str(exc))
+        for target in (report, write_baseline):
+            if target is not None and str(target) != "-" and not target.parent.is_dir():
+                _fail(f"cannot write {target}: folder {target.parent} does not exist")
+        return gate
 
 
 def _finish(run, quiet: bool, gate: _Gate, strict: bool) -> None:
@@ -233,24 +248,17 @@ def _finish(run, quiet: bool, gate: _Gate, strict: bool) -> None:
     if not quiet:
         _summary(run)
     found = analysis.issues(run)
-    if gate.baseline is not None:
-        try:
-            found = analysis.apply_baseline(found, analysis.load_baseline(gate.baseline))
-        except analysis.BaselineError as exc:
-            _fail(str(exc))
+    if gate.baseline_counts is not None:
+        found = analysis.apply_baseline(found, gate.baseline_counts)
     if gate.report_format is not None:
         content = FORMATS[gate.report_format](run, found)
         if gate.report is None or str(gate.report) == "-":
             sys.stdout.buffer.write(content)
             sys.stdout.flush()
         else:
-            from ms_fmk_transplt.run import write_atomically
-
-            write_atomically(gate.report, content)
+            _write(gate.report, content)
     if gate.write_baseline is not None:
-        from ms_fmk_transplt.run import write_atomically
-
-        write_atomically(gate.write_baseline, analysis.baseline_document(found))
+        _write(gate.write_baseline, analysis.baseline_document(found))
     if run.failed:
         raise typer.Exit(EXIT_FAILED_FILES)
     if strict and any(
@@ -259,9 +267,26 @@ def _finish(run, quiet: bool, gate: _Gate, strict: bool) -> None:
         raise typer.Exit(EXIT_UNSUPPORTED)
     failing = [issue for issue in found if analysis.fails(issue, gate.fail_on)]
     if failing:
-        if not quiet:
-            err.print(f"[bold red]gate:[/] {len(failing)} issue(s) at or above --fail-on {gate.fail_on}")
+        # printed even with -q: a failed gate (a pre-commit hook passes -q) must say where and why
+        for issue in failing:
+            f = issue.finding
+            err.print(
+                f"{issue.path}:{f.start_line}:{f.column or 1}: {issue.status.value} [{f.rule_id}] {f.message}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
+        err.print(f"[bold red]gate:[/] {len(failing)} issue(s) at or above --fail-on {gate.fail_on}")
         raise typer.Exit(EXIT_GATE)
+
+
+def _write(path: Path, content: bytes) -> None:
+    from ms_fmk_transplt.run import write_atomically
+
+    try:
+        write_atomically(path, content)
+    except OSError as exc:
+        _fail(f"cannot write {path}: {exc.strerror or exc}")
 
 
 class _progress:

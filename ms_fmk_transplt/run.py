@@ -162,25 +162,41 @@ ANALYSIS_REPORTS: dict[str, Callable[[RunResult], bytes]] = {
 }
 
 
-def _entries(sources: Sequence[Path], globs: tuple[str, ...]) -> tuple[str, list[Entry]]:
-    """The input root and entries of one folder or file, or of several paths (named as given)."""
+def _entries(
+    sources: Sequence[Path], globs: tuple[str, ...], file_by_name: bool = False
+) -> tuple[str, list[Entry]]:
+    """The input root and entries: one folder is its own root; files and several paths are named
+    relative to the current folder, so a file reads the same (and matches its baseline entry)
+    whether a hook passes it alone, with others, or the whole tree is analysed from there.
+    `file_by_name`: one file is named by its name alone, as a conversion names it."""
     for source in sources:
         if not source.exists() and not source.is_symlink():
             raise UsageError(f"input not found: {source}")
         if not (source.is_file() or source.is_dir()):
             raise UsageError(f"input is neither a file nor a directory: {source}")
-    if len(sources) == 1:
+    if len(sources) == 1 and (sources[0].is_dir() or file_by_name):
         return str(sources[0]), apply_excludes(discover(sources[0]), globs)
     entries: list[Entry] = []
     seen: set[str] = set()
     for source in sources:
+        named = _named(source)
         for entry in discover(source):
-            rel = source.as_posix() if source.is_file() else f"{source.as_posix().rstrip('/')}/{entry.rel}"
+            rel = named if source.is_file() else f"{named.rstrip('/')}/{entry.rel}"
             rel = posixpath.normpath(rel)
             if rel not in seen:
                 seen.add(rel)
                 entries.append(dataclasses.replace(entry, rel=rel))
     return ".", apply_excludes(entries, globs)
+
+
+def _named(source: Path) -> str:
+    """How a path given among several is named in reports: relative to the current folder when it
+    lies inside it (so ./a.py, a.py and /abs/cwd/a.py are one file, and SARIF URIs stay relative)."""
+    absolute = Path(os.path.abspath(source))
+    try:
+        return absolute.relative_to(Path.cwd()).as_posix() or "."
+    except ValueError:
+        return absolute.as_posix()
 
 
 def analyse_project(
@@ -189,18 +205,20 @@ def analyse_project(
     report_folder: Path | None,
     progress: Progress | None = None,
     keep_output: bool = False,
+    file_by_name: bool = False,
 ) -> RunResult:
     """The analysis of a conversion without writing converted files.
 
     Reports go to `report_folder` (none when None); `keep_output` keeps each file's converted
-    bytes in the result (for --diff), else they are dropped as they arrive.
+    bytes in the result (for --diff), else they are dropped as they arrive; `file_by_name` names
+    a single file input by its name, as a conversion does.
     """
     started = time.perf_counter()
     warnings: list[str] = []
     release, rules, tables, cache = _prepare(options, warnings)
     if report_folder is not None and report_folder.exists() and not report_folder.is_dir():
         raise UsageError(f"output is not a directory: {report_folder}")
-    root, entries = _entries(sources, tuple(options.exclude))
+    root, entries = _entries(sources, tuple(options.exclude), file_by_name)
 
     def drop_output(result: FileResult) -> FileResult:
         return result if keep_output or result.output is None else dataclasses.replace(result, output=None)
@@ -245,5 +263,7 @@ def unified_diff(run: RunResult) -> str:
         source = root if root.is_file() else root / result.path
         before = source.read_bytes().decode("utf-8", errors="replace").splitlines(keepends=True)
         after = result.output.decode("utf-8", errors="replace").splitlines(keepends=True)
-        chunks.extend(difflib.unified_diff(before, after, f"a/{result.path}", f"b/{result.path}"))
+        for line in difflib.unified_diff(before, after, f"a/{result.path}", f"b/{result.path}"):
+            # a last line without a newline would run into the next diff line and corrupt the patch
+            chunks.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(chunks)

@@ -155,6 +155,16 @@ def test_baseline_fails_only_on_new_issues_and_survives_moved_lines(project: Pat
         ("{not json", "not a JSON baseline"),
         ('{"format": 99}', "not an ms_fmk_transplt baseline"),
         ('{"format": 1, "issues": [{"file": "a.py"}]}', "/issues/0 needs file, rule, api and fingerprint"),
+        ('{"format": 1, "issues": 3}', "/issues must be a list"),
+        ('{"format": 1, "issues": ["a.py"]}', "/issues/0 needs"),
+        (
+            '{"format": 1, "issues": [{"file": "a", "rule": "r", "api": "x", "fingerprint": "f", "count": 0}]}',
+            "positive count",
+        ),
+        (
+            '{"format": 1, "issues": [{"file": 1, "rule": "r", "api": "x", "fingerprint": "f"}]}',
+            "/issues/0 needs",
+        ),
     ],
 )
 def test_a_bad_baseline_is_named_in_one_line(
@@ -165,6 +175,24 @@ def test_a_bad_baseline_is_named_in_one_line(
     result = _analyse(project, "--baseline", str(baseline))
     assert result.exit_code == EXIT_USAGE
     assert str(baseline) in result.output and message in result.output
+
+
+def test_a_bad_baseline_stops_a_conversion_before_anything_is_written(project: Path, tmp_path: Path) -> None:
+    baseline = tmp_path / "b.json"
+    baseline.write_text("{not json")
+    result = _run(
+        "-i", str(project), "-o", str(tmp_path / "out"), "-q", "--no-cache", "--baseline", str(baseline)
+    )
+    assert result.exit_code == EXIT_USAGE
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("option", ["--report", "--write-baseline"])
+def test_a_report_into_a_missing_folder_is_a_usage_error(project: Path, tmp_path: Path, option: str) -> None:
+    target = tmp_path / "missing" / "r.json"
+    result = _analyse(project, option, str(target))
+    assert result.exit_code == EXIT_USAGE
+    assert f"cannot write {target}" in result.output.replace("\n", "")
 
 
 def test_exclude_skips_analysis_and_copies_unchanged(project: Path, tmp_path: Path) -> None:
@@ -189,6 +217,61 @@ def test_diff_prints_the_changes_and_writes_nothing(project: Path, tmp_path: Pat
     assert "-x = torch.zeros(3).cuda()\n+x = torch.zeros(3).npu()\n" in result.stdout
     assert "clean.py" not in result.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["proj"]
+
+
+def test_diff_of_a_file_without_a_final_newline_applies(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text("import torch\nx = torch.cuda.is_available()")
+    result = _run("-i", str(source), "--diff", "-q", "--no-cache")
+    assert result.exit_code == 0
+    assert result.stdout.endswith("+x = torch.npu.is_available()\n\\ No newline at end of file\n")
+    assert "-x = torch.cuda.is_available()\n\\ No newline at end of file\n" in result.stdout
+
+
+def test_one_file_given_twice_is_analysed_once_with_a_relative_name(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project.parent)
+    result = _run("analyse", str(project / "train.py"), "./proj/train.py", "proj", "-q", "--no-cache",
+                  "--no-xlsx", "--report-format", "json")  # fmt: skip
+    assert result.exit_code == 0
+    files = [i["file"] for i in json.loads(result.stdout)["issues"]]
+    assert files and set(files) == {"proj/train.py"}
+    assert len(files) == len(
+        set((i["file"], i["line"], i["rule"]) for i in json.loads(result.stdout)["issues"])
+    )
+
+
+def test_a_tree_baseline_matches_a_hook_that_passes_one_file(
+    project: Path, tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.chdir(project.parent)
+    baseline = tmp_path / "baseline.json"
+    assert (
+        _run("analyse", ".", "-q", "--no-cache", "--no-xlsx", "--write-baseline", str(baseline)).exit_code
+        == 0
+    )
+    hook = (
+        "analyse",
+        "-q",
+        "--no-cache",
+        "--no-xlsx",
+        "--fail-on",
+        "unsupported",
+        "--baseline",
+        str(baseline),
+    )
+    assert _run(*hook, "proj/train.py").exit_code == 0
+    assert _run(*hook, "proj/train.py", "proj/clean.py").exit_code == 0
+    (project / "clean.py").write_text("import torch\ny = torch.fft.fftshift(x)\n")
+    assert _run(*hook, "proj/clean.py").exit_code == EXIT_GATE
+
+
+def test_a_failed_gate_names_each_issue_even_when_quiet(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("m.py").write_text("import torch\n\ndef f():\n    torch.cuda.nvtx.range_push('[x]')\n")
+    result = _run("analyse", "m.py", "-q", "--no-cache", "--no-xlsx", "--fail-on", "unsupported")
+    assert result.exit_code == EXIT_GATE
+    assert "m.py:4:5: unsupported [TP603] torch.cuda.nvtx" in result.stderr
+    assert "gate: 1 issue(s)" in result.stderr
 
 
 def test_analyse_takes_several_files_as_a_pre_commit_hook_passes_them(project: Path, monkeypatch) -> None:
