@@ -16,6 +16,7 @@ class Operation(str, enum.Enum):
     MODIFY = "MODIFY"
     DELETE = "DELETE"
     UNSUPPORTED = "UNSUPPORTED"
+    CHECK = "CHECK"  # nothing changed: partially supported or not verified, for the user to check
 
 
 class Status(str, enum.Enum):
@@ -68,6 +69,7 @@ class FileResult:
     reason: str = ""  # why a file FAILED or was SKIPPED
     detail: str = ""  # for an internal error, the whole traceback (written to the log)
     output: bytes | None = None  # new content when CONVERTED, else None
+    supported: int = 0  # API uses the release lists as supported: counted, not listed as findings
 
     @property
     def changed(self) -> bool:

@@ -51,7 +51,7 @@ def test_guide_example_loads(tmp_path: Path) -> None:
         (
             {"rules": {"RenameRule": []}},
             "FILE: /rules: unknown rule kind 'RenameRule'; valid kinds: ApiSupportRule, "
-            "ArgsModifyRule, AttributeRenameRule, EnvVarRule, FuncNameModifyRule, ImportInsertRule, KeywordDefaultRule, "
+            "ArgsModifyRule, AttributeRenameRule, CudaSourceRule, EnvVarRule, FuncNameModifyRule, ImportInsertRule, KeywordDefaultRule, "
             "KeywordRenameRule, "
             "MethodRenameRule, ModuleMemberRule, ModuleNameModifyRule, ResultUseRule, StringLiteralRule, TextScanRule, UnsupportedApiRule",
         ),

@@ -55,6 +55,33 @@ def _sources(rows: list[dict[str, str]]) -> list[str]:
     return sorted(found)
 
 
+# the lists' own words -> the report's statuses; `untested`/`unknown` say nothing definite
+_STATUS = {"yes": "supported", "partial": "partial", "no": "unsupported"}
+
+
+def _classify(**lists: list[dict[str, str]]) -> dict[str, list[str]]:
+    """name -> [status, dtypes, list]: the first list (native, then msFmkTransplt's) with a verdict.
+
+    A name listed twice in one list (two doc pages) keeps its most restrictive verdict.
+    """
+    rank = {"unsupported": 0, "partial": 1, "supported": 2}
+    out: dict[str, list[str]] = {}
+    for list_name, rows in lists.items():
+        found: dict[str, list[str]] = {}
+        for row in rows:
+            status = _STATUS.get(row["supported"])
+            if status is None:
+                continue
+            dtypes = " ".join(row.get("dtypes", "").split()) if status == "partial" else ""
+            entry = [status, dtypes, list_name]
+            previous = found.get(row["api_name"])
+            if previous is None or rank[status] < rank[previous[0]]:
+                found[row["api_name"]] = entry
+        for name, entry in found.items():
+            out.setdefault(name, entry)
+    return dict(sorted(out.items()))
+
+
 def derive(source: Path) -> dict:
     """The JSON document written to the package; pure function of the source folder."""
     releases = {}
@@ -63,15 +90,12 @@ def derive(source: Path) -> dict:
         npu_file = module_dir / f"torch_npu_npu_all_{tag}.txt"
         amp_file = module_dir / f"torch_npu_npu_amp_all_{tag}.txt"
         support_rows = _rows(source / "api_support" / NATIVE_SUPPORT[version])
-        support = {row["api_name"]: row["supported"] for row in support_rows}
         msft_rows = _rows(source / "api_support" / MSFT_SUPPORT[version]) if version in MSFT_SUPPORT else []
-        msft = {row["api_name"]: row["supported"] for row in msft_rows}
         releases[version] = {
             "torch_npu": npu_release,
             "torch.npu": sorted(set(_lines(npu_file))),
             "torch.npu.amp": sorted(set(_lines(amp_file))),
-            "api_support": support,
-            "msfmktransplt_support": msft,
+            "support": _classify(api_support=support_rows, msfmktransplt_support=msft_rows),
             "provenance": {
                 "torch.npu": [f"ascend-data/torch_npu_module/{npu_file.name}", MODULE_SOURCE.format(tag=tag)],
                 "torch.npu.amp": [
@@ -82,6 +106,7 @@ def derive(source: Path) -> dict:
                     f"ascend-data/api_support/{NATIVE_SUPPORT[version]}",
                     *_sources(support_rows),
                 ],
+                "support": ["api_support then msfmktransplt_support: the first definite verdict"],
                 "msfmktransplt_support": (
                     [f"ascend-data/api_support/{MSFT_SUPPORT[version]}", *_sources(msft_rows)]
                     if msft_rows

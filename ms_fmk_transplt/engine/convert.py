@@ -134,8 +134,8 @@ def _convert(path: str, data: bytes, tables: Tables) -> FileResult:
             )
         output = restored
     if output == data:
-        return FileResult(path, Status.UNCHANGED, findings=findings)
-    return FileResult(path, Status.CONVERTED, findings=findings, output=output)
+        return FileResult(path, Status.UNCHANGED, findings=findings, supported=converter.supported)
+    return FileResult(path, Status.CONVERTED, findings=findings, output=output, supported=converter.supported)
 
 
 def _parse_normalised(normalised: Normalised, data: bytes) -> cst.Module | None:
@@ -199,9 +199,17 @@ def _place(module: cst.Module, converter: Converter, tree: ast.Module | None = N
                         where.end.line + shift,
                         where.start.column + 1,
                     )
+    # one finding per call site: a rule that reports an API by name outranks the list's verdict on it
+    explicit = {
+        (lines.get(id(item), (1,))[0], item.api)
+        for item in converter.pending
+        if item.api and item.rule.kind != "ApiSupportRule" and item.operation is Operation.UNSUPPORTED
+    }
     findings = []
     for item in converter.pending:
         start, end, column = lines.get(id(item), (1, 1, 0))
+        if item.rule.kind == "ApiSupportRule" and (start, item.api) in explicit:
+            continue
         if item.line_offset:
             start, column = end, 0
         unsupported = item.operation is Operation.UNSUPPORTED and not item.noop
@@ -216,11 +224,12 @@ def _place(module: cst.Module, converter: Converter, tree: ast.Module | None = N
                 item.noop,
                 column=column,
                 api=item.api,
-                support=Support.UNSUPPORTED if unsupported else None,
+                support=item.support or (Support.UNSUPPORTED if unsupported else None),
+                dtypes=item.dtypes,
                 suggestion=item.suggestion,
             )
         )
-    findings.sort(key=lambda f: (f.start_line, f.end_line, f.rule_id))
+    findings.sort(key=lambda f: (f.start_line, f.column, f.end_line, f.rule_id))
     return tuple(findings)
 
 

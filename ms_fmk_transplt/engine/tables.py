@@ -11,6 +11,7 @@ from typing import Any
 
 from ms_fmk_transplt.engine.context import DeviceSpec
 from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.model import Support
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,15 @@ class KeywordRename:
 
 
 @dataclass(frozen=True)
+class SupportEntry:
+    """How the selected release supports one API, and which rule's list said so."""
+
+    rule: Rule
+    support: Support
+    dtypes: str = ""
+
+
+@dataclass(frozen=True)
 class Match:
     """The result of looking a qualified name up: `prefix` of `name` matched an entry."""
 
@@ -93,6 +103,12 @@ class Tables:
     import_insert: Rule | None = None
     needs_module: set[str] = field(default_factory=set)  # using these needs the inserted import
     triggers: set[tuple[str, ...]] = field(default_factory=set)
+    # support classification: qualified name -> entry; tensor method name -> entry (heuristic)
+    support: dict[str, SupportEntry] = field(default_factory=dict)
+    tensor_methods: dict[str, SupportEntry] = field(default_factory=dict)
+    cuda_sources: dict[str, tuple[Rule, tuple[str, ...]]] = field(default_factory=dict)  # func -> suffixes
+    support_rule: Rule | None = None  # the rule that reports names absent from every list
+    npu_members: frozenset[str] = frozenset()  # torch.npu's public names in the release
     release: str = ""
 
     def lookup(self, name: str) -> Match | None:

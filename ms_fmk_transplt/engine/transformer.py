@@ -7,6 +7,7 @@ rewrites build on `updated_node`, so `x.cuda(device=torch.device("cuda:0"))` get
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,17 +22,13 @@ from ms_fmk_transplt.engine.imports import (
     plan_imports,
     strip_last_comma,
 )
+from ms_fmk_transplt.engine.messages import join_clauses, support_message
 from ms_fmk_transplt.engine.names import alias_table, build_dotted, dotted, iter_imports
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Match, Tables
-from ms_fmk_transplt.model import Operation
+from ms_fmk_transplt.model import Operation, Support
 
-
-def _without_repeats(suggestion: str, verdict: str) -> str:
-    """The suggestion's clauses that don't restate the verdict ("...; no effect on the NPU")."""
-    said = " ".join(verdict.lower().split())
-    clauses = [c.strip() for c in suggestion.split(";")]
-    return "; ".join(c for c in clauses if c and " ".join(c.lower().split()) not in said)
+_DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
 @dataclass
@@ -46,8 +43,10 @@ class Pending:
     line_offset: int = 0
     noop: bool = False
     top: int = -1  # index of the enclosing top-level statement, -1 for the module itself
-    api: str = ""  # the API an UNSUPPORTED finding is about
-    suggestion: str = ""  # what to do instead, for an UNSUPPORTED finding
+    api: str = ""  # the API the finding is about, when there is one
+    support: Support | None = None
+    dtypes: str = ""
+    suggestion: str = ""  # what to do instead
 
 
 def _asname(alias: cst.ImportAlias) -> str | None:
@@ -125,6 +124,16 @@ class Converter(cst.CSTTransformer):
         self._quiet_saved: list[int] = []
         # `self.is_cuda = ...`: an attribute the file assigns is the user's, never Tensor.is_cuda
         self.assigned_attributes: set[tuple[str, str]] = set()  # (object as code, attribute)
+        # support classification: which references are invoked (called, decorating, subclassed)
+        self._invoked: set[int] = set()
+        self._annotation_depth = 0
+        self.supported = 0  # uses the release lists as supported
+        # tensor methods are matched by name only in files that import torch themselves
+        self._imports_torch = any(
+            q == root or q.startswith(root + ".")
+            for q in self.aliases.values()
+            for root in ("torch", "torch_npu")
+        )
         if tables.attributes:
             module.visit(_AssignedAttributes(self.assigned_attributes))
         # user rules renaming a bare function name: the import that binds it, then its uses
@@ -173,24 +182,77 @@ class Converter(cst.CSTTransformer):
         if operation is not Operation.UNSUPPORTED and rule.needs_torch_npu:
             self.needs_torch_npu = True
 
-    def report_unsupported(self, node: cst.CSTNode, rule: Rule, what: str, suggestion: str = "") -> None:
+    def report_unsupported(
+        self, node: cst.CSTNode, rule: Rule, what: str, suggestion: str = "", api: str = ""
+    ) -> None:
         """An UNSUPPORTED finding: `what` cannot run on the NPU as written; `suggestion` says what to do."""
         noop = bool(rule.params.get("noop"))
-        if noop:
-            verdict = "has no effect on the NPU"
-        elif rule.kind == "ApiSupportRule":  # listed unsupported: a counterpart may still exist
-            verdict = "is not supported on the NPU"
-        else:
-            verdict = "has no NPU counterpart"
-        text = f"{what} {verdict}"
-        advice = _without_repeats(suggestion.format(release=self.t.release), verdict) if suggestion else ""
-        if advice:
-            text += "; " + advice
+        text = f"{what} has no effect on the NPU" if noop else f"{what} has no NPU counterpart"
+        suggestion = suggestion.format(release=self.t.release) if suggestion else ""
         self.pending.append(
             Pending(
-                node, rule, Operation.UNSUPPORTED, text, noop=noop, top=self._top, api=what, suggestion=advice
+                node,
+                rule,
+                Operation.UNSUPPORTED,
+                join_clauses(text, suggestion),
+                noop=noop,
+                top=self._top,
+                api=api or (what if _DOTTED.fullmatch(what) else ""),
+                support=None if noop else Support.UNSUPPORTED,
+                suggestion=suggestion,
             )
         )
+
+    # ---- support classification ------------------------------------------------------------
+    def classify(self, node: cst.CSTNode, name: str, heuristic: bool = False) -> None:
+        """Classify one use of API `name` against the release's lists (see ApiSupportRule)."""
+        rule = self.t.support_rule
+        if rule is None or self._annotation_depth:
+            return
+        entry = self.t.support.get(name)
+        if entry is None and name.startswith(("torch.npu.", "torch_npu.npu.")):
+            member = name.split(".npu.", 1)[1]
+            entry = self.t.support.get("torch.cuda." + member)
+            if entry is None and member.split(".", 1)[0] in self.t.npu_members:
+                self.supported += 1
+                return
+        if entry is None:
+            # an unlisted reference that is not invoked (a dtype such as torch.float32) is no API use
+            if id(node) not in self._invoked or not name.startswith(("torch.", "torch_npu.")):
+                return
+            support, dtypes = Support.NOT_VERIFIED, ""
+        else:
+            if entry.support is Support.SUPPORTED:
+                self.supported += 1
+                return
+            rule, support, dtypes = entry.rule, entry.support, entry.dtypes
+        message, suggestion = support_message(name, support, dtypes, self.t.release)
+        self.pending.append(
+            Pending(
+                node,
+                rule,
+                Operation.UNSUPPORTED if support is Support.UNSUPPORTED else Operation.CHECK,
+                join_clauses(message, suggestion),
+                heuristic=heuristic,
+                top=self._top,
+                api=name,
+                support=support,
+                dtypes=dtypes,
+                suggestion=suggestion,
+            )
+        )
+
+    def visit_Decorator(self, node: cst.Decorator) -> bool:
+        self._invoked.add(id(node.decorator))
+        return True
+
+    def visit_Annotation(self, node: cst.Annotation) -> bool:
+        self._annotation_depth += 1
+        return True
+
+    def leave_Annotation(self, original_node: cst.Annotation, updated_node: cst.Annotation):
+        self._annotation_depth -= 1
+        return updated_node
 
     def _report_match(self, node: cst.CSTNode, match: Match) -> None:
         if match.new is None:
@@ -241,6 +303,7 @@ class Converter(cst.CSTTransformer):
         )
         positional = [a for a in node.args if a.keyword is None]
         self._call_funcs.add(id(func))
+        self._invoked.add(id(func))
         # code nested in a message's arguments is still code: print(torch.zeros(2, device="cuda"))
         self._quiet_saved.append(self._quiet_depth)
         if name not in _MESSAGE_CONTINUES:
@@ -533,6 +596,7 @@ class Converter(cst.CSTTransformer):
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         self._not_loads.add(id(node.name))
+        self._invoked.update(id(base.value) for base in node.bases)
         return True
 
     def visit_Import(self, node: cst.Import) -> bool:
@@ -543,6 +607,13 @@ class Converter(cst.CSTTransformer):
 
     # ---- names and attribute chains -----------------------------------------------------------
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
+        key = id(original_node)
+        if key not in self._not_loads and key not in self._inner:
+            qualified = self.aliases.get(original_node.value)
+            if qualified is not None and qualified.startswith(("torch.", "torch_npu.")):
+                match = self.t.lookup(qualified)
+                if match is None or match.new is not None:
+                    self.classify(original_node, qualified)
         function = self.function_renames.get(original_node.value)
         if function is not None and id(original_node) not in self._not_loads:
             new_name, rule = function
@@ -563,7 +634,7 @@ class Converter(cst.CSTTransformer):
                 )
                 return updated_node.with_changes(value=entry.new)
         new = self.renamed_names.get(original_node.value)
-        if new is None or id(original_node) in self._not_loads:
+        if new is None or key in self._not_loads:
             return updated_node
         return updated_node.with_changes(value=new)
 
@@ -574,6 +645,8 @@ class Converter(cst.CSTTransformer):
             return updated_node
         name = self.qualify(original_node)
         match = self.t.lookup(name) if name else None
+        if name and (match is None or match.new is not None):
+            self.classify(original_node, name)
         if name and self.t.needs_module and not self.uses_needed_api:
             self.uses_needed_api = any(name == n or name.startswith(n + ".") for n in self.t.needs_module)
         if match is None and self.t.functions and id(original_node) not in self._call_funcs:
@@ -652,6 +725,22 @@ class Converter(cst.CSTTransformer):
         name = self.qualify(func)
         resolved = name is not None and self.t.lookup(name) is not None
         result: cst.BaseExpression = updated_node
+        if name in self.t.cuda_sources:
+            rule, suffixes = self.t.cuda_sources[name]
+            cuda = [v for a in original_node.args for v in _strings(a.value) if v.endswith(suffixes)]
+            if cuda:
+                what = f"{name} of CUDA sources ({', '.join(cuda)})"
+                self.report_unsupported(
+                    original_node, rule, what, rule.params.get("suggestion", ""), api=name
+                )
+        if (
+            name is None
+            and self._imports_torch
+            and isinstance(func, cst.Attribute)
+            and func.attr.value in self.t.tensor_methods
+            and not isinstance(func.value, _LITERALS)
+        ):
+            self.classify(original_node, f"torch.Tensor.{func.attr.value}", heuristic=True)
         if isinstance(func, cst.Attribute) and not resolved and isinstance(updated_node.func, cst.Attribute):
             entry = self.t.methods.get(func.attr.value)
             if entry is not None and entry.new is not None and func.attr.value in self.bindings.defined:
@@ -1043,6 +1132,34 @@ _ENV_CALLS = frozenset(
         "os.environ.__contains__",
     }
 )
+
+
+# receivers that are never tensors: "a,b".split(",") is str.split
+_LITERALS = (
+    cst.SimpleString,
+    cst.ConcatenatedString,
+    cst.FormattedString,
+    cst.Integer,
+    cst.Float,
+    cst.List,
+    cst.Dict,
+    cst.Tuple,
+    cst.Set,
+    cst.ListComp,
+    cst.DictComp,
+    cst.SetComp,
+)
+
+
+def _strings(node: cst.BaseExpression):
+    """The string literals of an argument, inside lists and tuples too."""
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        if isinstance(value, str):
+            yield value
+    elif isinstance(node, (cst.List, cst.Tuple)):
+        for element in node.elements:
+            yield from _strings(element.value)
 
 
 def _code(node: cst.CSTNode) -> str:

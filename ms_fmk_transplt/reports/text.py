@@ -18,6 +18,8 @@ def totals(run: RunResult) -> dict[str, int]:
     counts: Counter[str] = Counter()
     for result in run.files:
         counts[f"files_{result.status.value}"] += 1
+        if result.supported:  # supported API uses are counted, never listed
+            counts["api_uses_supported"] += result.supported
         for finding in result.findings:
             counts[f"findings_{finding.operation.value.lower()}"] += 1
     counts["files_python"] = sum(counts[f"files_{s}"] for s in ("converted", "unchanged", "failed"))

@@ -1,18 +1,17 @@
-"""ApiSupportRule: report PyTorch APIs that the selected Ascend release lists as unsupported.
+"""ApiSupportRule: classify every torch API use against the selected release's support lists.
 
 The lists ship as package data (tools/derive_converter_data.py) per PyTorch version; `-v`
-selects one. Only names that resolve through the file's imports are checked (`torch.X.Y`), not
-methods of classes (`torch.optim.Adam.step`, `torch.Tensor.mode`), whose receiver type is unknown. An API absent from the list is not verified,
-which is not the same as unsupported, so it is not reported.
+selects one. A qualified name that resolves through the file's imports (`torch.X.Y`, `F.relu`,
+`nn.Conv2d`, `torch.Tensor.mode` written out) is looked up exactly; a method call `x.name()` whose
+receiver is not an import is matched by name against the `torch.Tensor.*` entries (heuristic).
+Statuses: unsupported, partial (with the dtypes the docs list), supported (counted only), and
+not-verified (called, but absent from every list: not the same as unsupported). The rule whose
+`source` list gave the verdict reports it; the first rule reports names no list holds.
 """
 
 from ms_fmk_transplt.rules.registry import kind
 
-
-def _class_member(name: str) -> bool:
-    """`torch.optim.Adam.step`: reached through instances (`opt.step()`), never resolvable statically."""
-    parts = name.split(".")
-    return len(parts) > 2 and parts[-2][:1].isupper()
+_STATUSES = {"unsupported", "partial", "supported"}
 
 
 @kind(
@@ -24,12 +23,12 @@ def _class_member(name: str) -> bool:
             "prefix": {"type": "string"},
         },
     },
-    message="{old} is not supported on the NPU",
+    message="{old} is {status} on the NPU",
 )
 class ApiSupportRule:
     @staticmethod
     def summary(entry):
-        return f"report APIs that the release's {entry['source']} list marks unsupported"
+        return f"classify torch API uses by the release's {entry['source']} list"
 
     @staticmethod
     def key(entry):
@@ -38,18 +37,21 @@ class ApiSupportRule:
     @staticmethod
     def compile(rules, tables):
         from ms_fmk_transplt import data
+        from ms_fmk_transplt.engine.tables import SupportEntry
+        from ms_fmk_transplt.model import Support
 
         release = data.release(tables.release)
-        for rule in rules:
-            prefix = rule.params.get("prefix", "torch.")
-            suggestion = rule.params.get("suggestion", "")
-            listed = release[rule.params["source"]]
-            supported = sorted(name for name, support in listed.items() if support != "no")
-            for name, support in listed.items():
-                if support != "no" or not name.startswith(prefix) or _class_member(name):
-                    continue
-                # a class listed as unsupported may still have supported members: never report those
-                if any(other.startswith(name + ".") for other in supported):
-                    continue
-                tables.renames.setdefault(name, tables.rename(rule, None, suggestion))
-                tables.add_trigger(name)
+        by_source = {rule.params["source"]: rule for rule in rules}
+        tables.support_rule = rules[0]
+        tables.npu_members = frozenset(release["torch.npu"])
+        for name, (status, dtypes, source) in release["support"].items():
+            rule = by_source.get(source)
+            if rule is None or status not in _STATUSES:
+                continue
+            if not name.startswith(rule.params.get("prefix", "torch.")):
+                continue
+            entry = SupportEntry(rule, Support(status), dtypes)
+            tables.support[name] = entry
+            if name.startswith("torch.Tensor.") and name.count(".") == 2:
+                tables.tensor_methods[name.rsplit(".", 1)[1]] = entry
+        tables.add_trigger("torch")

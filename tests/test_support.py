@@ -1,0 +1,82 @@
+"""Support classification: per release, per status, and messages that never repeat themselves."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from helpers import convert_text
+
+from ms_fmk_transplt.engine.messages import join_clauses
+from ms_fmk_transplt.model import Operation, Support
+from ms_fmk_transplt.rules import compile_rules, load_rules
+
+SOURCE = "import torch\nz = torch.zeros(2)\ntorch.set_grad_enabled(False)\ny = x.to_sparse()\n"
+
+
+def _classified(release: str) -> dict[str, Support]:
+    tables = compile_rules(load_rules(), release=release)
+    _, result = convert_text(SOURCE, tables)
+    found = {f.api: f.support for f in result.findings if f.support is not None}
+    # supported uses are counted, not listed
+    return {**dict.fromkeys(("torch.zeros", "torch.set_grad_enabled"), Support.SUPPORTED), **found}
+
+
+def test_classification_differs_between_releases() -> None:
+    old, new = _classified("2.1.0"), _classified("2.12.0")
+    assert old["torch.zeros"] is Support.PARTIAL and new["torch.zeros"] is Support.SUPPORTED
+    assert old["torch.set_grad_enabled"] is Support.SUPPORTED
+    assert new["torch.set_grad_enabled"] is Support.NOT_VERIFIED
+    assert old["torch.Tensor.to_sparse"] is new["torch.Tensor.to_sparse"] is Support.UNSUPPORTED
+
+
+def test_partial_findings_carry_dtypes_and_supported_uses_are_counted(builtin_tables) -> None:
+    _, result = convert_text("import torch\na = torch.matmul(x, y)\nb = torch.zeros(2)\n", builtin_tables)
+    (partial,) = result.findings
+    assert (partial.api, partial.support, partial.dtypes) == ("torch.matmul", Support.PARTIAL, "fp16 fp32")
+    assert partial.operation is Operation.CHECK and partial.column == 5
+    assert result.supported == 1
+
+
+def test_tensor_method_is_heuristic_and_explicit_name_is_not(builtin_tables) -> None:
+    source = "import torch\na = x.unique_consecutive()\nb = torch.Tensor.unique_consecutive(x)\n"
+    _, result = convert_text(source, builtin_tables)
+    assert [(f.start_line, f.heuristic, f.support) for f in result.findings] == [
+        (2, True, Support.UNSUPPORTED),
+        (3, False, Support.UNSUPPORTED),
+    ]
+
+
+@pytest.mark.parametrize(
+    "parts,joined",
+    [
+        (
+            ("X has no effect on the NPU", "kernel selection; no effect on the NPU"),
+            "X has no effect on the NPU; kernel selection",
+        ),
+        (("a b", "c"), "a b; c"),
+        (("a b.", ""), "a b"),
+    ],
+)
+def test_join_clauses_drops_repeats(parts, joined) -> None:
+    assert join_clauses(*parts) == joined
+
+
+def _repeats(message: str) -> bool:
+    """Some run of four words appears twice."""
+    words = re.findall(r"[a-z0-9_.]+", message.lower())
+    grams = [tuple(words[i : i + 4]) for i in range(len(words) - 3)]
+    return len(grams) != len(set(grams))
+
+
+def test_no_builtin_rule_message_repeats_itself(builtin_tables) -> None:
+    for rule in load_rules():
+        for example in rule.examples:
+            if example.file:
+                continue
+            tables = (
+                compile_rules(load_rules(), release=example.release) if example.release else builtin_tables
+            )
+            _, result = convert_text(example.before, tables)
+            for finding in result.findings:
+                assert not _repeats(finding.message), f"{rule.id}: {finding.message}"
