@@ -29,6 +29,7 @@ def _openpyxl() -> Any:
             del sys.modules["numpy"]
     import openpyxl
     import openpyxl.styles
+    import openpyxl.utils
 
     return openpyxl
 
@@ -41,16 +42,20 @@ def _sheet(workbook: Workbook, title: str, header: list[str], rows: list, first:
     sheet.append(header)
     for cell in sheet[1]:
         cell.font = font(bold=True)
-    for row in rows:
-        sheet.append([_text(value) for value in row])
-        for cell in sheet[sheet.max_row]:
+    widths = [len(name) for name in header]
+    # cells written by index: appending and reading back `sheet.max_row` rescans every cell (O(n^2))
+    for number, row in enumerate(rows, start=2):
+        for column, value in enumerate(row, start=1):
+            cell = sheet.cell(row=number, column=column, value=_text(value))
             if isinstance(cell.value, str):
                 cell.data_type = "s"  # source text is untrusted: "=..." stays a string, never a formula
+            if column <= len(widths):
+                widths[column - 1] = max(widths[column - 1], len(str(cell.value or "")))
     sheet.freeze_panes = "A2"
     sheet.auto_filter.ref = sheet.dimensions
-    for column, name in zip(sheet.columns, header, strict=False):
-        width = max([len(str(c.value or "")) for c in column] + [len(name)])
-        sheet.column_dimensions[column[0].column_letter].width = min(width + 2, 80)
+    letter = _openpyxl().utils.get_column_letter
+    for column, width in enumerate(widths, start=1):
+        sheet.column_dimensions[letter(column)].width = min(width + 2, 80)
     return sheet
 
 
