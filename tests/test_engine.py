@@ -175,26 +175,3 @@ def test_arbitrary_bytes_never_crash(builtin_tables, data: bytes) -> None:
     assert not result.reason.startswith("internal error"), result.reason
     if result.output is not None:
         compile(result.output, "fuzz.py", "exec")
-
-
-POSITION_CASES = [
-    "import torch\n\n\n@decorate(torch.cuda.device_count())\n@other\nclass A:\n    x = torch.cuda.is_available()\n",
-    "import torch; x = torch.cuda.is_available(); y = 1\nz = 'cuda'\n",
-    "# header comment\n\nimport torch\nif True:\n    pass\n\n\n# a comment\nasync def f():\n    await g(\n        torch.cuda.synchronize(),\n    )\n",
-    "import torch\n@torch.no_grad()\ndef f():\n    return torch.zeros(1).cuda()\n",
-]
-
-
-@pytest.mark.parametrize(
-    "source",
-    POSITION_CASES
-    + [p.read_text() for p in sorted(FIXTURES.rglob("*.in.py"))]
-    + [p.read_text() for p in sorted((FIXTURES.parent.parent / "sample_models").rglob("*.py"))],
-)
-def test_fast_positions_equal_whole_module_positions(source: str, builtin_tables, monkeypatch) -> None:
-    from ms_fmk_transplt.engine import convert
-
-    fast = convert_source("p.py", source.encode(), builtin_tables)
-    monkeypatch.setattr(convert, "_statement_lines", lambda module, tree: None)
-    slow = convert_source("p.py", source.encode(), builtin_tables)
-    assert fast.findings == slow.findings

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from ms_fmk_transplt.engine.walk import NodeIndex
+
 
 @dataclass
 class Bindings:
@@ -21,96 +23,52 @@ class Bindings:
     imported: set[str] = field(default_factory=set)  # names any import binds
 
 
-def collect_bindings(module: cst.Module) -> Bindings:
+def collect_bindings(module: cst.Module | NodeIndex) -> Bindings:
     """Every name the module binds (at any depth), by kind of binding."""
+    nodes = module if isinstance(module, NodeIndex) else NodeIndex(module)
     found = Bindings()
-    module.visit(_Collector(found))
-    return found
+    bound = found.bound
 
-
-class _Collector(cst.CSTVisitor):
-    def __init__(self, into: Bindings) -> None:
-        super().__init__()
-        self.into = into
-
-    def _target(self, node: cst.CSTNode) -> None:
+    def target(node: cst.CSTNode) -> None:
         if isinstance(node, cst.Name):
-            self.into.bound.add(node.value)
+            bound.add(node.value)
         elif isinstance(node, (cst.Tuple, cst.List)):
             for element in node.elements:
-                self._target(element.value)
+                target(element.value)
         elif isinstance(node, cst.StarredElement):
-            self._target(node.value)
+            target(node.value)
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.into.bound.add(node.name.value)
-        self.into.defined.add(node.name.value)
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self.into.bound.add(node.name.value)
-        self.into.defined.add(node.name.value)
-
-    def visit_Param(self, node: cst.Param) -> None:
-        self.into.bound.add(node.name.value)
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self._target(node.target)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        names = [t.target for t in node.targets if isinstance(t.target, cst.Name)]
-        if any(n.value == "__all__" for n in names) and isinstance(node.value, (cst.List, cst.Tuple)):
-            for element in node.value.elements:
+    for definition in nodes.of_any(cst.FunctionDef, cst.ClassDef):
+        bound.add(definition.name.value)
+        found.defined.add(definition.name.value)
+    bound.update(param.name.value for param in nodes.of(cst.Param))
+    for node in nodes.of_any(cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor):
+        target(node.target)
+    for node in nodes.of_any(cst.NamedExpr, cst.Del):
+        target(node.target)
+    for item in nodes.of(cst.WithItem):
+        if item.asname is not None:
+            target(item.asname.name)
+    for handler in nodes.of(cst.ExceptHandler):
+        if handler.name is not None:
+            target(handler.name.name)
+    for scope in nodes.of_any(cst.Global, cst.Nonlocal):
+        bound.update(item.name.value for item in scope.names)
+    bound.update(match.name.value for match in nodes.of(cst.MatchAs) if match.name is not None)
+    for assign in nodes.of(cst.Assign):
+        names = [t.target for t in assign.targets if isinstance(t.target, cst.Name)]
+        if any(n.value == "__all__" for n in names) and isinstance(assign.value, (cst.List, cst.Tuple)):
+            for element in assign.value.elements:
                 if isinstance(element.value, cst.SimpleString):
                     value = element.value.evaluated_value
                     if isinstance(value, str):
-                        self.into.exported.add(value)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._target(node.target)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._target(node.target)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._target(node.target)
-
-    def visit_CompFor(self, node: cst.CompFor) -> None:
-        self._target(node.target)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._target(node.target)
-
-    def visit_WithItem(self, node: cst.WithItem) -> None:
-        if node.asname is not None:
-            self._target(node.asname.name)
-
-    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
-        if node.name is not None:
-            self._target(node.name.name)
-
-    def visit_Del(self, node: cst.Del) -> None:
-        self._target(node.target)
-
-    def visit_Global(self, node: cst.Global) -> None:
-        self.into.bound.update(item.name.value for item in node.names)
-
-    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-        self.into.bound.update(item.name.value for item in node.names)
-
-    def visit_MatchAs(self, node: cst.MatchAs) -> None:
-        if node.name is not None:
-            self.into.bound.add(node.name.value)
-
-    def visit_Import(self, node: cst.Import) -> bool:
-        for alias in node.names:
-            self.into.imported.add(_bound_name(alias, root=True))
-        return False
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        if not isinstance(node.names, cst.ImportStar):
-            for alias in node.names:
-                self.into.imported.add(_bound_name(alias, root=False))
-        return False
+                        found.exported.add(value)
+    for statement in nodes.of(cst.Import):
+        found.imported.update(_bound_name(alias, root=True) for alias in statement.names)
+    for from_import in nodes.of(cst.ImportFrom):
+        if not isinstance(from_import.names, cst.ImportStar):
+            found.imported.update(_bound_name(alias, root=False) for alias in from_import.names)
+    return found
 
 
 def _bound_name(alias: cst.ImportAlias, root: bool) -> str:

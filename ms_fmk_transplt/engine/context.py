@@ -23,6 +23,8 @@ from enum import Enum
 
 import libcst as cst
 
+from ms_fmk_transplt.engine.walk import NodeIndex
+
 
 class Verdict(str, Enum):
     DEVICE = "device"  # convert it
@@ -57,6 +59,8 @@ class DeviceSpec:
 
 
 def _code(node: cst.CSTNode) -> str:
+    if isinstance(node, cst.Name):  # the common case, without printing
+        return node.value
     return cst.Module(body=[]).code_for_node(node)
 
 
@@ -103,9 +107,30 @@ class DeviceContext:
         self.prefixes: set[int] = set()  # "cuda:" + str(rank): the left operand of a concatenation
 
     # ---- the module-wide pass: which variables flow into device-taking APIs ----------------------
-    def scan(self, module: cst.Module) -> None:
-        module.visit(_FlowScan(self))
-        module.visit(_Marker(self))
+    def scan(self, module: cst.Module | NodeIndex) -> None:
+        nodes = module if isinstance(module, NodeIndex) else NodeIndex(module)
+        calls = nodes.of(cst.Call)
+        for call in calls:  # first every variable that reaches a device API, wherever it is used
+            for arg in self.device_slots(call):
+                if isinstance(arg.value, cst.Name):
+                    self.flow_names.add(arg.value.value)
+        marker = _Marker(self)
+        for call in calls:
+            marker.visit_Call(call)
+        for operation in nodes.of(cst.BinaryOperation):
+            marker.visit_BinaryOperation(operation)
+        for comparison in nodes.of(cst.Comparison):
+            marker.visit_Comparison(comparison)
+        for assign in nodes.of(cst.Assign):
+            marker.visit_Assign(assign)
+        for annotated in nodes.of(cst.AnnAssign):
+            marker.visit_AnnAssign(annotated)
+        for param in nodes.of(cst.Param):
+            marker.visit_Param(param)
+        for element in nodes.of(cst.DictElement):
+            marker.visit_DictElement(element)
+        for arg in nodes.of(cst.Arg):
+            marker.visit_Arg(arg)
 
     def device_slots(self, call: cst.Call) -> Iterator[cst.Arg]:
         """The arguments of `call` that take a device."""
@@ -153,18 +178,8 @@ class DeviceContext:
         return Verdict.UNKNOWN
 
 
-class _FlowScan(cst.CSTVisitor):
-    def __init__(self, context: DeviceContext) -> None:
-        self.c = context
-
-    def visit_Call(self, node: cst.Call) -> None:
-        for arg in self.c.device_slots(node):
-            if isinstance(arg.value, cst.Name):
-                self.c.flow_names.add(arg.value.value)
-
-
-class _Marker(cst.CSTVisitor):
-    """Marks device literals and text literals by where they stand."""
+class _Marker:
+    """Marks device literals and text literals by where they stand (each kind of node in any order)."""
 
     def __init__(self, context: DeviceContext) -> None:
         self.c = context

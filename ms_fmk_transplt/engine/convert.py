@@ -9,7 +9,6 @@ import traceback
 import warnings
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ms_fmk_transplt.engine.imports import add_needed_imports
 from ms_fmk_transplt.engine.normalise import (
@@ -20,6 +19,7 @@ from ms_fmk_transplt.engine.normalise import (
     restore,
     same_tree,
 )
+from ms_fmk_transplt.engine.positions import positions
 from ms_fmk_transplt.engine.suppress import annotate
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.engine.transformer import Converter
@@ -62,19 +62,20 @@ def _decode_problem(data: bytes) -> str | None:
     return None
 
 
-def _syntax_problem(data: bytes) -> tuple[str | None, ast.Module | None]:
+def _syntax_problem(data: bytes) -> str | None:
     """CPython's verdict on the source (libcst accepts some Python 2 forms that CPython rejects)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return None, ast.parse(data)
+            ast.parse(data)
+            return None
     except SyntaxError as exc:
         reason = f"syntax error at line {exc.lineno}: {exc.msg}"
         if any(p.search(data) for p in _PY2_HINTS):
             reason += " (looks like Python 2 code; convert it to Python 3 first)"
-        return reason, None
+        return reason
     except (ValueError, MemoryError) as exc:
-        return f"not parseable: {exc}", None
+        return f"not parseable: {exc}"
 
 
 def convert_source(path: str, data: bytes, tables: Tables) -> FileResult:
@@ -97,7 +98,7 @@ def _convert(path: str, data: bytes, tables: Tables) -> FileResult:
     problem = _decode_problem(data)
     if problem:
         return FileResult(path, Status.FAILED, reason=problem)
-    problem, tree = _syntax_problem(data)
+    problem = _syntax_problem(data)
     if problem:
         return FileResult(path, Status.FAILED, reason=problem)
     if not tables.could_match(data):
@@ -121,7 +122,7 @@ def _convert(path: str, data: bytes, tables: Tables) -> FileResult:
     converter = Converter(tables, module)
     new_module = module.visit(converter)
     new_module = add_needed_imports(new_module, converter.imports_needed)
-    findings = annotate(_place(module, converter, tree), data)
+    findings = annotate(_place(module, converter), data)
     output = new_module.bytes
     if normalised is not None:
         restored = restore(normalised, output)
@@ -149,56 +150,17 @@ def _parse_normalised(normalised: Normalised, data: bytes) -> cst.Module | None:
     return module if module.bytes == normalised.data else None
 
 
-def _statement_lines(module: cst.Module, tree: ast.Module | None) -> list[int] | None:
-    """First line of each top-level libcst statement, from CPython's tree; None if they don't align."""
-    if tree is None:
-        return None
-    starts: list[int] = []
-    nodes = iter(tree.body)
-    try:
-        for statement in module.body:
-            count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
-            first = next(nodes)
-            for _ in range(count - 1):
-                next(nodes)
-            starts.append(first.lineno)  # for decorated definitions both trees start at `def` / `class`
-    except StopIteration:
-        return None
-    return starts if next(nodes, None) is None else None
-
-
-def _place(module: cst.Module, converter: Converter, tree: ast.Module | None = None) -> tuple[Finding, ...]:
-    """Original positions for the pending findings.
-
-    Positions are resolved only inside the top-level statements that hold findings, each as a
-    one-statement module offset by CPython's line numbers; the whole-module provider is the
-    fallback. A test checks both give the same lines.
-    """
+def _place(module: cst.Module, converter: Converter) -> tuple[Finding, ...]:
+    """Original positions for the pending findings (engine/positions.py: only their nodes' ranges)."""
     if not converter.pending:
         return ()
-    starts = _statement_lines(module, tree)
+    ranges = positions(module, (item.node for item in converter.pending if item.node is not module))
     lines: dict[int, tuple[int, int, int]] = {}
-    if starts is None or any(item.top < 0 and item.node is not module for item in converter.pending):
-        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-        for item in converter.pending:
-            if item.node is not module:
-                where = positions[item.node]
-                lines[id(item)] = (where.start.line, where.end.line, where.start.column + 1)
-    else:
-        tops = sorted({item.top for item in converter.pending if item.top >= 0})
-        for top in tops:
-            statement = module.body[top]
-            mini = module.with_changes(body=[statement], header=(), footer=())
-            positions = MetadataWrapper(mini, unsafe_skip_copy=True).resolve(PositionProvider)
-            shift = starts[top] - positions[statement].start.line
-            for item in converter.pending:
-                if item.top == top:
-                    where = positions[item.node]
-                    lines[id(item)] = (
-                        where.start.line + shift,
-                        where.end.line + shift,
-                        where.start.column + 1,
-                    )
+    for item in converter.pending:
+        where = ranges.get(id(item.node))
+        if where is not None:
+            (start_line, start_column), (end_line, _) = where
+            lines[id(item)] = (start_line, end_line, start_column + 1)
     # one finding per call site: a rule that reports an API by name outranks the list's verdict on it
     explicit = {
         (lines.get(id(item), (1,))[0], item.api)

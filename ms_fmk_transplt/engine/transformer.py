@@ -26,6 +26,7 @@ from ms_fmk_transplt.engine.messages import join_clauses, support_message
 from ms_fmk_transplt.engine.names import alias_table, build_dotted, dotted, iter_imports
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Match, Tables
+from ms_fmk_transplt.engine.walk import NodeIndex
 from ms_fmk_transplt.model import Operation, Support
 
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
@@ -119,8 +120,10 @@ class Converter(cst.CSTTransformer):
         self._top = -1
         self.renamed_names = self.imports.renamed_names
         self.context = DeviceContext(tables.device_spec, self.qualify)
-        if tables.strings:
-            self.context.scan(module)
+        # the look-ahead passes share one cheap walk (engine/walk.py)
+        nodes = NodeIndex(module) if tables.strings or tables.attributes or tables.functions else None
+        if tables.strings and nodes is not None:
+            self.context.scan(nodes)
         self._quiet_saved: list[int] = []
         # `self.is_cuda = ...`: an attribute the file assigns is the user's, never Tensor.is_cuda
         self.assigned_attributes: set[tuple[str, str]] = set()  # (object as code, attribute)
@@ -134,10 +137,10 @@ class Converter(cst.CSTTransformer):
             for q in self.aliases.values()
             for root in ("torch", "torch_npu")
         )
-        if tables.attributes:
-            module.visit(_AssignedAttributes(self.assigned_attributes))
+        if tables.attributes and nodes is not None:
+            self.assigned_attributes = _assigned_attributes(nodes)
         # user rules renaming a bare function name: the import that binds it, then its uses
-        self.bindings = collect_bindings(module) if tables.functions else Bindings()
+        self.bindings = collect_bindings(nodes) if tables.functions and nodes is not None else Bindings()
         self._call_funcs: set[int] = set()
         self._kept_functions: set[str] = set()
         self._result_names: dict[str, tuple[Rule, str]] = {}  # `cap = torch.cuda.get_device_capability()`
@@ -1066,31 +1069,20 @@ class Converter(cst.CSTTransformer):
         return result
 
 
-class _AssignedAttributes(cst.CSTVisitor):
-    """Collects the attribute names the module assigns: `obj.name = ...`, `obj.name += ...`."""
+def _assigned_attributes(nodes: NodeIndex) -> set[tuple[str, str]]:
+    """The attributes the module assigns, as (object as code, name): `obj.name = ...`, `obj.name += ...`."""
+    found: set[tuple[str, str]] = set()
 
-    def __init__(self, into: set[tuple[str, str]]) -> None:
-        super().__init__()
-        self.into = into
-
-    def _add(self, target: cst.BaseExpression) -> None:
+    def add(target: cst.BaseExpression) -> None:
         if isinstance(target, cst.Attribute):
-            self.into.add((_code(target.value), target.attr.value))
+            found.add((_code(target.value), target.attr.value))
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
-                self._add(element.value)
+                add(element.value)
 
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self._add(node.target)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._add(node.target)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._add(node.target)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._add(node.target)
+    for node in nodes.of_any(cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For):
+        add(node.target)
+    return found
 
 
 _MESSAGE_KEYWORDS = frozenset(

@@ -1,0 +1,101 @@
+"""Original positions of the few nodes a file reports, at the price of printing the module once.
+
+libcst's `PositionProvider` records a range for every node of the module while it prints it:
+on pytorch/examples that costs ~7x the printing itself, and a run needs the ranges of only the
+nodes its findings point at. `positions` prints the module through a codegen state that keeps
+ranges only for those nodes (and the parts libcst takes their ranges from: a compound statement
+ends where its body ends). The ranges are libcst's syntactic ones; a test
+compares them with `PositionProvider` on every node of real files.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, nullcontext
+from typing import Any
+
+import libcst as cst
+from libcst._nodes.internal import CodegenState
+
+_NEWLINE = re.compile(r"\r\n?|\n")
+_NOTHING = nullcontext()
+Range = tuple[tuple[int, int], tuple[int, int]]  # ((start line, start column), (end line, end column))
+
+
+class _Recorder(CodegenState):
+    """Prints like libcst and tracks line and column; records ranges for the wanted nodes only."""
+
+    def __init__(self, module: cst.Module, wanted: set[int]) -> None:
+        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
+        self.wanted = wanted
+        self.line = 1
+        self.column = 0
+        self.starts: list[tuple[int, int]] = []
+        self.ranges: dict[int, Range] = {}
+
+    def _advance(self, value: str) -> None:
+        if "\n" in value or "\r" in value:
+            segments = _NEWLINE.split(value)
+            self.line += len(segments) - 1
+            self.column = len(segments[-1])
+        else:
+            self.column += len(value)
+
+    def add_indent_tokens(self) -> None:
+        self.tokens.extend(self.indent_tokens)
+        for token in self.indent_tokens:
+            self._advance(token)
+
+    def add_token(self, value: str) -> None:
+        self.tokens.append(value)
+        self._advance(value)
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        if id(node) in self.wanted:
+            self.starts.append((self.line, self.column))
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        if id(node) in self.wanted:
+            start = self.starts.pop()
+            # a syntactic range recorded while printing the node's insides wins, as in libcst
+            self.ranges.setdefault(id(node), (start, (self.line, self.column)))
+
+    def record_syntactic_position(
+        self,
+        node: cst.CSTNode,
+        *,
+        start_node: cst.CSTNode | None = None,
+        end_node: cst.CSTNode | None = None,
+    ) -> Any:
+        if id(node) not in self.wanted:
+            return _NOTHING
+        return self._syntactic(node, start_node, end_node)
+
+    @contextmanager
+    def _syntactic(
+        self, node: cst.CSTNode, start_node: cst.CSTNode | None, end_node: cst.CSTNode | None
+    ) -> Iterator[None]:
+        # libcst takes a compound statement's end from its body (and a statement line's start from
+        # its first statement): those are printed inside this one, so ask for them now
+        for hoisted in (start_node, end_node):
+            if hoisted is not None:
+                self.wanted.add(id(hoisted))
+        start = (self.line, self.column)
+        try:
+            yield
+        finally:
+            end = (self.line, self.column)
+            if start_node is not None:
+                start = self.ranges[id(start_node)][0]
+            if end_node is not None:
+                end = self.ranges[id(end_node)][1]
+            self.ranges[id(node)] = (start, end)
+
+
+def positions(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[int, Range]:
+    """id(node) -> its syntactic range in `module`, for each of `nodes` (original nodes of it)."""
+    asked = {id(node) for node in nodes}
+    recorder = _Recorder(module, set(asked))
+    module._codegen(recorder)
+    return {key: value for key, value in recorder.ranges.items() if key in asked}

@@ -1,0 +1,71 @@
+"""One cheap read-only pass over a module: its nodes grouped by class.
+
+A `cst.CSTVisitor` pass rebuilds every node it walks through and looks up a `visit_` method per
+node: on pytorch/examples each such pass costs about as much as the transform itself. The
+engine's look-ahead passes (which variables reach a device API, which attributes and names the
+file binds) only read a few kinds of node, in no particular order, so they share one walk over
+the dataclass fields instead, skipping the fields that hold only whitespace and punctuation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+import libcst as cst
+
+# fields that hold whitespace, comments and punctuation only: no expression or statement below
+_FORMATTING = frozenset(
+    {"lpar", "rpar", "comma", "leading_lines", "lines_after_decorators", "header", "footer"}
+    | {"semicolon", "equal", "dot", "colon", "lbracket", "rbracket", "lbrace", "rbrace"}
+    | {"trailing_whitespace", "first_colon", "second_colon", "relative"}
+)
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+N = TypeVar("N", bound=cst.CSTNode)
+
+
+def _fields(cls: type) -> tuple[str, ...]:
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(
+            f.name
+            for f in dataclasses.fields(cls)
+            if f.name not in _FORMATTING and not f.name.startswith("whitespace")
+        )
+    return names
+
+
+class NodeIndex:
+    """Every node of a module below formatting level, by exact class (as `visit_<Class>` sees it)."""
+
+    def __init__(self, root: cst.CSTNode) -> None:
+        by_class: dict[type, list[cst.CSTNode]] = {}
+        stack: list[cst.CSTNode] = [root]
+        pop, push = stack.pop, stack.append
+        node_type = cst.CSTNode
+        while stack:
+            node = pop()
+            cls = node.__class__
+            group = by_class.get(cls)
+            if group is None:
+                by_class[cls] = [node]
+            else:
+                group.append(node)
+            for name in _fields(cls):
+                value = getattr(node, name)
+                if isinstance(value, node_type):
+                    push(value)
+                elif isinstance(value, (list, tuple)):
+                    stack.extend(item for item in value if isinstance(item, node_type))
+        self._by_class = by_class
+
+    def of(self, cls: type[N]) -> list[N]:
+        """The nodes of exactly this class (subclasses are their own classes, as for visitors)."""
+        return self._by_class.get(cls, [])  # type: ignore[return-value]
+
+    def of_any(self, *classes: type) -> Iterable[Any]:
+        """The nodes of each of these classes (typed loosely: the callers read a shared field)."""
+        for cls in classes:
+            yield from self.of(cls)
