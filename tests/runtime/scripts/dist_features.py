@@ -201,6 +201,8 @@ def worker(rank, mode, device_type, out, world, port):
     dist.init_process_group("hccl" if device_type == "npu" else "gloo")
     try:
         run(mode, device_type, out, dist.get_rank())
+        # no rank closes its connections while another still reads its part of the last collective
+        dist.barrier()
     finally:
         dist.destroy_process_group()
 
