@@ -139,17 +139,48 @@ class ResultCache:
         if self.db is not None:
             self.pending.append((key, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)))
 
-    def flush(self) -> None:
-        """Write the remembered results and close; a failure to write costs only the speed-up."""
+    def report_key(self, name: str, root: str) -> bytes:
+        """Where the last report `name` written for input `root` under this rule set is kept."""
+        return hashlib.sha256(self.rule_set + b"\0report\0" + name.encode() + b"\0" + root.encode()).digest()
+
+    def get_report(self, name: str, root: str, digest: bytes) -> bytes | None:
+        """The report kept for `root` if it was written from results with this digest."""
         if self.db is None:
+            return None
+        try:
+            row = self.db.execute(
+                "SELECT value FROM results WHERE key = ?", (self.report_key(name, root),)
+            ).fetchone()
+            value = pickle.loads(row[0]) if row is not None else None
+        except Exception:  # a damaged entry is only a miss (sqlite errors included)
+            return None
+        if isinstance(value, tuple) and len(value) == 3 and value[:2] == ("report", digest):
+            return value[2] if isinstance(value[2], bytes) else None
+        return None
+
+    def put_report(self, name: str, root: str, digest: bytes, content: bytes) -> None:
+        """Keep one report per (rule set, input, name): the next run with the same results reuses it."""
+        if self.db is not None:
+            value = ("report", digest, content)
+            self.pending.append(
+                (self.report_key(name, root), pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+            )
+
+    def flush(self) -> None:
+        """Write the remembered entries in one transaction; a failure to write costs only the speed-up."""
+        if self.db is None or not self.pending:
             return
         try:
-            if self.pending:
-                self.db.execute("BEGIN IMMEDIATE")
-                self.db.executemany("INSERT OR REPLACE INTO results VALUES (?, ?)", self.pending)
-                self.db.execute("COMMIT")
-            self.db.close()
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.executemany("INSERT OR REPLACE INTO results VALUES (?, ?)", self.pending)
+            self.db.execute("COMMIT")
         except sqlite3.Error as exc:
             self._give_up(f"could not store results ({exc})")
-        self.db = None
         self.pending = []
+
+    def close(self) -> None:
+        """Flush and let go of the file."""
+        self.flush()
+        if self.db is not None:
+            self.db.close()
+        self.db = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import difflib
+import hashlib
 import os
 import posixpath
 import time
@@ -31,6 +32,33 @@ REPORTS: dict[str, Callable[[RunResult], bytes]] = {
     "unsupported_op.xlsx": reports.unsupported_xlsx,
     "report.json": reports.summary_json,
 }
+# reports that are a function of the findings alone and slow to write (openpyxl: ~1 s per 10k
+# rows): kept in the result cache and reused while the results they were written from are the same
+KEPT_REPORTS = frozenset({"unsupported_op.xlsx"})
+
+
+def _results_digest(run: RunResult) -> bytes:
+    """What a kept report depends on: the results without converted bytes, timings or warnings."""
+    files = tuple(f if f.output is None else dataclasses.replace(f, output=None) for f in run.files)
+    stable = dataclasses.replace(run, files=files, output_root="", seconds=0.0, warnings=())
+    # repr, not pickle: equal results read from the cache and fresh ones pickle differently
+    # (pickle shares objects by identity); the dataclasses' repr is a function of their values
+    return hashlib.sha256(repr(stable).encode()).digest()
+
+
+def _report(
+    name: str, writer: Callable[[RunResult], bytes], run: RunResult, cache: ResultCache | None
+) -> bytes:
+    """The report's bytes; a kept report is reused from the cache when the results are unchanged."""
+    if cache is None or name not in KEPT_REPORTS:
+        return writer(run)
+    root = os.path.abspath(run.input_root)
+    digest = _results_digest(run)
+    content = cache.get_report(name, root, digest)
+    if content is None:
+        content = writer(run)
+        cache.put_report(name, root, digest, content)
+    return content
 
 
 class UsageError(Exception):
@@ -146,13 +174,16 @@ def convert_project(options: Options, progress: Progress | None = None) -> RunRe
             seconds=time.perf_counter() - started,
             rules=_rule_table(rules),
         )
-        for name, writer in REPORTS.items():
+        for report, writer in REPORTS.items():
+            name = report
             if name in taken:  # the project has a file of that name: keep it, rename the report
                 stem, _, suffix = name.rpartition(".")
                 warnings.append(f"input has a file named {name}; report written as {stem}.msft.{suffix}")
                 name = f"{stem}.msft.{suffix}"
-            (folder / name).write_bytes(writer(run))
+            (folder / name).write_bytes(_report(report, writer, run, cache))
         staging.commit()
+    if cache is not None:
+        cache.close()
     return dataclasses.replace(run, warnings=tuple(warnings))
 
 
@@ -238,7 +269,9 @@ def analyse_project(
     if report_folder is not None:
         report_folder.mkdir(parents=True, exist_ok=True)
         for name, writer in ANALYSIS_REPORTS.items():
-            write_atomically(report_folder / name, writer(run))
+            write_atomically(report_folder / name, _report(name, writer, run, cache))
+    if cache is not None:
+        cache.close()
     return dataclasses.replace(run, warnings=tuple(warnings))
 
 

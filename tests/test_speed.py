@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ms_fmk_transplt import pipeline
+from ms_fmk_transplt import run as run_module
 from ms_fmk_transplt.cache import CACHE_FILE, rule_set_key
 from ms_fmk_transplt.model import RunResult
 from ms_fmk_transplt.run import LOG_NAME, Options, convert_project
@@ -197,3 +198,24 @@ def test_a_seen_rule_set_is_neither_validated_nor_compiled_again(tmp_path: Path,
     rules.write_text(rules.read_text().replace("new_f", "newer_f"))  # an edited rule file is a new rule set
     with pytest.raises(AssertionError, match="compiled again"):
         _convert(source, tmp_path / "edited", cache_dir=cache, rule_files=(rules,))
+
+
+def test_xlsx_is_reused_while_the_results_are_unchanged(tmp_path: Path, monkeypatch) -> None:
+    source, cache = _tree(tmp_path), tmp_path / "cache"
+    written: list[int] = []
+    real = run_module.REPORTS["unsupported_op.xlsx"]
+
+    def spy(run: RunResult) -> bytes:
+        written.append(len(run.files))
+        return real(run)
+
+    monkeypatch.setitem(run_module.REPORTS, "unsupported_op.xlsx", spy)
+    _convert(source, tmp_path / "cold", cache_dir=cache)
+    warm = _outputs(Path(_convert(source, tmp_path / "warm", cache_dir=cache).output_root))
+    assert len(written) == 1  # the warm run wrote the kept bytes
+    edited = next(p for p in sorted(source.rglob("*.py")) if p.name != "broken.py")
+    edited.write_text(edited.read_text() + "\nimport torch\ny = torch.ones(1).cuda()\n")
+    again = _outputs(Path(_convert(source, tmp_path / "edited", cache_dir=cache).output_root))
+    assert len(written) == 2  # a changed result writes the report anew
+    assert again["unsupported_op.xlsx"] != warm["unsupported_op.xlsx"]
+    assert again == _outputs(Path(_convert(source, tmp_path / "fresh", use_cache=False).output_root))
