@@ -98,3 +98,18 @@ def test_derive_script_reproduces_shipped_support_data() -> None:
         [sys.executable, str(script), "--source", str(SHARED_DATA), "--check"], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_log_lists_changes_before_the_uses_to_check(tmp_path: Path) -> None:
+    from ms_fmk_transplt.run import LOG_NAME, Options, convert_project
+
+    source = tmp_path / "proj"
+    source.mkdir()
+    (source / "a.py").write_text(
+        "import torch\nz = torch.zeros(2)\nx = torch.jit.load('m.pt')\ny = z.cuda()\n"
+    )
+    run = convert_project(Options(source=source, output=tmp_path / "out", use_cache=False))
+    log = (Path(run.output_root) / LOG_NAME).read_text()
+    changes, checks = log.split("== changes ==\n")[1].split("== to check on the NPU")
+    assert "MODIFY" in changes and "CHECK" not in changes
+    assert "CHECK torch.jit.load is not verified" in checks.split("== skipped files ==")[0]

@@ -8,7 +8,7 @@ import json
 from collections import Counter
 
 from ms_fmk_transplt import __version__
-from ms_fmk_transplt.model import RunResult, Status
+from ms_fmk_transplt.model import Operation, RunResult, Status
 
 CSV_HEADER = ["File", "Start Line", "End Line", "Operation Type", "Message", "Rule"]
 
@@ -27,18 +27,24 @@ def totals(run: RunResult) -> dict[str, int]:
 
 
 def log_text(run: RunResult) -> bytes:
-    """The human log: every change, then skipped and failed files, then totals."""
+    """The human log: every change, the uses to check on the NPU, skipped and failed files, totals."""
     out = io.StringIO()
     out.write(f"ms_fmk_transplt {__version__}\n")
     out.write(f"input:   {run.input_root}\noutput:  {run.output_root}\n")
     out.write(f"release: Ascend data for PyTorch {run.release}\n")
     out.write(f"rules:   built-in{''.join(', ' + r for r in run.rule_files)}\n\n")
-    out.write("== changes ==\n")
-    for result in run.files:
-        for f in result.findings:
-            lines = f"{f.start_line}" if f.start_line == f.end_line else f"{f.start_line}-{f.end_line}"
-            note = " (heuristic)" if f.heuristic else ""
-            out.write(f"{result.path}:{lines} [{f.rule_id}] {f.operation.value} {f.message}{note}\n")
+    # what the conversion did or could not do first; the classification's "check it on the NPU"
+    # notes (one per partially supported or unlisted API use) after, so they never bury a change
+    for title, checks in (("changes", False), ("to check on the NPU (partial or not verified)", True)):
+        out.write(f"== {title} ==\n")
+        for result in run.files:
+            for f in result.findings:
+                if (f.operation is Operation.CHECK) is not checks:
+                    continue
+                lines = f"{f.start_line}" if f.start_line == f.end_line else f"{f.start_line}-{f.end_line}"
+                note = " (heuristic)" if f.heuristic else ""
+                out.write(f"{result.path}:{lines} [{f.rule_id}] {f.operation.value} {f.message}{note}\n")
+        out.write("\n" if not checks else "")
     out.write("\n== skipped files ==\n")
     for result in run.files:
         if result.status is Status.SKIPPED:
