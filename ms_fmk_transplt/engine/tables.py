@@ -1,7 +1,10 @@
 """Lookup tables the transformer consults; every rule kind compiles into these
 (``ms_fmk_transplt.rules.compile``: the rules package fills them, the engine only reads them).
 
-Built once per run, shared read-only by every file (and pickled to worker processes).
+Two sorts of entry: the name tables below (`Rename`, `ModuleMembers`, `SupportEntry`), which the
+engine's own name resolution applies, and hook collections holding entries defined by the rule
+kinds themselves (`engine/hooks.py` is their interface). Built once per run, shared read-only by
+every file (and pickled to worker processes).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ms_fmk_transplt.engine.context import DeviceSpec
+from ms_fmk_transplt.engine.hooks import CallHook
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.model import Support
 
@@ -33,16 +37,6 @@ class ModuleMembers:
 
 
 @dataclass(frozen=True)
-class ArgRewrite:
-    """Replace one argument of a call: positional `index` and/or keyword `keyword`."""
-
-    rule: Rule
-    index: int | None
-    keyword: str | None
-    new_code: str
-
-
-@dataclass(frozen=True)
 class StringRewrite:
     """A string literal whose whole value matches `pattern` gets its leading `old` replaced by `new`."""
 
@@ -50,13 +44,6 @@ class StringRewrite:
     pattern: Any  # compiled regex
     old: str
     new: str
-
-
-@dataclass(frozen=True)
-class KeywordRename:
-    rule: Rule
-    keyword: str
-    new_keyword: str
 
 
 @dataclass(frozen=True)
@@ -88,10 +75,9 @@ class Tables:
     methods: dict[str, Rename] = field(default_factory=dict)  # heuristic: x.cuda(...)
     functions: dict[str, Rename] = field(default_factory=dict)  # heuristic: func(...), unimported
     attributes: dict[str, Rename] = field(default_factory=dict)  # heuristic: x.is_cuda
-    args_by_name: dict[str, list[ArgRewrite]] = field(default_factory=dict)
-    args_by_method: dict[str, list[ArgRewrite]] = field(default_factory=dict)
-    keywords: dict[str, list[KeywordRename]] = field(default_factory=dict)
-    keyword_defaults: dict[str, list[Rule]] = field(default_factory=dict)
+    # hooks (engine/hooks.py), each entry a class of the kind that compiled it (rules/kinds/<kind>.py)
+    call_hooks: dict[str, list[CallHook]] = field(default_factory=dict)  # by qualified name
+    method_call_hooks: dict[str, list[CallHook]] = field(default_factory=dict)  # heuristic: by short name
     strings: list[StringRewrite] = field(default_factory=list)
     result_uses: dict[str, Rule] = field(default_factory=dict)  # calls whose result breaks when used
     keyed_strings: bool = False  # some string rule also applies to dict keys and subscripts
@@ -106,7 +92,6 @@ class Tables:
     # support classification: qualified name -> entry; tensor method name -> entry (heuristic)
     support: dict[str, SupportEntry] = field(default_factory=dict)
     tensor_methods: dict[str, SupportEntry] = field(default_factory=dict)
-    cuda_sources: dict[str, tuple[Rule, tuple[str, ...]]] = field(default_factory=dict)  # func -> suffixes
     support_rule: Rule | None = None  # the rule that reports names absent from every list
     npu_members: frozenset[str] = frozenset()  # torch.npu's public names in the release
     release: str = ""
@@ -145,6 +130,13 @@ class Tables:
         """
         for name in names:
             self.triggers.add(tuple(name.split(".")[-2:]))
+
+    def add_call_hook(self, name: str, hook: CallHook, by_short_name: bool = False) -> None:
+        """Register a call hook; the hooks on one name stay in ascending `order`, then compile order."""
+        table = self.method_call_hooks if by_short_name else self.call_hooks
+        hooks = table.setdefault(name, [])
+        hooks.append(hook)
+        hooks.sort(key=lambda h: h.order)
 
     def text_scans_for(self, path: str) -> list[tuple[Rule, Any]]:
         """(rule, regex) of the text-scan rules whose file globs match this file's name."""

@@ -2,11 +2,14 @@
 
 Matching reads `original_node` (names resolve the same however deep a rewrite nests);
 rewrites build on `updated_node`, so `x.cuda(device=torch.device("cuda:0"))` gets both.
+It applies the name tables itself (renames, module members, method / function / attribute
+renames, support classification) and calls the kinds' hooks (`engine/hooks.py`) for the rest,
+keeping the traversal, name resolution, the prose / device / environment contexts, import
+planning and the order in which several hooks meet on one node.
 """
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,6 +19,7 @@ import libcst as cst
 
 from ms_fmk_transplt.engine.bindings import Bindings, collect_bindings
 from ms_fmk_transplt.engine.context import DeviceContext, Verdict
+from ms_fmk_transplt.engine.hooks import CallHook
 from ms_fmk_transplt.engine.imports import (
     insert_module_import,
     plan_function_imports,
@@ -202,6 +206,22 @@ class Converter(cst.CSTTransformer):
                 suggestion=suggestion,
             )
         )
+
+    def report_message(
+        self, node: cst.CSTNode, rule: Rule, operation: Operation, message: str, heuristic: bool = False
+    ) -> None:
+        """A finding at `node` (an original node) with a message the caller wrote."""
+        self.pending.append(Pending(node, rule, operation, message, heuristic, top=self._top))
+
+    @property
+    def release(self) -> str:
+        """The Ascend release converted for (hooks.Site)."""
+        return self.t.release
+
+    @property
+    def device_depth(self) -> int:
+        """Above zero inside an argument that takes a device (hooks.Site)."""
+        return self._device_depth
 
     # ---- support classification ------------------------------------------------------------
     def classify(self, node: cst.CSTNode, name: str, heuristic: bool = False) -> None:
@@ -724,15 +744,7 @@ class Converter(cst.CSTTransformer):
         func = original_node.func
         name = self.qualify(func)
         resolved = name is not None and self.t.lookup(name) is not None
-        result: cst.BaseExpression = updated_node
-        if name in self.t.cuda_sources:
-            rule, suffixes = self.t.cuda_sources[name]
-            cuda = [v for a in original_node.args for v in _strings(a.value) if v.endswith(suffixes)]
-            if cuda:
-                what = f"{name} of CUDA sources ({', '.join(cuda)})"
-                self.report_unsupported(
-                    original_node, rule, what, rule.params.get("suggestion", ""), api=name
-                )
+        result = updated_node
         if (
             name is None
             and self._imports_torch
@@ -773,9 +785,21 @@ class Converter(cst.CSTTransformer):
                     original_node, entry.rule, Operation.MODIFY, heuristic=True, old=func.value, new=entry.new
                 )
                 result = updated_node.with_changes(func=updated_node.func.with_changes(value=entry.new))
-        result = self._rewrite_args(original_node, result, name)
-        if name and isinstance(result, cst.Call):
-            result = self._rename_keywords(original_node, result, name)
+        hooks = self.t.call_hooks.get(name) if name else None
+        if self.t.method_call_hooks:
+            short = (
+                func.attr.value
+                if isinstance(func, cst.Attribute)
+                else func.value
+                if isinstance(func, cst.Name)
+                else ""
+            )
+            by_short = self.t.method_call_hooks.get(short)
+            if by_short:
+                hooks = _compose(hooks, by_short)
+        if hooks:
+            for hook in hooks:
+                result = hook.rewrite_call(self, original_node, result, name)
         return result
 
     def _keep_function(self, node: cst.CSTNode, entry: Any, name: str) -> None:
@@ -794,107 +818,6 @@ class Converter(cst.CSTTransformer):
                 top=self._top,
             )
         )
-
-    def _rename_keywords(self, original: cst.Call, updated: cst.Call, name: str) -> cst.Call:
-        for rule in self.t.keyword_defaults.get(name, ()):
-            keyword = rule.params["keyword"]
-            if any(
-                a.star == "**" or (a.keyword is not None and a.keyword.value == keyword) for a in updated.args
-            ):
-                continue
-            new_arg = cst.Arg(
-                keyword=cst.Name(keyword),
-                value=cst.parse_expression(rule.params["value"]),
-                equal=cst.AssignEqual(
-                    whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
-                ),
-            )
-            args = list(updated.args)
-            if args and args[-1].comma is cst.MaybeSentinel.DEFAULT:
-                args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            updated = updated.with_changes(args=[*args, new_arg])
-            self.report(original, rule, Operation.MODIFY, old=name, new=f"{keyword}={rule.params['value']}")
-        renames = self.t.keywords.get(name)
-        if not renames:
-            return updated
-        args = list(updated.args)
-        for rename in renames:
-            for i, arg in enumerate(args):
-                if arg.keyword is not None and arg.keyword.value == rename.keyword:
-                    self.report(
-                        original.args[i],
-                        rename.rule,
-                        Operation.MODIFY,
-                        old=rename.keyword,
-                        new=rename.new_keyword,
-                    )
-                    args[i] = arg.with_changes(keyword=arg.keyword.with_changes(value=rename.new_keyword))
-        return updated.with_changes(args=args)
-
-    def _rewrite_args(
-        self, original: cst.Call, updated: cst.BaseExpression, name: str | None
-    ) -> cst.BaseExpression:
-        rewrites = self.t.args_by_name.get(name, []) if name else []
-        if not rewrites:
-            func = original.func
-            short = (
-                func.attr.value
-                if isinstance(func, cst.Attribute)
-                else func.value
-                if isinstance(func, cst.Name)
-                else None
-            )
-            rewrites = self.t.args_by_method.get(short, []) if short else []
-        if not rewrites or not isinstance(updated, cst.Call):
-            return updated
-        args = list(updated.args)
-        for rewrite in rewrites:
-            slot = self._find_arg(original, rewrite)
-            if slot == -2:
-                where = f"argument {rewrite.index} of {rewrite.rule.params.get('func_name')}"
-                self.pending.append(
-                    Pending(
-                        original,
-                        rewrite.rule,
-                        Operation.UNSUPPORTED,
-                        f"{where} is hidden behind *args; set it to {rewrite.new_code} by hand",
-                        top=self._top,
-                    )
-                )
-                continue
-            if slot < 0:
-                continue
-            current = _code(args[slot].value)
-            if _same_value(current, rewrite.new_code):
-                continue
-            args[slot] = args[slot].with_changes(value=cst.parse_expression(rewrite.new_code))
-            self.report(
-                original.args[slot],
-                rewrite.rule,
-                Operation.MODIFY,
-                heuristic="." not in str(rewrite.rule.params.get("func_name", ".")),
-                old=_code(original.args[slot].value),
-                new=rewrite.new_code,
-            )
-        return updated.with_changes(args=args)
-
-    @staticmethod
-    def _find_arg(call: cst.Call, rewrite: Any) -> int:
-        """Index into call.args of the argument a rewrite targets; -1 absent, -2 not locatable."""
-        position = 0
-        for i, arg in enumerate(call.args):
-            if arg.keyword is not None:
-                if rewrite.keyword is not None and arg.keyword.value == rewrite.keyword:
-                    return i
-                continue
-            if arg.star:
-                if rewrite.index is not None and position <= rewrite.index:
-                    return -2
-                continue
-            if rewrite.index is not None and position == rewrite.index:
-                return i
-            position += 1
-        return -1
 
     # ---- imports ----------------------------------------------------------------------------------
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
@@ -1151,26 +1074,15 @@ _LITERALS = (
 )
 
 
-def _strings(node: cst.BaseExpression):
-    """The string literals of an argument, inside lists and tuples too."""
-    if isinstance(node, cst.SimpleString):
-        value = node.evaluated_value
-        if isinstance(value, str):
-            yield value
-    elif isinstance(node, (cst.List, cst.Tuple)):
-        for element in node.elements:
-            yield from _strings(element.value)
+def _compose(by_name: list[CallHook] | None, by_short: list[CallHook]) -> list[CallHook] | None:
+    """The call hooks of a call: by its qualified name, and by its short name those of a class the
+    qualified name has none of; in ascending `order`, then by name before by short name."""
+    classes = {type(hook) for hook in by_name} if by_name else set()
+    extra = [hook for hook in by_short if type(hook) not in classes]
+    if not extra:
+        return by_name
+    return sorted([*(by_name or ()), *extra], key=lambda hook: hook.order)
 
 
 def _code(node: cst.CSTNode) -> str:
     return cst.Module(body=[]).code_for_node(node)
-
-
-def _same_value(code: str, other: str) -> bool:
-    """Equal source, or equal literals spelled differently ('hccl' and "hccl")."""
-    if code == other:
-        return True
-    try:
-        return ast.literal_eval(code) == ast.literal_eval(other)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return False
