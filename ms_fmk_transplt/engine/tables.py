@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ms_fmk_transplt.engine.context import DeviceSpec
-from ms_fmk_transplt.engine.hooks import CallHook
+from ms_fmk_transplt.engine.hooks import CallHook, EnvHook, StringHook
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.model import Support
 
@@ -34,16 +34,6 @@ class ModuleMembers:
     rule: Rule
     new_module: str
     suggestion: str = ""
-
-
-@dataclass(frozen=True)
-class StringRewrite:
-    """A string literal whose whole value matches `pattern` gets its leading `old` replaced by `new`."""
-
-    rule: Rule
-    pattern: Any  # compiled regex
-    old: str
-    new: str
 
 
 @dataclass(frozen=True)
@@ -78,12 +68,12 @@ class Tables:
     # hooks (engine/hooks.py), each entry a class of the kind that compiled it (rules/kinds/<kind>.py)
     call_hooks: dict[str, list[CallHook]] = field(default_factory=dict)  # by qualified name
     method_call_hooks: dict[str, list[CallHook]] = field(default_factory=dict)  # heuristic: by short name
-    strings: list[StringRewrite] = field(default_factory=list)
+    string_hooks: list[StringHook] = field(default_factory=list)  # tried in order, the first match wins
     result_uses: dict[str, Rule] = field(default_factory=dict)  # calls whose result breaks when used
-    keyed_strings: bool = False  # some string rule also applies to dict keys and subscripts
+    keyed_strings: bool = False  # some string hook also applies to dict keys and subscripts
     device_spec: DeviceSpec = field(default_factory=DeviceSpec)  # where a string literal is a device
-    env_vars: dict[str, Rename] = field(default_factory=dict)
-    env_prefixes: dict[str, Rename] = field(default_factory=dict)
+    env_hooks: dict[str, EnvHook] = field(default_factory=dict)  # by environment variable name
+    env_prefix_hooks: dict[str, EnvHook] = field(default_factory=dict)  # by a prefix of the name
     text_scans: list[tuple[Rule, Any, tuple[str, ...]]] = field(default_factory=list)
     opt_ins: frozenset[str] = frozenset()
     import_insert: Rule | None = None

@@ -18,8 +18,8 @@ from typing import Any
 import libcst as cst
 
 from ms_fmk_transplt.engine.bindings import Bindings, collect_bindings
-from ms_fmk_transplt.engine.context import DeviceContext, Verdict
-from ms_fmk_transplt.engine.hooks import CallHook
+from ms_fmk_transplt.engine.context import DeviceContext
+from ms_fmk_transplt.engine.hooks import CallHook, EnvHook
 from ms_fmk_transplt.engine.imports import (
     insert_module_import,
     plan_function_imports,
@@ -123,7 +123,7 @@ class Converter(cst.CSTTransformer):
         self._top = -1
         self.renamed_names = self.imports.renamed_names
         self.context = DeviceContext(tables.device_spec, self.qualify)
-        if tables.strings:
+        if tables.string_hooks:
             self.context.scan(module)
         self._quiet_saved: list[int] = []
         # `self.is_cuda = ...`: an attribute the file assigns is the user's, never Tensor.is_cuda
@@ -383,7 +383,7 @@ class Converter(cst.CSTTransformer):
         self.pending.append(Pending(node, rule, Operation.UNSUPPORTED, message, top=self._top))
 
     def visit_Assign(self, node: cst.Assign) -> bool:
-        if self.t.env_vars and self._environ_copy(node.value):
+        if self.t.env_hooks and self._environ_copy(node.value):
             self._env_names.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
         if self.t.result_uses:
             found = self._breaking_result(node.value) if isinstance(node.value, cst.Call) else None
@@ -459,17 +459,9 @@ class Converter(cst.CSTTransformer):
         for i, arg in enumerate(original.args):
             if arg.keyword is None:
                 continue
-            name = arg.keyword.value
-            entry = self._env_entry(name)
-            if entry is None:
-                continue
-            if entry.new is None or not entry.new.isidentifier():
-                self.report_unsupported(arg, entry.rule, f"environment variable {name}", entry.suggestion)
-                continue
-            self.report(arg, entry.rule, Operation.MODIFY, old=name, new=entry.new)
-            keyword = args[i].keyword
-            assert keyword is not None
-            args[i] = args[i].with_changes(keyword=keyword.with_changes(value=entry.new))
+            hook = self._env_hook(arg.keyword.value)
+            if hook is not None:
+                args[i] = hook.rewrite_env_keyword(self, arg, args[i], arg.keyword.value)
         return updated.with_changes(args=args)
 
     def _env_dict(self, node: cst.Dict) -> None:
@@ -525,42 +517,18 @@ class Converter(cst.CSTTransformer):
         if not isinstance(value, str):
             return updated_node
         if key in self._env_keys:
-            return self._rewrite_env(original_node, updated_node, value)
-        for rewrite in self.t.strings:
-            if keyed and not rewrite.rule.params.get("in_keys"):
+            hook = self._env_hook(value)
+            return (
+                updated_node
+                if hook is None
+                else hook.rewrite_env_string(self, original_node, updated_node, value)
+            )
+        for string_hook in self.t.string_hooks:
+            if keyed and not string_hook.in_keys:
                 continue
-            if self.context.matches(original_node, value, rewrite.pattern, rewrite.old):
-                verdict = (
-                    Verdict.DEVICE
-                    if self._device_depth or "device_context" not in rewrite.rule.params
-                    else self.context.verdict(original_node, value, rewrite.old)
-                )
-                if verdict is Verdict.TEXT:
-                    return updated_node
-                if verdict is Verdict.UNKNOWN:
-                    self.pending.append(
-                        Pending(
-                            original_node,
-                            rewrite.rule,
-                            Operation.UNSUPPORTED,
-                            f"{value!r} kept: not provably a device here (no device API, comparison or"
-                            f" device-named variable takes it); if it names one, write {rewrite.new!r}",
-                            heuristic=True,
-                            top=self._top,
-                        )
-                    )
-                    return updated_node
-                new_value = rewrite.new + value[len(rewrite.old) :]
-                self.report(
-                    original_node,
-                    rewrite.rule,
-                    Operation.MODIFY,
-                    heuristic=not self._device_depth and "device_context" not in rewrite.rule.params,
-                    old=repr(value),
-                    new=repr(new_value),
-                )
-                quote = original_node.quote
-                return updated_node.with_changes(value=f"{original_node.prefix}{quote}{new_value}{quote}")
+            result = string_hook.rewrite_string(self, original_node, updated_node, value)
+            if result is not None:
+                return result
         return updated_node
 
     def leave_FormattedString(self, original_node: cst.FormattedString, updated_node: cst.FormattedString):
@@ -569,42 +537,18 @@ class Converter(cst.CSTTransformer):
         template = "".join(
             p.value if isinstance(p, cst.FormattedStringText) else "{}" for p in original_node.parts
         )
-        first = updated_node.parts[0]
-        for rewrite in self.t.strings:
-            if (
-                rewrite.pattern.fullmatch(template)
-                and isinstance(first, cst.FormattedStringText)
-                and first.value.startswith(rewrite.old)
-            ):
-                self.report(
-                    original_node,
-                    rewrite.rule,
-                    Operation.MODIFY,
-                    heuristic=not self._device_depth,
-                    old=repr(template),
-                    new=repr(rewrite.new + template[len(rewrite.old) :]),
-                )
-                new_first = first.with_changes(value=rewrite.new + first.value[len(rewrite.old) :])
-                return updated_node.with_changes(parts=[new_first, *updated_node.parts[1:]])
+        for hook in self.t.string_hooks:
+            result = hook.rewrite_fstring(self, original_node, updated_node, template)
+            if result is not None:
+                return result
         return updated_node
 
-    def _env_entry(self, value: str) -> Any:
-        entry = self.t.env_vars.get(value)
-        if entry is None:
-            entry = next((e for prefix, e in self.t.env_prefixes.items() if value.startswith(prefix)), None)
-        return entry
-
-    def _rewrite_env(
-        self, original: cst.SimpleString, updated: cst.SimpleString, value: str
-    ) -> cst.BaseExpression:
-        entry = self._env_entry(value)
-        if entry is None:
-            return updated
-        if entry.new is None:
-            self.report_unsupported(original, entry.rule, f"environment variable {value}", entry.suggestion)
-            return updated
-        self.report(original, entry.rule, Operation.MODIFY, old=value, new=entry.new)
-        return updated.with_changes(value=f"{original.prefix}{original.quote}{entry.new}{original.quote}")
+    def _env_hook(self, name: str) -> EnvHook | None:
+        """The hook for an environment variable's name: by the whole name, else by a prefix."""
+        hook = self.t.env_hooks.get(name)
+        if hook is None:
+            hook = next((h for prefix, h in self.t.env_prefix_hooks.items() if name.startswith(prefix)), None)
+        return hook
 
     def visit_Param(self, node: cst.Param) -> bool:
         self._not_loads.add(id(node.name))
