@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ms_fmk_transplt.engine.context import DeviceSpec
-from ms_fmk_transplt.engine.hooks import CallHook, EnvHook, StringHook
+from ms_fmk_transplt.engine.hooks import CallHook, EnvHook, ResultHook, StringHook
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.model import Support
 
@@ -69,11 +69,11 @@ class Tables:
     call_hooks: dict[str, list[CallHook]] = field(default_factory=dict)  # by qualified name
     method_call_hooks: dict[str, list[CallHook]] = field(default_factory=dict)  # heuristic: by short name
     string_hooks: list[StringHook] = field(default_factory=list)  # tried in order, the first match wins
-    result_uses: dict[str, Rule] = field(default_factory=dict)  # calls whose result breaks when used
     keyed_strings: bool = False  # some string hook also applies to dict keys and subscripts
     device_spec: DeviceSpec = field(default_factory=DeviceSpec)  # where a string literal is a device
     env_hooks: dict[str, EnvHook] = field(default_factory=dict)  # by environment variable name
     env_prefix_hooks: dict[str, EnvHook] = field(default_factory=dict)  # by a prefix of the name
+    result_hooks: dict[str, ResultHook] = field(default_factory=dict)  # calls whose result breaks when used
     text_scans: list[tuple[Rule, Any, tuple[str, ...]]] = field(default_factory=list)
     opt_ins: frozenset[str] = frozenset()
     import_insert: Rule | None = None

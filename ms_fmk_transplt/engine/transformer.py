@@ -19,7 +19,7 @@ import libcst as cst
 
 from ms_fmk_transplt.engine.bindings import Bindings, collect_bindings
 from ms_fmk_transplt.engine.context import DeviceContext
-from ms_fmk_transplt.engine.hooks import CallHook, EnvHook
+from ms_fmk_transplt.engine.hooks import CallHook, EnvHook, ResultHook, ResultUse
 from ms_fmk_transplt.engine.imports import (
     insert_module_import,
     plan_function_imports,
@@ -144,8 +144,9 @@ class Converter(cst.CSTTransformer):
         self.bindings = collect_bindings(module) if tables.functions else Bindings()
         self._call_funcs: set[int] = set()
         self._kept_functions: set[str] = set()
-        self._result_names: dict[str, tuple[Rule, str]] = {}  # `cap = torch.cuda.get_device_capability()`
-        self._result_reported: set[tuple[int, str, str]] = set()
+        # `cap = torch.cuda.get_device_capability()`: name -> (hook, qualified name of the call)
+        self._result_names: dict[str, tuple[ResultHook, str]] = {}
+        self._result_reported: set[tuple[int, str, ResultUse]] = set()
         self._env_names: set[str] = set()  # names bound to os.environ or a copy of it
         self._env_keyword_calls: set[int] = set()
         self._statement: cst.CSTNode | None = None  # the statement line being visited
@@ -357,45 +358,43 @@ class Converter(cst.CSTTransformer):
         return True
 
     # ---- results that break on the NPU: torch_npu's get_device_capability() returns None --------
-    def _breaking_result(self, expr: cst.BaseExpression) -> tuple[Rule, str] | None:
+    def _breaking_result(self, expr: cst.BaseExpression) -> tuple[ResultHook, str] | None:
         if isinstance(expr, cst.Call):
             name = self.qualify(expr.func)
-            rule = self.t.result_uses.get(name) if name else None
-            return (rule, name) if rule is not None and name else None
+            hook = self.t.result_hooks.get(name) if name else None
+            return (hook, name) if hook is not None and name else None
         if isinstance(expr, cst.Name):
             return self._result_names.get(expr.value)
         return None
 
-    def _report_result_use(self, node: cst.CSTNode, expr: cst.BaseExpression, use: str) -> None:
-        found = self._breaking_result(expr) if self.t.result_uses else None
+    def _report_result_use(self, node: cst.CSTNode, expr: cst.BaseExpression, use: ResultUse) -> None:
+        found = self._breaking_result(expr) if self.t.result_hooks else None
         if found is None:
             return
-        rule, name = found
+        hook, name = found
+        through = ""
         if isinstance(expr, cst.Name):
             key = (id(self._statement), expr.value, use)  # `sm[0] * 10 + sm[1]`: one report
             if key in self._result_reported:
                 return
             self._result_reported.add(key)
-            use += f" (through {expr.value})"
-        message = rule.render(
-            old=name, returns=rule.params["returns"], use=use, suggestion=rule.params["suggestion"]
-        )
-        self.pending.append(Pending(node, rule, Operation.UNSUPPORTED, message, top=self._top))
+            through = expr.value
+        hook.result_used(self, node, name, use, through)
 
     def visit_Assign(self, node: cst.Assign) -> bool:
         if self.t.env_hooks and self._environ_copy(node.value):
             self._env_names.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
-        if self.t.result_uses:
+        if self.t.result_hooks:
             found = self._breaking_result(node.value) if isinstance(node.value, cst.Call) else None
             for target in node.targets:
                 if isinstance(target.target, (cst.Tuple, cst.List)):
-                    self._report_result_use(node, node.value, "unpacking it raises TypeError")
+                    self._report_result_use(node, node.value, ResultUse.UNPACK)
                 elif found is not None and isinstance(target.target, cst.Name):
                     self._result_names[target.target.value] = found
         return True
 
     def visit_For(self, node: cst.For) -> bool:
-        self._report_result_use(node.iter, node.iter, "iterating it raises TypeError")
+        self._report_result_use(node.iter, node.iter, ResultUse.ITERATE)
         return True
 
     def visit_Expr(self, node: cst.Expr) -> bool:
@@ -475,7 +474,7 @@ class Converter(cst.CSTTransformer):
         return True
 
     def visit_Subscript(self, node: cst.Subscript) -> bool:
-        self._report_result_use(node, node.value, "indexing it raises TypeError")
+        self._report_result_use(node, node.value, ResultUse.INDEX)
         environ = self._is_environ(node.value)
         for element in node.slice:
             if isinstance(element.slice, cst.Index):
@@ -487,11 +486,11 @@ class Converter(cst.CSTTransformer):
         return updated_node
 
     def visit_Comparison(self, node: cst.Comparison) -> bool:
-        if self.t.result_uses and not all(
+        if self.t.result_hooks and not all(
             isinstance(c.operator, (cst.Is, cst.IsNot)) for c in node.comparisons
         ):
             equality = all(isinstance(c.operator, (cst.Equal, cst.NotEqual)) for c in node.comparisons)
-            use = "comparing it with == is always False" if equality else "ordering it raises TypeError"
+            use = ResultUse.COMPARE_EQUAL if equality else ResultUse.ORDER
             for operand in (node.left, *(c.comparator for c in node.comparisons)):
                 self._report_result_use(node, operand, use)
         # a comparison in a message's arguments is code: print(dist.get_backend() in ("nccl", "gloo"))
