@@ -10,10 +10,9 @@ every file (and pickled to worker processes).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from ms_fmk_transplt.engine.context import DeviceSpec
-from ms_fmk_transplt.engine.hooks import CallHook, EnvHook, ResultHook, StringHook
+from ms_fmk_transplt.engine.hooks import CallHook, EnvHook, ResultHook, StringHook, TextHook
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.model import Support
 
@@ -74,7 +73,7 @@ class Tables:
     env_hooks: dict[str, EnvHook] = field(default_factory=dict)  # by environment variable name
     env_prefix_hooks: dict[str, EnvHook] = field(default_factory=dict)  # by a prefix of the name
     result_hooks: dict[str, ResultHook] = field(default_factory=dict)  # calls whose result breaks when used
-    text_scans: list[tuple[Rule, Any, tuple[str, ...]]] = field(default_factory=list)
+    text_hooks: list[TextHook] = field(default_factory=list)  # line scans of copied non-Python files
     opt_ins: frozenset[str] = frozenset()
     import_insert: Rule | None = None
     needs_module: set[str] = field(default_factory=set)  # using these needs the inserted import
@@ -128,14 +127,10 @@ class Tables:
         hooks.append(hook)
         hooks.sort(key=lambda h: h.order)
 
-    def text_scans_for(self, path: str) -> list[tuple[Rule, Any]]:
-        """(rule, regex) of the text-scan rules whose file globs match this file's name."""
-        from fnmatch import fnmatch
-
+    def text_hooks_for(self, path: str) -> list[TextHook]:
+        """The text scans that read this file, judged by its name."""
         name = path.rsplit("/", 1)[-1]
-        return [
-            (rule, regex) for rule, regex, globs in self.text_scans if any(fnmatch(name, g) for g in globs)
-        ]
+        return [hook for hook in self.text_hooks if hook.applies_to(name)]
 
     def could_match(self, data: bytes) -> bool:
         """False only when no rule can possibly match in `data` (proved by test to change nothing)."""
