@@ -180,7 +180,7 @@ TEXT_SCAN_MAX_BYTES = 1 << 20
 
 
 def _scan(entry: Entry, tables: Tables) -> tuple:
-    if not tables.text_scans_for(entry.rel):
+    if not tables.text_hooks_for(entry.rel):
         return ()  # most copied files (images, data) are never read
     try:
         if entry.path.stat().st_size > TEXT_SCAN_MAX_BYTES:

@@ -197,25 +197,14 @@ def _place(module: cst.Module, converter: Converter) -> tuple[Finding, ...]:
 
 def scan_text(path: str, data: bytes, tables: Tables) -> tuple[Finding, ...]:
     """Findings for a non-Python file that is copied as is: lines the text-scan rules report."""
-    scans = tables.text_scans_for(path)
+    scans = tables.text_hooks_for(path)
     if not scans or b"\0" in data[:8192]:
         return ()
     text = data.decode("utf-8", errors="replace")
     findings = []
     for number, line in enumerate(text.splitlines(), 1):
-        for rule, regex in scans:
-            if regex.search(line):
-                suggestion = rule.params.get("suggestion", "")
-                message = f"{line.strip()[:120]}: {suggestion}" if suggestion else line.strip()[:120]
-                findings.append(
-                    Finding(
-                        rule.id,
-                        Operation.UNSUPPORTED,
-                        number,
-                        number,
-                        message,
-                        support=Support.UNSUPPORTED,
-                        suggestion=suggestion,
-                    )
-                )
+        for scan in scans:
+            finding = scan.scan_line(number, line)
+            if finding is not None:
+                findings.append(finding)
     return annotate(tuple(findings), data)

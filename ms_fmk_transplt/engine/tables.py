@@ -1,15 +1,18 @@
 """Lookup tables the transformer consults; every rule kind compiles into these
 (``ms_fmk_transplt.rules.compile``: the rules package fills them, the engine only reads them).
 
-Built once per run, shared read-only by every file (and pickled to worker processes).
+Two sorts of entry: the name tables below (`Rename`, `ModuleMembers`, `SupportEntry`), which the
+engine's own name resolution applies, and hook collections holding entries defined by the rule
+kinds themselves (`engine/hooks.py` is their interface). Built once per run, shared read-only by
+every file (and pickled to worker processes).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from ms_fmk_transplt.engine.context import DeviceSpec
+from ms_fmk_transplt.engine.hooks import CallHook, EnvHook, ResultHook, StringHook, TextHook
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.model import Support
 
@@ -30,33 +33,6 @@ class ModuleMembers:
     rule: Rule
     new_module: str
     suggestion: str = ""
-
-
-@dataclass(frozen=True)
-class ArgRewrite:
-    """Replace one argument of a call: positional `index` and/or keyword `keyword`."""
-
-    rule: Rule
-    index: int | None
-    keyword: str | None
-    new_code: str
-
-
-@dataclass(frozen=True)
-class StringRewrite:
-    """A string literal whose whole value matches `pattern` gets its leading `old` replaced by `new`."""
-
-    rule: Rule
-    pattern: Any  # compiled regex
-    old: str
-    new: str
-
-
-@dataclass(frozen=True)
-class KeywordRename:
-    rule: Rule
-    keyword: str
-    new_keyword: str
 
 
 @dataclass(frozen=True)
@@ -88,17 +64,16 @@ class Tables:
     methods: dict[str, Rename] = field(default_factory=dict)  # heuristic: x.cuda(...)
     functions: dict[str, Rename] = field(default_factory=dict)  # heuristic: func(...), unimported
     attributes: dict[str, Rename] = field(default_factory=dict)  # heuristic: x.is_cuda
-    args_by_name: dict[str, list[ArgRewrite]] = field(default_factory=dict)
-    args_by_method: dict[str, list[ArgRewrite]] = field(default_factory=dict)
-    keywords: dict[str, list[KeywordRename]] = field(default_factory=dict)
-    keyword_defaults: dict[str, list[Rule]] = field(default_factory=dict)
-    strings: list[StringRewrite] = field(default_factory=list)
-    result_uses: dict[str, Rule] = field(default_factory=dict)  # calls whose result breaks when used
-    keyed_strings: bool = False  # some string rule also applies to dict keys and subscripts
+    # hooks (engine/hooks.py), each entry a class of the kind that compiled it (rules/kinds/<kind>.py)
+    call_hooks: dict[str, list[CallHook]] = field(default_factory=dict)  # by qualified name
+    method_call_hooks: dict[str, list[CallHook]] = field(default_factory=dict)  # heuristic: by short name
+    string_hooks: list[StringHook] = field(default_factory=list)  # tried in order, the first match wins
+    keyed_strings: bool = False  # some string hook also applies to dict keys and subscripts
     device_spec: DeviceSpec = field(default_factory=DeviceSpec)  # where a string literal is a device
-    env_vars: dict[str, Rename] = field(default_factory=dict)
-    env_prefixes: dict[str, Rename] = field(default_factory=dict)
-    text_scans: list[tuple[Rule, Any, tuple[str, ...]]] = field(default_factory=list)
+    env_hooks: dict[str, EnvHook] = field(default_factory=dict)  # by environment variable name
+    env_prefix_hooks: dict[str, EnvHook] = field(default_factory=dict)  # by a prefix of the name
+    result_hooks: dict[str, ResultHook] = field(default_factory=dict)  # calls whose result breaks when used
+    text_hooks: list[TextHook] = field(default_factory=list)  # line scans of copied non-Python files
     opt_ins: frozenset[str] = frozenset()
     import_insert: Rule | None = None
     needs_module: set[str] = field(default_factory=set)  # using these needs the inserted import
@@ -106,7 +81,6 @@ class Tables:
     # support classification: qualified name -> entry; tensor method name -> entry (heuristic)
     support: dict[str, SupportEntry] = field(default_factory=dict)
     tensor_methods: dict[str, SupportEntry] = field(default_factory=dict)
-    cuda_sources: dict[str, tuple[Rule, tuple[str, ...]]] = field(default_factory=dict)  # func -> suffixes
     support_rule: Rule | None = None  # the rule that reports names absent from every list
     npu_members: frozenset[str] = frozenset()  # torch.npu's public names in the release
     release: str = ""
@@ -146,14 +120,17 @@ class Tables:
         for name in names:
             self.triggers.add(tuple(name.split(".")[-2:]))
 
-    def text_scans_for(self, path: str) -> list[tuple[Rule, Any]]:
-        """(rule, regex) of the text-scan rules whose file globs match this file's name."""
-        from fnmatch import fnmatch
+    def add_call_hook(self, name: str, hook: CallHook, by_short_name: bool = False) -> None:
+        """Register a call hook; the hooks on one name stay in ascending `order`, then compile order."""
+        table = self.method_call_hooks if by_short_name else self.call_hooks
+        hooks = table.setdefault(name, [])
+        hooks.append(hook)
+        hooks.sort(key=lambda h: h.order)
 
+    def text_hooks_for(self, path: str) -> list[TextHook]:
+        """The text scans that read this file, judged by its name."""
         name = path.rsplit("/", 1)[-1]
-        return [
-            (rule, regex) for rule, regex, globs in self.text_scans if any(fnmatch(name, g) for g in globs)
-        ]
+        return [hook for hook in self.text_hooks if hook.applies_to(name)]
 
     def could_match(self, data: bytes) -> bool:
         """False only when no rule can possibly match in `data` (proved by test to change nothing)."""

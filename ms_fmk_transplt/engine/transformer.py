@@ -2,11 +2,14 @@
 
 Matching reads `original_node` (names resolve the same however deep a rewrite nests);
 rewrites build on `updated_node`, so `x.cuda(device=torch.device("cuda:0"))` gets both.
+It applies the name tables itself (renames, module members, method / function / attribute
+renames, support classification) and calls the kinds' hooks (`engine/hooks.py`) for the rest,
+keeping the traversal, name resolution, the prose / device / environment contexts, import
+planning and the order in which several hooks meet on one node.
 """
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,7 +18,8 @@ from typing import Any
 import libcst as cst
 
 from ms_fmk_transplt.engine.bindings import Bindings, collect_bindings
-from ms_fmk_transplt.engine.context import DeviceContext, Verdict
+from ms_fmk_transplt.engine.context import DeviceContext
+from ms_fmk_transplt.engine.hooks import CallHook, EnvHook, ResultHook, ResultUse
 from ms_fmk_transplt.engine.imports import (
     insert_module_import,
     plan_function_imports,
@@ -121,8 +125,8 @@ class Converter(cst.CSTTransformer):
         self.renamed_names = self.imports.renamed_names
         self.context = DeviceContext(tables.device_spec, self.qualify)
         # the look-ahead passes share one cheap walk (engine/walk.py)
-        nodes = NodeIndex(module) if tables.strings or tables.attributes or tables.functions else None
-        if tables.strings and nodes is not None:
+        nodes = NodeIndex(module) if tables.string_hooks or tables.attributes or tables.functions else None
+        if tables.string_hooks and nodes is not None:
             self.context.scan(nodes)
         self._quiet_saved: list[int] = []
         # `self.is_cuda = ...`: an attribute the file assigns is the user's, never Tensor.is_cuda
@@ -143,8 +147,9 @@ class Converter(cst.CSTTransformer):
         self.bindings = collect_bindings(nodes) if tables.functions and nodes is not None else Bindings()
         self._call_funcs: set[int] = set()
         self._kept_functions: set[str] = set()
-        self._result_names: dict[str, tuple[Rule, str]] = {}  # `cap = torch.cuda.get_device_capability()`
-        self._result_reported: set[tuple[int, str, str]] = set()
+        # `cap = torch.cuda.get_device_capability()`: name -> (hook, qualified name of the call)
+        self._result_names: dict[str, tuple[ResultHook, str]] = {}
+        self._result_reported: set[tuple[int, str, ResultUse]] = set()
         self._env_names: set[str] = set()  # names bound to os.environ or a copy of it
         self._env_keyword_calls: set[int] = set()
         self._statement: cst.CSTNode | None = None  # the statement line being visited
@@ -205,6 +210,22 @@ class Converter(cst.CSTTransformer):
                 suggestion=suggestion,
             )
         )
+
+    def report_message(
+        self, node: cst.CSTNode, rule: Rule, operation: Operation, message: str, heuristic: bool = False
+    ) -> None:
+        """A finding at `node` (an original node) with a message the caller wrote."""
+        self.pending.append(Pending(node, rule, operation, message, heuristic, top=self._top))
+
+    @property
+    def release(self) -> str:
+        """The Ascend release converted for (hooks.Site)."""
+        return self.t.release
+
+    @property
+    def device_depth(self) -> int:
+        """Above zero inside an argument that takes a device (hooks.Site)."""
+        return self._device_depth
 
     # ---- support classification ------------------------------------------------------------
     def classify(self, node: cst.CSTNode, name: str, heuristic: bool = False) -> None:
@@ -340,45 +361,43 @@ class Converter(cst.CSTTransformer):
         return True
 
     # ---- results that break on the NPU: torch_npu's get_device_capability() returns None --------
-    def _breaking_result(self, expr: cst.BaseExpression) -> tuple[Rule, str] | None:
+    def _breaking_result(self, expr: cst.BaseExpression) -> tuple[ResultHook, str] | None:
         if isinstance(expr, cst.Call):
             name = self.qualify(expr.func)
-            rule = self.t.result_uses.get(name) if name else None
-            return (rule, name) if rule is not None and name else None
+            hook = self.t.result_hooks.get(name) if name else None
+            return (hook, name) if hook is not None and name else None
         if isinstance(expr, cst.Name):
             return self._result_names.get(expr.value)
         return None
 
-    def _report_result_use(self, node: cst.CSTNode, expr: cst.BaseExpression, use: str) -> None:
-        found = self._breaking_result(expr) if self.t.result_uses else None
+    def _report_result_use(self, node: cst.CSTNode, expr: cst.BaseExpression, use: ResultUse) -> None:
+        found = self._breaking_result(expr) if self.t.result_hooks else None
         if found is None:
             return
-        rule, name = found
+        hook, name = found
+        through = ""
         if isinstance(expr, cst.Name):
             key = (id(self._statement), expr.value, use)  # `sm[0] * 10 + sm[1]`: one report
             if key in self._result_reported:
                 return
             self._result_reported.add(key)
-            use += f" (through {expr.value})"
-        message = rule.render(
-            old=name, returns=rule.params["returns"], use=use, suggestion=rule.params["suggestion"]
-        )
-        self.pending.append(Pending(node, rule, Operation.UNSUPPORTED, message, top=self._top))
+            through = expr.value
+        hook.result_used(self, node, name, use, through)
 
     def visit_Assign(self, node: cst.Assign) -> bool:
-        if self.t.env_vars and self._environ_copy(node.value):
+        if self.t.env_hooks and self._environ_copy(node.value):
             self._env_names.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
-        if self.t.result_uses:
+        if self.t.result_hooks:
             found = self._breaking_result(node.value) if isinstance(node.value, cst.Call) else None
             for target in node.targets:
                 if isinstance(target.target, (cst.Tuple, cst.List)):
-                    self._report_result_use(node, node.value, "unpacking it raises TypeError")
+                    self._report_result_use(node, node.value, ResultUse.UNPACK)
                 elif found is not None and isinstance(target.target, cst.Name):
                     self._result_names[target.target.value] = found
         return True
 
     def visit_For(self, node: cst.For) -> bool:
-        self._report_result_use(node.iter, node.iter, "iterating it raises TypeError")
+        self._report_result_use(node.iter, node.iter, ResultUse.ITERATE)
         return True
 
     def visit_Expr(self, node: cst.Expr) -> bool:
@@ -442,17 +461,9 @@ class Converter(cst.CSTTransformer):
         for i, arg in enumerate(original.args):
             if arg.keyword is None:
                 continue
-            name = arg.keyword.value
-            entry = self._env_entry(name)
-            if entry is None:
-                continue
-            if entry.new is None or not entry.new.isidentifier():
-                self.report_unsupported(arg, entry.rule, f"environment variable {name}", entry.suggestion)
-                continue
-            self.report(arg, entry.rule, Operation.MODIFY, old=name, new=entry.new)
-            keyword = args[i].keyword
-            assert keyword is not None
-            args[i] = args[i].with_changes(keyword=keyword.with_changes(value=entry.new))
+            hook = self._env_hook(arg.keyword.value)
+            if hook is not None:
+                args[i] = hook.rewrite_env_keyword(self, arg, args[i], arg.keyword.value)
         return updated.with_changes(args=args)
 
     def _env_dict(self, node: cst.Dict) -> None:
@@ -466,7 +477,7 @@ class Converter(cst.CSTTransformer):
         return True
 
     def visit_Subscript(self, node: cst.Subscript) -> bool:
-        self._report_result_use(node, node.value, "indexing it raises TypeError")
+        self._report_result_use(node, node.value, ResultUse.INDEX)
         environ = self._is_environ(node.value)
         for element in node.slice:
             if isinstance(element.slice, cst.Index):
@@ -478,11 +489,11 @@ class Converter(cst.CSTTransformer):
         return updated_node
 
     def visit_Comparison(self, node: cst.Comparison) -> bool:
-        if self.t.result_uses and not all(
+        if self.t.result_hooks and not all(
             isinstance(c.operator, (cst.Is, cst.IsNot)) for c in node.comparisons
         ):
             equality = all(isinstance(c.operator, (cst.Equal, cst.NotEqual)) for c in node.comparisons)
-            use = "comparing it with == is always False" if equality else "ordering it raises TypeError"
+            use = ResultUse.COMPARE_EQUAL if equality else ResultUse.ORDER
             for operand in (node.left, *(c.comparator for c in node.comparisons)):
                 self._report_result_use(node, operand, use)
         # a comparison in a message's arguments is code: print(dist.get_backend() in ("nccl", "gloo"))
@@ -508,42 +519,18 @@ class Converter(cst.CSTTransformer):
         if not isinstance(value, str):
             return updated_node
         if key in self._env_keys:
-            return self._rewrite_env(original_node, updated_node, value)
-        for rewrite in self.t.strings:
-            if keyed and not rewrite.rule.params.get("in_keys"):
+            hook = self._env_hook(value)
+            return (
+                updated_node
+                if hook is None
+                else hook.rewrite_env_string(self, original_node, updated_node, value)
+            )
+        for string_hook in self.t.string_hooks:
+            if keyed and not string_hook.in_keys:
                 continue
-            if self.context.matches(original_node, value, rewrite.pattern, rewrite.old):
-                verdict = (
-                    Verdict.DEVICE
-                    if self._device_depth or "device_context" not in rewrite.rule.params
-                    else self.context.verdict(original_node, value, rewrite.old)
-                )
-                if verdict is Verdict.TEXT:
-                    return updated_node
-                if verdict is Verdict.UNKNOWN:
-                    self.pending.append(
-                        Pending(
-                            original_node,
-                            rewrite.rule,
-                            Operation.UNSUPPORTED,
-                            f"{value!r} kept: not provably a device here (no device API, comparison or"
-                            f" device-named variable takes it); if it names one, write {rewrite.new!r}",
-                            heuristic=True,
-                            top=self._top,
-                        )
-                    )
-                    return updated_node
-                new_value = rewrite.new + value[len(rewrite.old) :]
-                self.report(
-                    original_node,
-                    rewrite.rule,
-                    Operation.MODIFY,
-                    heuristic=not self._device_depth and "device_context" not in rewrite.rule.params,
-                    old=repr(value),
-                    new=repr(new_value),
-                )
-                quote = original_node.quote
-                return updated_node.with_changes(value=f"{original_node.prefix}{quote}{new_value}{quote}")
+            result = string_hook.rewrite_string(self, original_node, updated_node, value)
+            if result is not None:
+                return result
         return updated_node
 
     def leave_FormattedString(self, original_node: cst.FormattedString, updated_node: cst.FormattedString):
@@ -552,42 +539,18 @@ class Converter(cst.CSTTransformer):
         template = "".join(
             p.value if isinstance(p, cst.FormattedStringText) else "{}" for p in original_node.parts
         )
-        first = updated_node.parts[0]
-        for rewrite in self.t.strings:
-            if (
-                rewrite.pattern.fullmatch(template)
-                and isinstance(first, cst.FormattedStringText)
-                and first.value.startswith(rewrite.old)
-            ):
-                self.report(
-                    original_node,
-                    rewrite.rule,
-                    Operation.MODIFY,
-                    heuristic=not self._device_depth,
-                    old=repr(template),
-                    new=repr(rewrite.new + template[len(rewrite.old) :]),
-                )
-                new_first = first.with_changes(value=rewrite.new + first.value[len(rewrite.old) :])
-                return updated_node.with_changes(parts=[new_first, *updated_node.parts[1:]])
+        for hook in self.t.string_hooks:
+            result = hook.rewrite_fstring(self, original_node, updated_node, template)
+            if result is not None:
+                return result
         return updated_node
 
-    def _env_entry(self, value: str) -> Any:
-        entry = self.t.env_vars.get(value)
-        if entry is None:
-            entry = next((e for prefix, e in self.t.env_prefixes.items() if value.startswith(prefix)), None)
-        return entry
-
-    def _rewrite_env(
-        self, original: cst.SimpleString, updated: cst.SimpleString, value: str
-    ) -> cst.BaseExpression:
-        entry = self._env_entry(value)
-        if entry is None:
-            return updated
-        if entry.new is None:
-            self.report_unsupported(original, entry.rule, f"environment variable {value}", entry.suggestion)
-            return updated
-        self.report(original, entry.rule, Operation.MODIFY, old=value, new=entry.new)
-        return updated.with_changes(value=f"{original.prefix}{original.quote}{entry.new}{original.quote}")
+    def _env_hook(self, name: str) -> EnvHook | None:
+        """The hook for an environment variable's name: by the whole name, else by a prefix."""
+        hook = self.t.env_hooks.get(name)
+        if hook is None:
+            hook = next((h for prefix, h in self.t.env_prefix_hooks.items() if name.startswith(prefix)), None)
+        return hook
 
     def visit_Param(self, node: cst.Param) -> bool:
         self._not_loads.add(id(node.name))
@@ -727,15 +690,7 @@ class Converter(cst.CSTTransformer):
         func = original_node.func
         name = self.qualify(func)
         resolved = name is not None and self.t.lookup(name) is not None
-        result: cst.BaseExpression = updated_node
-        if name in self.t.cuda_sources:
-            rule, suffixes = self.t.cuda_sources[name]
-            cuda = [v for a in original_node.args for v in _strings(a.value) if v.endswith(suffixes)]
-            if cuda:
-                what = f"{name} of CUDA sources ({', '.join(cuda)})"
-                self.report_unsupported(
-                    original_node, rule, what, rule.params.get("suggestion", ""), api=name
-                )
+        result = updated_node
         if (
             name is None
             and self._imports_torch
@@ -776,9 +731,21 @@ class Converter(cst.CSTTransformer):
                     original_node, entry.rule, Operation.MODIFY, heuristic=True, old=func.value, new=entry.new
                 )
                 result = updated_node.with_changes(func=updated_node.func.with_changes(value=entry.new))
-        result = self._rewrite_args(original_node, result, name)
-        if name and isinstance(result, cst.Call):
-            result = self._rename_keywords(original_node, result, name)
+        hooks = self.t.call_hooks.get(name) if name else None
+        if self.t.method_call_hooks:
+            short = (
+                func.attr.value
+                if isinstance(func, cst.Attribute)
+                else func.value
+                if isinstance(func, cst.Name)
+                else ""
+            )
+            by_short = self.t.method_call_hooks.get(short)
+            if by_short:
+                hooks = _compose(hooks, by_short)
+        if hooks:
+            for hook in hooks:
+                result = hook.rewrite_call(self, original_node, result, name)
         return result
 
     def _keep_function(self, node: cst.CSTNode, entry: Any, name: str) -> None:
@@ -797,107 +764,6 @@ class Converter(cst.CSTTransformer):
                 top=self._top,
             )
         )
-
-    def _rename_keywords(self, original: cst.Call, updated: cst.Call, name: str) -> cst.Call:
-        for rule in self.t.keyword_defaults.get(name, ()):
-            keyword = rule.params["keyword"]
-            if any(
-                a.star == "**" or (a.keyword is not None and a.keyword.value == keyword) for a in updated.args
-            ):
-                continue
-            new_arg = cst.Arg(
-                keyword=cst.Name(keyword),
-                value=cst.parse_expression(rule.params["value"]),
-                equal=cst.AssignEqual(
-                    whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
-                ),
-            )
-            args = list(updated.args)
-            if args and args[-1].comma is cst.MaybeSentinel.DEFAULT:
-                args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            updated = updated.with_changes(args=[*args, new_arg])
-            self.report(original, rule, Operation.MODIFY, old=name, new=f"{keyword}={rule.params['value']}")
-        renames = self.t.keywords.get(name)
-        if not renames:
-            return updated
-        args = list(updated.args)
-        for rename in renames:
-            for i, arg in enumerate(args):
-                if arg.keyword is not None and arg.keyword.value == rename.keyword:
-                    self.report(
-                        original.args[i],
-                        rename.rule,
-                        Operation.MODIFY,
-                        old=rename.keyword,
-                        new=rename.new_keyword,
-                    )
-                    args[i] = arg.with_changes(keyword=arg.keyword.with_changes(value=rename.new_keyword))
-        return updated.with_changes(args=args)
-
-    def _rewrite_args(
-        self, original: cst.Call, updated: cst.BaseExpression, name: str | None
-    ) -> cst.BaseExpression:
-        rewrites = self.t.args_by_name.get(name, []) if name else []
-        if not rewrites:
-            func = original.func
-            short = (
-                func.attr.value
-                if isinstance(func, cst.Attribute)
-                else func.value
-                if isinstance(func, cst.Name)
-                else None
-            )
-            rewrites = self.t.args_by_method.get(short, []) if short else []
-        if not rewrites or not isinstance(updated, cst.Call):
-            return updated
-        args = list(updated.args)
-        for rewrite in rewrites:
-            slot = self._find_arg(original, rewrite)
-            if slot == -2:
-                where = f"argument {rewrite.index} of {rewrite.rule.params.get('func_name')}"
-                self.pending.append(
-                    Pending(
-                        original,
-                        rewrite.rule,
-                        Operation.UNSUPPORTED,
-                        f"{where} is hidden behind *args; set it to {rewrite.new_code} by hand",
-                        top=self._top,
-                    )
-                )
-                continue
-            if slot < 0:
-                continue
-            current = _code(args[slot].value)
-            if _same_value(current, rewrite.new_code):
-                continue
-            args[slot] = args[slot].with_changes(value=cst.parse_expression(rewrite.new_code))
-            self.report(
-                original.args[slot],
-                rewrite.rule,
-                Operation.MODIFY,
-                heuristic="." not in str(rewrite.rule.params.get("func_name", ".")),
-                old=_code(original.args[slot].value),
-                new=rewrite.new_code,
-            )
-        return updated.with_changes(args=args)
-
-    @staticmethod
-    def _find_arg(call: cst.Call, rewrite: Any) -> int:
-        """Index into call.args of the argument a rewrite targets; -1 absent, -2 not locatable."""
-        position = 0
-        for i, arg in enumerate(call.args):
-            if arg.keyword is not None:
-                if rewrite.keyword is not None and arg.keyword.value == rewrite.keyword:
-                    return i
-                continue
-            if arg.star:
-                if rewrite.index is not None and position <= rewrite.index:
-                    return -2
-                continue
-            if rewrite.index is not None and position == rewrite.index:
-                return i
-            position += 1
-        return -1
 
     # ---- imports ----------------------------------------------------------------------------------
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
@@ -1143,26 +1009,15 @@ _LITERALS = (
 )
 
 
-def _strings(node: cst.BaseExpression):
-    """The string literals of an argument, inside lists and tuples too."""
-    if isinstance(node, cst.SimpleString):
-        value = node.evaluated_value
-        if isinstance(value, str):
-            yield value
-    elif isinstance(node, (cst.List, cst.Tuple)):
-        for element in node.elements:
-            yield from _strings(element.value)
+def _compose(by_name: list[CallHook] | None, by_short: list[CallHook]) -> list[CallHook] | None:
+    """The call hooks of a call: by its qualified name, and by its short name those of a class the
+    qualified name has none of; in ascending `order`, then by name before by short name."""
+    classes = {type(hook) for hook in by_name} if by_name else set()
+    extra = [hook for hook in by_short if type(hook) not in classes]
+    if not extra:
+        return by_name
+    return sorted([*(by_name or ()), *extra], key=lambda hook: hook.order)
 
 
 def _code(node: cst.CSTNode) -> str:
     return cst.Module(body=[]).code_for_node(node)
-
-
-def _same_value(code: str, other: str) -> bool:
-    """Equal source, or equal literals spelled differently ('hccl' and "hccl")."""
-    if code == other:
-        return True
-    try:
-        return ast.literal_eval(code) == ast.literal_eval(other)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return False

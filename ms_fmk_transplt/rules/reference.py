@@ -61,9 +61,15 @@ def rules_markdown(rules: list[Rule]) -> str:
     kinds_doc = ["\n## Rule kinds\n\n"]
     for name in sorted(kinds):
         module = __import__(f"ms_fmk_transplt.rules.kinds.{_module(name)}", fromlist=["_"])
-        doc = (module.__doc__ or "").strip()
+        doc = user_doc(module.__doc__ or "")
         kinds_doc.append(f"### {name}\n\n{doc}\n\n")
     return "".join(out + kinds_doc)
+
+
+def user_doc(doc: str) -> str:
+    """A kind module's docstring without its `Code:` paragraph, which is for maintainers."""
+    paragraphs = doc.strip().split("\n\n")
+    return "\n\n".join(p for p in paragraphs if not p.startswith("Code: ")).strip()
 
 
 def _module(kind_name: str) -> str:

@@ -7,6 +7,8 @@ receiver is not an import is matched by name against the `torch.Tensor.*` entrie
 Statuses: unsupported, partial (with the dtypes the docs list), supported (counted only), and
 not-verified (called, but absent from every list: not the same as unsupported). The rule whose
 `source` list gave the verdict reports it; the first rule reports names no list holds.
+
+Code: name tables `Tables.support`, `Tables.tensor_methods`; applied by engine/transformer.py `classify`.
 """
 
 from ms_fmk_transplt.rules.registry import kind

@@ -1,6 +1,8 @@
 """AttributeRenameRule: rename an attribute read by name alone, `x.is_cuda` -> `x.is_npu`.
 
 A heuristic like MethodRenameRule; attributes of imported modules are left to the name rules.
+
+Code: name table `Tables.attributes`; applied by engine/transformer.py `leave_Attribute`.
 """
 
 from ms_fmk_transplt.engine.tables import Rename

@@ -4,8 +4,20 @@
 runs, while the same call with C++ sources only builds a CPU extension and is left alone. The
 call is matched by qualified name; any string literal among its arguments (nested in lists or
 tuples too) ending in one of `suffixes` makes it an UNSUPPORTED finding.
+
+Code: `CudaSources.rewrite_call` (reports only), a call hook (engine/hooks.py) keyed by `func_name`.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+import libcst as cst
+
+from ms_fmk_transplt.engine.hooks import Site
+from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.rules import checks
 from ms_fmk_transplt.rules.registry import kind
 
@@ -38,5 +50,39 @@ class CudaSourceRule:
     def compile(rules, tables):
         for rule in rules:
             suffixes = tuple(rule.params.get("suffixes", [".cu", ".cuh"]))
-            tables.cuda_sources[rule.params["func_name"]] = (rule, suffixes)
-            tables.add_trigger(rule.params["func_name"])
+            name = rule.params["func_name"]
+            # one rule per function: a later one replaces an earlier one
+            hooks = tables.call_hooks.get(name, [])
+            hooks[:] = [h for h in hooks if not isinstance(h, CudaSources)]
+            tables.add_call_hook(name, CudaSources(rule, suffixes))
+            tables.add_trigger(name)
+
+
+@dataclass(frozen=True)
+class CudaSources:
+    """Report a call whose string arguments name CUDA sources (files ending in `suffixes`)."""
+
+    rule: Rule
+    suffixes: tuple[str, ...]
+    order: ClassVar[int] = 0  # reports only, changes nothing
+
+    def rewrite_call(self, site: Site, original: cst.Call, updated: cst.Call, name: str | None) -> cst.Call:
+        """`updated` unchanged; an UNSUPPORTED finding when a CUDA source is among the arguments."""
+        cuda = [v for a in original.args for v in _strings(a.value) if v.endswith(self.suffixes)]
+        if cuda:
+            what = f"{name} of CUDA sources ({', '.join(cuda)})"
+            site.report_unsupported(
+                original, self.rule, what, self.rule.params.get("suggestion", ""), api=name or ""
+            )
+        return updated
+
+
+def _strings(node: cst.BaseExpression) -> Iterator[str]:
+    """The string literals of an argument, inside lists and tuples too."""
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        if isinstance(value, str):
+            yield value
+    elif isinstance(node, (cst.List, cst.Tuple)):
+        for element in node.elements:
+            yield from _strings(element.value)

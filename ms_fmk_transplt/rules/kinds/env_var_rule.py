@@ -7,8 +7,21 @@ child processes: a name bound to `os.environ.copy()`, `dict(os.environ, ...)`,
 `env={...}` argument, and keyword names in `os.environ.update(NAME=...)` and
 `dict(os.environ, NAME=...)`. `name` ending in `*` matches a prefix. With `new_name` null or
 absent the variable is reported as UNSUPPORTED with the rule's `suggestion`.
+
+Code: `EnvRename.rewrite_env_string` / `rewrite_env_keyword`, an environment hook
+(engine/hooks.py) keyed by the name or prefix; the engine finds where a string or keyword is an
+environment variable's name (transformer.py: the environment context).
 """
 
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ms_fmk_transplt.engine.hooks import Site
+from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.model import Operation
 from ms_fmk_transplt.rules import checks
 from ms_fmk_transplt.rules.registry import kind
 
@@ -54,9 +67,39 @@ class EnvVarRule:
     def compile(rules, tables):
         for rule in rules:
             name = rule.params["name"]
-            entry = tables.rename(rule, rule.params.get("new_name"), rule.params.get("suggestion", ""))
+            rename = tables.rename(rule, rule.params.get("new_name"), rule.params.get("suggestion", ""))
+            entry = EnvRename(rename.rule, rename.new, rename.suggestion)
             if name.endswith("*"):
-                tables.env_prefixes[name[:-1]] = entry
+                tables.env_prefix_hooks[name[:-1]] = entry
             else:
-                tables.env_vars[name] = entry
+                tables.env_hooks[name] = entry
             tables.add_trigger(name.rstrip("*"))
+
+
+@dataclass(frozen=True)
+class EnvRename:
+    """An environment variable's new name; `new=None` reports it instead."""
+
+    rule: Rule
+    new: str | None
+    suggestion: str = ""
+
+    def rewrite_env_string(
+        self, site: Site, original: cst.SimpleString, updated: cst.SimpleString, name: str
+    ) -> cst.BaseExpression:
+        """The literal naming the variable, renamed (or reported)."""
+        if self.new is None:
+            site.report_unsupported(original, self.rule, f"environment variable {name}", self.suggestion)
+            return updated
+        site.report(original, self.rule, Operation.MODIFY, old=name, new=self.new)
+        return updated.with_changes(value=f"{original.prefix}{original.quote}{self.new}{original.quote}")
+
+    def rewrite_env_keyword(self, site: Site, original: cst.Arg, updated: cst.Arg, name: str) -> cst.Arg:
+        """`NAME=...` in os.environ.update / dict(os.environ, ...), renamed (or reported)."""
+        if self.new is None or not self.new.isidentifier():
+            site.report_unsupported(original, self.rule, f"environment variable {name}", self.suggestion)
+            return updated
+        site.report(original, self.rule, Operation.MODIFY, old=name, new=self.new)
+        keyword = updated.keyword
+        assert keyword is not None
+        return updated.with_changes(keyword=keyword.with_changes(value=self.new))

@@ -14,6 +14,8 @@ import becomes `from lib import new_func as func`, which changes what the name m
 nothing else, and the finding says why. `lib.func` on an imported module is renamed called or
 not. A file that defines its own `func` keeps its calls and gets one report: by name alone a
 call cannot be told from the library's.
+
+Code: name tables `renames`, `methods`, `functions`; applied by engine/transformer.py, engine/imports.py.
 """
 
 from ms_fmk_transplt.rules import checks

@@ -7,6 +7,8 @@ NPU). Placed after the first import of torch, inside the same block when that im
 (`try: import torch`), and before the first import of torch.npu, which only exists after it.
 `when_used` names APIs whose use alone needs it (torch.accelerator finds the NPU only once
 torch_npu is imported).
+
+Code: `Tables.import_insert`; applied by engine/imports.py `insert_module_import` (from `leave_Module`).
 """
 
 from ms_fmk_transplt.rules import checks

@@ -1,9 +1,20 @@
 """KeywordRenameRule: rename a keyword argument of one function, `profile(use_cuda=...)` -> `use_npu=`.
 
 `func_name` is a dotted name resolved through the file's imports, as in FuncNameModifyRule.
+
+Code: `KeywordRename.rewrite_call`, a call hook (engine/hooks.py) keyed by `func_name`.
 """
 
-from ms_fmk_transplt.engine.tables import KeywordRename
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import libcst as cst
+
+from ms_fmk_transplt.engine.hooks import Site
+from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.model import Operation
 from ms_fmk_transplt.rules import checks
 from ms_fmk_transplt.rules.registry import kind
 
@@ -41,7 +52,26 @@ class KeywordRenameRule:
     def compile(rules, tables):
         for rule in rules:
             p = rule.params
-            tables.keywords.setdefault(p["func_name"], []).append(
-                KeywordRename(rule, p["keyword"], p["new_keyword"])
-            )
+            tables.add_call_hook(p["func_name"], KeywordRename(rule, p["keyword"], p["new_keyword"]))
             tables.add_trigger(p["keyword"])
+
+
+@dataclass(frozen=True)
+class KeywordRename:
+    """Rename keyword argument `keyword` of a call to `new_keyword`."""
+
+    rule: Rule
+    keyword: str
+    new_keyword: str
+    order: ClassVar[int] = 2  # after keyword defaults, which look for the keyword as written
+
+    def rewrite_call(self, site: Site, original: cst.Call, updated: cst.Call, name: str | None) -> cst.Call:
+        """The call with the keyword renamed wherever it is passed."""
+        args = list(updated.args)
+        for i, arg in enumerate(args):
+            if arg.keyword is not None and arg.keyword.value == self.keyword:
+                site.report(
+                    original.args[i], self.rule, Operation.MODIFY, old=self.keyword, new=self.new_keyword
+                )
+                args[i] = arg.with_changes(keyword=arg.keyword.with_changes(value=self.new_keyword))
+        return updated.with_changes(args=args)

@@ -4,6 +4,8 @@
 named by `members_from`); any other member is left as it is and reported as UNSUPPORTED with
 the rule's `suggestion` (or left alone, with `"others": "keep"`). A reference to the module
 itself is renamed unless others are kept.
+
+Code: name tables `Tables.modules`, `Tables.renames`; applied by engine/transformer.py (`Tables.lookup`).
 """
 
 from ms_fmk_transplt.engine.tables import ModuleMembers, Rename

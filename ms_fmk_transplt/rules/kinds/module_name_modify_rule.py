@@ -3,6 +3,8 @@
 Matches the module and everything under it wherever the file's imports lead to it:
 `import parent.old`, `import parent.old as m`, `from parent import old`, `from parent.old import x`,
 and attribute chains `parent.old.x`. An empty or missing `parent_module` means a top-level module.
+
+Code: name table `Tables.renames`; applied by engine/transformer.py (`Tables.lookup`).
 """
 
 from ms_fmk_transplt.engine.tables import Rename

@@ -6,8 +6,20 @@ test). Reported where the result is unpacked (`major, minor = f()`), indexed (`f
 compared (`f() >= (8, 0)`), iterated, or bound to a name that the file later uses so; printing
 it or passing it on is left alone. Nothing is rewritten: the right replacement depends on what
 the check guards, which the `suggestion` spells out.
+
+Code: `BreakingResult.result_used`, a result hook (engine/hooks.py) keyed by `name`; the
+engine finds the uses of a call's result and the names bound to it (transformer.py).
 """
 
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ms_fmk_transplt.engine.hooks import ResultUse, Site
+from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.model import Operation
 from ms_fmk_transplt.rules import checks
 from ms_fmk_transplt.rules.registry import kind
 
@@ -40,5 +52,29 @@ class ResultUseRule:
     @staticmethod
     def compile(rules, tables):
         for rule in rules:
-            tables.result_uses[rule.params["name"]] = rule
+            tables.result_hooks[rule.params["name"]] = BreakingResult(rule)
             tables.add_trigger(rule.params["name"])
+
+
+_USES = {
+    ResultUse.UNPACK: "unpacking it raises TypeError",
+    ResultUse.INDEX: "indexing it raises TypeError",
+    ResultUse.ITERATE: "iterating it raises TypeError",
+    ResultUse.COMPARE_EQUAL: "comparing it with == is always False",
+    ResultUse.ORDER: "ordering it raises TypeError",
+}
+
+
+@dataclass(frozen=True)
+class BreakingResult:
+    """Report each use of the result that breaks once the call returns None."""
+
+    rule: Rule
+
+    def result_used(self, site: Site, node: cst.CSTNode, name: str, use: ResultUse, through: str) -> None:
+        """An UNSUPPORTED finding saying how the use breaks and what to write instead."""
+        text = _USES[use] + (f" (through {through})" if through else "")
+        message = self.rule.render(
+            old=name, returns=self.rule.params["returns"], use=text, suggestion=self.rule.params["suggestion"]
+        )
+        site.report_message(node, self.rule, Operation.UNSUPPORTED, message)

@@ -20,11 +20,24 @@ arguments (`print(torch.zeros(2, device="cuda"))`) is still converted.
 With `in_keys` the rule applies to dict keys and subscripts too: for values that can only
 mean one thing, such as the legacy tensor-type names `"torch.cuda.HalfTensor"` that
 `t.type()` returns and code looks up in tables.
+
+Code: `StringRewrite.rewrite_string` / `rewrite_fstring`, a string hook (engine/hooks.py);
+the engine decides where a literal is prose (transformer.py) and whether it is a device
+(engine/context.py).
 """
 
-import re
+from __future__ import annotations
 
-from ms_fmk_transplt.engine.tables import StringRewrite
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import libcst as cst
+
+from ms_fmk_transplt.engine.context import Verdict
+from ms_fmk_transplt.engine.hooks import Site
+from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.model import Operation
 from ms_fmk_transplt.rules import checks
 from ms_fmk_transplt.rules.registry import kind
 
@@ -89,7 +102,10 @@ class StringLiteralRule:
     def compile(rules, tables):
         for rule in rules:
             p = rule.params
-            tables.strings.append(StringRewrite(rule, re.compile(p["pattern"]), p["old"], p["new"]))
+            rewrite = StringRewrite(
+                rule, re.compile(p["pattern"]), p["old"], p["new"], bool(p.get("in_keys"))
+            )
+            tables.string_hooks.append(rewrite)
             tables.keyed_strings = tables.keyed_strings or bool(p.get("in_keys"))
             tables.add_trigger(p["old"])
             tables.device_spec.add(p.get("device_context", {}))
@@ -98,3 +114,72 @@ class StringLiteralRule:
 def _sample_suffix(regex, old):
     """'' when the bare prefix matches, else ':0' so that patterns like cuda(:\\d+)? validate."""
     return "" if regex.fullmatch(old) else ":0"
+
+
+@dataclass(frozen=True)
+class StringRewrite:
+    """A string literal whose whole value matches `pattern` gets its leading `old` replaced by `new`."""
+
+    rule: Rule
+    pattern: Any  # compiled regex
+    old: str
+    new: str
+    in_keys: bool = False
+
+    def rewrite_string(
+        self, site: Site, original: cst.SimpleString, updated: cst.SimpleString, value: str
+    ) -> cst.BaseExpression | None:
+        """None when `value` does not match; else the literal, rewritten where it is a device."""
+        if not site.context.matches(original, value, self.pattern, self.old):
+            return None
+        contextual = "device_context" in self.rule.params
+        verdict = (
+            Verdict.DEVICE
+            if site.device_depth or not contextual
+            else site.context.verdict(original, value, self.old)
+        )
+        if verdict is Verdict.TEXT:
+            return updated
+        if verdict is Verdict.UNKNOWN:
+            site.report_message(
+                original,
+                self.rule,
+                Operation.UNSUPPORTED,
+                f"{value!r} kept: not provably a device here (no device API, comparison or"
+                f" device-named variable takes it); if it names one, write {self.new!r}",
+                heuristic=True,
+            )
+            return updated
+        new_value = self.new + value[len(self.old) :]
+        site.report(
+            original,
+            self.rule,
+            Operation.MODIFY,
+            heuristic=not site.device_depth and not contextual,
+            old=repr(value),
+            new=repr(new_value),
+        )
+        quote = original.quote
+        return updated.with_changes(value=f"{original.prefix}{quote}{new_value}{quote}")
+
+    def rewrite_fstring(
+        self, site: Site, original: cst.FormattedString, updated: cst.FormattedString, template: str
+    ) -> cst.BaseExpression | None:
+        """None when the f-string's `template` does not match; else it, its leading text rewritten."""
+        first = updated.parts[0]
+        if not (
+            self.pattern.fullmatch(template)
+            and isinstance(first, cst.FormattedStringText)
+            and first.value.startswith(self.old)
+        ):
+            return None
+        site.report(
+            original,
+            self.rule,
+            Operation.MODIFY,
+            heuristic=not site.device_depth,
+            old=repr(template),
+            new=repr(self.new + template[len(self.old) :]),
+        )
+        new_first = first.with_changes(value=self.new + first.value[len(self.old) :])
+        return updated.with_changes(parts=[new_first, *updated.parts[1:]])

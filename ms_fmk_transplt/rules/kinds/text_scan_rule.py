@@ -4,10 +4,20 @@ Non-Python files are copied byte-identical; this kind only reports. A line of a 
 name matches one of `files` (glob patterns such as `*.sh`, `*.yaml`) and whose text matches
 `pattern` (a regular expression, searched) becomes an UNSUPPORTED finding with the rule's
 `suggestion`, e.g. `export CUDA_VISIBLE_DEVICES=0,1` in run.sh or `backend: nccl` in a config.
+
+Code: `TextScan.applies_to` / `scan_line`, a text hook (engine/hooks.py) that engine/convert.py
+(`scan_text`) runs over the lines of each copied file.
 """
 
-import re
+from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+from fnmatch import fnmatch
+from typing import Any
+
+from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.model import Finding, Operation, Support
 from ms_fmk_transplt.rules import checks
 from ms_fmk_transplt.rules.registry import kind
 
@@ -39,4 +49,35 @@ class TextScanRule:
     @staticmethod
     def compile(rules, tables):
         for rule in rules:
-            tables.text_scans.append((rule, re.compile(rule.params["pattern"]), tuple(rule.params["files"])))
+            tables.text_hooks.append(
+                TextScan(rule, re.compile(rule.params["pattern"]), tuple(rule.params["files"]))
+            )
+
+
+@dataclass(frozen=True)
+class TextScan:
+    """Lines matching `regex` in files whose names match one of the `files` globs."""
+
+    rule: Rule
+    regex: Any  # compiled regex
+    files: tuple[str, ...]
+
+    def applies_to(self, file_name: str) -> bool:
+        """Does one of the globs match the file's name?"""
+        return any(fnmatch(file_name, glob) for glob in self.files)
+
+    def scan_line(self, number: int, line: str) -> Finding | None:
+        """An UNSUPPORTED finding quoting the line (cut to 120 characters), with the suggestion."""
+        if not self.regex.search(line):
+            return None
+        suggestion = self.rule.params.get("suggestion", "")
+        message = f"{line.strip()[:120]}: {suggestion}" if suggestion else line.strip()[:120]
+        return Finding(
+            self.rule.id,
+            Operation.UNSUPPORTED,
+            number,
+            number,
+            message,
+            support=Support.UNSUPPORTED,
+            suggestion=suggestion,
+        )

@@ -3,6 +3,8 @@
 Matches the qualified name and everything under it (imports included); nothing is rewritten.
 `noop: true` marks knobs that are harmless on the NPU (cuDNN flags): reported, kept, and not
 counted by --strict.
+
+Code: name table `Tables.renames` (report only); applied by engine/transformer.py (`Tables.lookup`).
 """
 
 from ms_fmk_transplt.rules import checks

@@ -1,0 +1,140 @@
+"""The hooks a rule kind gives the engine: what the transformer calls, and what it hands them.
+
+A kind whose rewrite needs its own code compiles each rule into an entry, a frozen dataclass
+defined in the kind's module (`rules/kinds/<kind>.py`), that implements one of these protocols;
+the compiled `Tables` hold the entries keyed for dictionary lookups. The engine keeps traversal,
+name resolution, the string/device/environment contexts, import planning and the composition of
+several hooks on one node; the hook holds the matching details, the rewrite and the finding.
+Entries are pickled to worker processes and into the cache, so they must be module-level classes.
+
+Kinds whose rewrite is the engine's own name resolution (renames, module members, unsupported
+names, method and attribute renames, support classification) and the import insertion compile
+into plain tables (`engine/tables.py`) instead; their module docstrings say where they apply.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+import libcst as cst
+
+from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.model import Finding, Operation
+
+if TYPE_CHECKING:
+    from ms_fmk_transplt.engine.context import DeviceContext
+
+
+class Site(Protocol):
+    """What a hook sees of the file being converted (the transformer implements it).
+
+    Nodes given to the report functions are original nodes: positions refer to the input file.
+    """
+
+    context: DeviceContext  # is this string literal a device? (engine/context.py)
+
+    @property
+    def release(self) -> str:
+        """The Ascend release the run converts for."""
+        ...
+
+    @property
+    def device_depth(self) -> int:
+        """Above zero inside an argument that takes a device (`device=`, `.to(...)`)."""
+        ...
+
+    def report(
+        self, node: cst.CSTNode, rule: Rule, operation: Operation, heuristic: bool = False, **fields: Any
+    ) -> None:
+        """A finding rendered from the rule's message template with `fields`."""
+        ...
+
+    def report_unsupported(
+        self, node: cst.CSTNode, rule: Rule, what: str, suggestion: str = "", api: str = ""
+    ) -> None:
+        """An UNSUPPORTED finding: `what` cannot run on the NPU as written."""
+        ...
+
+    def report_message(
+        self, node: cst.CSTNode, rule: Rule, operation: Operation, message: str, heuristic: bool = False
+    ) -> None:
+        """A finding with a message the hook wrote itself."""
+        ...
+
+
+class CallHook(Protocol):
+    """A rewrite of calls, keyed by the call's qualified name (or, as a heuristic, its short name).
+
+    Several hooks on one call run in ascending `order`, then in compile order; each gets the call
+    as the previous one left it. A hook keyed by the qualified name outranks hooks of the same
+    class keyed by the short name.
+    """
+
+    order: ClassVar[int]
+
+    def rewrite_call(self, site: Site, original: cst.Call, updated: cst.Call, name: str | None) -> cst.Call:
+        """The call rewritten (or `updated` as it is); `name` is the qualified name, if resolved."""
+        ...
+
+
+class StringHook(Protocol):
+    """A rewrite of string literals that are code, not prose (the engine decides which are)."""
+
+    in_keys: bool  # also applies to dict keys and subscripts
+
+    def rewrite_string(
+        self, site: Site, original: cst.SimpleString, updated: cst.SimpleString, value: str
+    ) -> cst.BaseExpression | None:
+        """None when the literal does not match; else the result, which ends the search."""
+        ...
+
+    def rewrite_fstring(
+        self, site: Site, original: cst.FormattedString, updated: cst.FormattedString, template: str
+    ) -> cst.BaseExpression | None:
+        """The same for an f-string, `template` being its text with `{}` for each expression."""
+        ...
+
+
+class EnvHook(Protocol):
+    """A rewrite of an environment variable's name where the engine sees one used as such."""
+
+    def rewrite_env_string(
+        self, site: Site, original: cst.SimpleString, updated: cst.SimpleString, name: str
+    ) -> cst.BaseExpression:
+        """`os.environ["NAME"]` and the like: the literal holding the name."""
+        ...
+
+    def rewrite_env_keyword(self, site: Site, original: cst.Arg, updated: cst.Arg, name: str) -> cst.Arg:
+        """`os.environ.update(NAME=...)`, `dict(os.environ, NAME=...)`: the keyword is the name."""
+        ...
+
+
+class ResultUse(Enum):
+    """How code uses the value a call returned (the engine finds the uses)."""
+
+    UNPACK = "unpack"
+    INDEX = "index"
+    ITERATE = "iterate"
+    COMPARE_EQUAL = "compare_equal"  # == or != only
+    ORDER = "order"  # <, >=, in, ...
+
+
+class ResultHook(Protocol):
+    """Told about each use of the result of the call it is keyed by (qualified name)."""
+
+    def result_used(self, site: Site, node: cst.CSTNode, name: str, use: ResultUse, through: str) -> None:
+        """`through` is the variable the result was bound to, or '' for a direct use."""
+        ...
+
+
+class TextHook(Protocol):
+    """A line scan of non-Python files that are copied as they are."""
+
+    def applies_to(self, file_name: str) -> bool:
+        """Does the scan read a file of this name (no folder)?"""
+        ...
+
+    def scan_line(self, number: int, line: str) -> Finding | None:
+        """A finding for line `number` (1-based), or None."""
+        ...
