@@ -51,7 +51,7 @@ def _insert(source: str, tables, **needs) -> str:
     module, plan = _plan(source, tables)
     options = {"needs_module": True, "uses_needed_api": False, "name_needed": False} | needs
     result, _ = insert_module_import(
-        tables.import_insert, plan, module, module, anchor_updated=plan.anchor_line, anchor_top=-1, **options
+        tables.import_insert, plan, module, module, anchor_updated=plan.anchor_line, **options
     )
     return result.code
 

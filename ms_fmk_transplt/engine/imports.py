@@ -154,7 +154,6 @@ class Insertion:
 
     anchor: cst.CSTNode
     message: str
-    top: int  # index of the enclosing top-level statement, -1 for the module
 
 
 def insert_module_import(
@@ -167,14 +166,13 @@ def insert_module_import(
     uses_needed_api: bool,
     name_needed: bool,
     anchor_updated: cst.SimpleStatementLine | None,
-    anchor_top: int,
 ) -> tuple[cst.Module, Insertion | None]:
     """`import torch_npu` (the rule's `module`) into the rewritten module, when the file needs it.
 
     Needed when a rewrite needs it (`needs_module`), when the file asks torch.accelerator for its
     device, when it is an entry point that imports torch, or when a rewrite spelled out the module's
-    name (`name_needed`). `anchor_updated` / `anchor_top` are the rewritten anchor line and its
-    top-level index, for an anchor inside a block. A file that imports no torch (an mmcv/mmengine config) keeps its imports:
+    name (`name_needed`). `anchor_updated` is the rewritten anchor line, for an anchor inside a
+    block. A file that imports no torch (an mmcv/mmengine config) keeps its imports:
     its values are converted, and whoever loads it imports torch_npu with torch.
     """
     module_name = rule.params["module"]
@@ -200,14 +198,11 @@ def insert_module_import(
         index = _insert_position(original.body, body, rule.params.get("after", "torch"))
         anchor = original.body[index - 1] if 0 < index <= len(original.body) else original
         body.insert(index, line)
-        top = index - 1 if anchor is not original else -1
-        return updated.with_changes(body=body), Insertion(anchor, message, top)
+        return updated.with_changes(body=body), Insertion(anchor, message)
     # the first torch import sits in a block (try: import torch / except ImportError): go next to it
     assert anchor_updated is not None
     before = _imports_device_module(anchor_updated)
-    return updated.visit(_InsertNextTo(anchor_updated, line, before)), Insertion(
-        anchor_line, message, anchor_top
-    )
+    return updated.visit(_InsertNextTo(anchor_updated, line, before)), Insertion(anchor_line, message)
 
 
 def add_needed_imports(module: cst.Module, names: set[str]) -> cst.Module:

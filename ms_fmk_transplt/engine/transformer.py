@@ -47,7 +47,6 @@ class Pending:
     heuristic: bool = False
     line_offset: int = 0
     noop: bool = False
-    top: int = -1  # index of the enclosing top-level statement, -1 for the module itself
     api: str = ""  # the API the finding is about, when there is one
     support: Support | None = None
     dtypes: str = ""
@@ -118,10 +117,7 @@ class Converter(cst.CSTTransformer):
         self._device_depth = 0
         self._extra_lines: list[cst.BaseSmallStatement] = []
         self._anchor_updated: cst.SimpleStatementLine | None = None
-        self._anchor_top = -1
         self.imports = plan_imports(tables, module, imports, self.aliases)
-        self._top_ids = {id(statement): i for i, statement in enumerate(module.body)}
-        self._top = -1
         self.renamed_names = self.imports.renamed_names
         self.context = DeviceContext(tables.device_spec, self.qualify)
         # the look-ahead passes share one cheap walk (engine/walk.py)
@@ -156,12 +152,6 @@ class Converter(cst.CSTTransformer):
         # bound name -> new name; id(import alias) -> (new name, name kept bound or None, why kept)
         self.function_renames, self._function_imports = plan_function_imports(tables, imports, self.bindings)
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        top = self._top_ids.get(id(node))
-        if top is not None:
-            self._top = top
-        return super().on_visit(node)
-
     # ---- name resolution -------------------------------------------------------------------
     def qualify(self, node: cst.CSTNode) -> str | None:
         """The qualified name an original Name/Attribute chain refers to, if imports tell."""
@@ -186,7 +176,7 @@ class Converter(cst.CSTTransformer):
     ) -> None:
         """Record a finding at `node` (an original node) rendered from the rule's template."""
         fields.setdefault("release", self.t.release)
-        self.pending.append(Pending(node, rule, operation, rule.render(**fields), heuristic, top=self._top))
+        self.pending.append(Pending(node, rule, operation, rule.render(**fields), heuristic))
         if operation is not Operation.UNSUPPORTED and rule.needs_torch_npu:
             self.needs_torch_npu = True
 
@@ -204,7 +194,6 @@ class Converter(cst.CSTTransformer):
                 Operation.UNSUPPORTED,
                 join_clauses(text, suggestion),
                 noop=noop,
-                top=self._top,
                 api=api or (what if _DOTTED.fullmatch(what) else ""),
                 support=None if noop else Support.UNSUPPORTED,
                 suggestion=suggestion,
@@ -215,7 +204,7 @@ class Converter(cst.CSTTransformer):
         self, node: cst.CSTNode, rule: Rule, operation: Operation, message: str, heuristic: bool = False
     ) -> None:
         """A finding at `node` (an original node) with a message the caller wrote."""
-        self.pending.append(Pending(node, rule, operation, message, heuristic, top=self._top))
+        self.pending.append(Pending(node, rule, operation, message, heuristic))
 
     @property
     def release(self) -> str:
@@ -258,7 +247,6 @@ class Converter(cst.CSTTransformer):
                 Operation.UNSUPPORTED if support is Support.UNSUPPORTED else Operation.CHECK,
                 join_clauses(message, suggestion),
                 heuristic=heuristic,
-                top=self._top,
                 api=name,
                 support=support,
                 dtypes=dtypes,
@@ -428,7 +416,6 @@ class Converter(cst.CSTTransformer):
                 match.rule,
                 Operation.UNSUPPORTED,
                 f"{match.prefix} looked up by name is not converted; change {target or 'it by hand'}",
-                top=self._top,
             )
         )
 
@@ -652,7 +639,6 @@ class Converter(cst.CSTTransformer):
                         f".{attr} kept: this file also assigns its own .{attr}; if this one is a tensor's,"
                         f" write .{entry.new}",
                         heuristic=True,
-                        top=self._top,
                     )
                 )
                 return updated_node
@@ -761,7 +747,6 @@ class Converter(cst.CSTTransformer):
                 f"{name} kept: this file defines its own {name}; where a call means the library's,"
                 f" write {entry.new}",
                 heuristic=True,
-                top=self._top,
             )
         )
 
@@ -844,7 +829,7 @@ class Converter(cst.CSTTransformer):
             message = entry.rule.render(old=dotted(alias.name), new=new, release=self.t.release)
             if reason:
                 message += f" (imported as {keep}: {reason})"
-            self.pending.append(Pending(original, entry.rule, Operation.MODIFY, message, top=self._top))
+            self.pending.append(Pending(original, entry.rule, Operation.MODIFY, message))
             changed = names[i].with_changes(name=cst.Name(new))
             if keep is not None and _asname(alias) is None:
                 changed = changed.with_changes(asname=cst.AsName(name=cst.Name(keep)))
@@ -879,7 +864,6 @@ class Converter(cst.CSTTransformer):
                     Operation.UNSUPPORTED,
                     f"from {module} import * binds names the converter cannot see ({', '.join(covered[:3])}"
                     f"{', ...' if len(covered) > 3 else ''} need rewriting); import them by name",
-                    top=self._top,
                 )
             )
         return updated
@@ -894,7 +878,6 @@ class Converter(cst.CSTTransformer):
     ):
         if original_node is self.imports.anchor_line:
             self._anchor_updated = updated_node
-            self._anchor_top = self._top
         if not self._extra_lines:
             return updated_node
         lines = [cst.SimpleStatementLine(body=[statement]) for statement in self._extra_lines]
@@ -919,7 +902,6 @@ class Converter(cst.CSTTransformer):
             uses_needed_api=self.uses_needed_api,
             name_needed=name_needed,
             anchor_updated=self._anchor_updated,
-            anchor_top=self._anchor_top,
         )
         if insertion is not None:
             self.pending.append(
@@ -929,7 +911,6 @@ class Converter(cst.CSTTransformer):
                     Operation.INSERT,
                     insertion.message,
                     line_offset=1,
-                    top=insertion.top,
                 )
             )
         return result
