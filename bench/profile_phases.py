@@ -63,7 +63,7 @@ PHASES = (
     "transform",
     "imports",
     "positions (_place)",
-    "suppress comments",
+    "suppressions, fingerprints",
     "codegen (module.bytes)",
     "restore (normalised files)",
 )
@@ -121,7 +121,7 @@ def convert_timed(path: str, data: bytes, tables: Tables, clock: Clock) -> FileR
         new_module = add_needed_imports(new_module, converter.imports_needed)
     with clock.phase("positions (_place)"):
         placed = _place(module, converter)
-    with clock.phase("suppress comments"):
+    with clock.phase("suppressions, fingerprints"):
         findings = annotate(placed, data)
     with clock.phase("codegen (module.bytes)"):
         output = new_module.bytes
@@ -257,6 +257,8 @@ def main(argv: list[str] | None = None, print_: Callable[[str], object] = print)
         "--tool", type=Path, default=Path(sys.executable).with_name("ms_fmk_transplt"), help="console script"
     )
     args = parser.parse_args(argv)
+    if not args.folder.is_dir():
+        parser.error(f"not a folder: {args.folder}")
     if args.release not in release_data.releases():
         parser.error(f"unknown release {args.release}; shipped: {', '.join(release_data.releases())}")
     print_(
