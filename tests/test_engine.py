@@ -175,3 +175,28 @@ def test_arbitrary_bytes_never_crash(builtin_tables, data: bytes) -> None:
     assert not result.reason.startswith("internal error"), result.reason
     if result.output is not None:
         compile(result.output, "fuzz.py", "exec")
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(FIXTURES.rglob("*.in.py")) + sorted((FIXTURES.parent.parent / "sample_models").rglob("*.py")),
+    ids=str,
+)
+def test_an_unedited_module_prints_back_as_its_input(path: Path, builtin_tables) -> None:
+    """convert.py skips printing a module the transform did not edit: that must be exact."""
+    import libcst as cst
+
+    from ms_fmk_transplt.engine.convert import edited
+    from ms_fmk_transplt.engine.transformer import Converter
+
+    data = path.read_bytes()
+    try:
+        module = cst.parse_module(data)
+    except cst.ParserSyntaxError:
+        pytest.skip("libcst cannot read this fixture")
+    if module.bytes != data:
+        pytest.skip("libcst prints this file back otherwise: the engine converts it normalised")
+    converter = Converter(builtin_tables, module)
+    printed = module.visit(converter).bytes
+    if not edited(converter):
+        assert printed == data

@@ -123,7 +123,8 @@ def _convert(path: str, data: bytes, tables: Tables) -> FileResult:
     new_module = module.visit(converter)
     new_module = add_needed_imports(new_module, converter.imports_needed)
     findings = annotate(_place(module, converter), data)
-    output = new_module.bytes
+    # every rewrite reports a change; without one the output is the input, not worth printing
+    output = new_module.bytes if normalised is not None or edited(converter) else data
     if normalised is not None:
         restored = restore(normalised, output)
         if restored is None or not same_tree(restored, output):
@@ -137,6 +138,14 @@ def _convert(path: str, data: bytes, tables: Tables) -> FileResult:
     if output == data:
         return FileResult(path, Status.UNCHANGED, findings=findings, supported=converter.supported)
     return FileResult(path, Status.CONVERTED, findings=findings, output=output, supported=converter.supported)
+
+
+def edited(converter: Converter) -> bool:
+    """Did the transform change anything? Every rewrite reports a MODIFY, INSERT or DELETE finding
+    (tests/test_engine.py checks that an unedited module prints back as its input)."""
+    return bool(converter.imports_needed) or any(
+        item.operation not in (Operation.UNSUPPORTED, Operation.CHECK) for item in converter.pending
+    )
 
 
 def _parse_normalised(normalised: Normalised, data: bytes) -> cst.Module | None:
