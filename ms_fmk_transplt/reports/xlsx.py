@@ -28,35 +28,50 @@ def _openpyxl() -> Any:
         finally:
             del sys.modules["numpy"]
     import openpyxl
+    import openpyxl.cell
     import openpyxl.styles
     import openpyxl.utils
 
     return openpyxl
 
 
-def _sheet(workbook: Workbook, title: str, header: list[str], rows: list, first: bool = False) -> Any:
-    """A sheet with a bold frozen header, an autofilter and readable widths; every cell is text."""
-    font = _openpyxl().styles.Font
-    sheet = workbook.active if first else workbook.create_sheet()
-    sheet.title = title
-    sheet.append(header)
-    for cell in sheet[1]:
-        cell.font = font(bold=True)
+def _sheet(workbook: Workbook, title: str, header: list[str], rows: list) -> None:
+    """A sheet with a bold frozen header, an autofilter and readable widths; every cell is text.
+
+    The workbook is write-only: rows stream to a temporary file instead of living as cell
+    objects (~0.5 KB each), so memory does not grow with the number of findings. Widths, the
+    frozen header and the filter are set before the first row, as streaming requires.
+    """
+    openpyxl = _openpyxl()
+    cell_type = openpyxl.cell.WriteOnlyCell
+    sheet = workbook.create_sheet(title)
+    values = [[_text(value) for value in row] for row in rows]
     widths = [len(name) for name in header]
-    # cells written by index: appending and reading back `sheet.max_row` rescans every cell (O(n^2))
-    for number, row in enumerate(rows, start=2):
-        for column, value in enumerate(row, start=1):
-            cell = sheet.cell(row=number, column=column, value=_text(value))
-            if isinstance(cell.value, str):
-                cell.data_type = "s"  # source text is untrusted: "=..." stays a string, never a formula
-            if column <= len(widths):
-                widths[column - 1] = max(widths[column - 1], len(str(cell.value or "")))
-    sheet.freeze_panes = "A2"
-    sheet.auto_filter.ref = sheet.dimensions
-    letter = _openpyxl().utils.get_column_letter
+    for row in values:
+        for column, value in enumerate(row[: len(widths)]):
+            widths[column] = max(widths[column], len(str(value or "")))
+    letter = openpyxl.utils.get_column_letter
     for column, width in enumerate(widths, start=1):
         sheet.column_dimensions[letter(column)].width = min(width + 2, 80)
-    return sheet
+    sheet.freeze_panes = "A2"
+    sheet.auto_filter.ref = f"A1:{letter(len(header))}{len(values) + 1}"
+    bold = openpyxl.styles.Font(bold=True)
+    heading = []
+    for name in header:
+        cell = cell_type(sheet, value=name)
+        cell.font = bold
+        heading.append(cell)
+    sheet.append(heading)
+    for row in values:
+        cells = []
+        for value in row:
+            if isinstance(value, str):
+                cell = cell_type(sheet, value=value)
+                cell.data_type = "s"  # source text is untrusted: "=..." stays a string, never a formula
+                cells.append(cell)
+            else:
+                cells.append(value)
+        sheet.append(cells)
 
 
 def _text(value: Any) -> Any:
@@ -74,7 +89,7 @@ def unsupported_xlsx(run: RunResult) -> bytes:
     from ms_fmk_transplt.analysis import issues
 
     found = issues(run)
-    workbook = _openpyxl().Workbook()
+    workbook = _openpyxl().Workbook(write_only=True)
     _sheet(
         workbook,
         "Unsupported",
@@ -107,7 +122,6 @@ def unsupported_xlsx(run: RunResult) -> bytes:
             )
             for i in found
         ],
-        first=True,
     )
     changes = [
         (r.path, f.start_line, f.end_line, f.operation.value, f.rule_id, f.message, f.heuristic)
