@@ -42,6 +42,7 @@ from ms_fmk_transplt.engine.convert import (
     _place,
     _syntax_problem,
     convert_source,
+    edited,
 )
 from ms_fmk_transplt.engine.imports import add_needed_imports
 from ms_fmk_transplt.engine.normalise import LONE_BACKSLASH, libcst_limit, normalise, restore, same_tree
@@ -64,7 +65,7 @@ PHASES = (
     "imports",
     "positions (_place)",
     "suppressions, fingerprints",
-    "codegen (module.bytes)",
+    "codegen (module.bytes, edited modules only)",
     "restore (normalised files)",
 )
 
@@ -123,8 +124,8 @@ def convert_timed(path: str, data: bytes, tables: Tables, clock: Clock) -> FileR
         placed = _place(module, converter)
     with clock.phase("suppressions, fingerprints"):
         findings = annotate(placed, data)
-    with clock.phase("codegen (module.bytes)"):
-        output = new_module.bytes
+    with clock.phase("codegen (module.bytes, edited modules only)"):
+        output = new_module.bytes if normalised is not None or edited(converter) else data
     if normalised is not None:
         with clock.phase("restore (normalised files)"):
             restored = restore(normalised, output)

@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 import libcst as cst
 
@@ -115,22 +116,19 @@ class DeviceContext:
                 if isinstance(arg.value, cst.Name):
                     self.flow_names.add(arg.value.value)
         marker = _Marker(self)
-        for call in calls:
-            marker.visit_Call(call)
-        for operation in nodes.of(cst.BinaryOperation):
-            marker.visit_BinaryOperation(operation)
-        for comparison in nodes.of(cst.Comparison):
-            marker.visit_Comparison(comparison)
-        for assign in nodes.of(cst.Assign):
-            marker.visit_Assign(assign)
-        for annotated in nodes.of(cst.AnnAssign):
-            marker.visit_AnnAssign(annotated)
-        for param in nodes.of(cst.Param):
-            marker.visit_Param(param)
-        for element in nodes.of(cst.DictElement):
-            marker.visit_DictElement(element)
-        for arg in nodes.of(cst.Arg):
-            marker.visit_Arg(arg)
+        handlers: tuple[tuple[type[cst.CSTNode], Callable[[Any], None]], ...] = (
+            (cst.Call, marker.visit_Call),
+            (cst.BinaryOperation, marker.visit_BinaryOperation),
+            (cst.Comparison, marker.visit_Comparison),
+            (cst.Assign, marker.visit_Assign),
+            (cst.AnnAssign, marker.visit_AnnAssign),
+            (cst.Param, marker.visit_Param),
+            (cst.DictElement, marker.visit_DictElement),
+            (cst.Arg, marker.visit_Arg),
+        )
+        for cls, mark in handlers:
+            for node in nodes.of(cls):
+                mark(node)
 
     def device_slots(self, call: cst.Call) -> Iterator[cst.Arg]:
         """The arguments of `call` that take a device."""
