@@ -38,8 +38,18 @@ def _run(tmp_path, mode: str, device: str, nprocs: int, spawn: bool) -> list[dic
         args = [*TORCHRUN, str(nprocs), "--master-port", str(_free_port()), *shim, str(SCRIPT), *tail]
     env = {} if device == "npu" else {"PYTHONPATH": ""}
     proc = run_python(args, env_extra=env, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return [json.loads((tmp_path / f"{out.name}.{r}").read_text()) for r in range(nprocs)]
+    results = [tmp_path / f"{out.name}.{r}" for r in range(nprocs)]
+    # Stock torch's gloo on the CPU now and then aborts while tearing its groups down on a loaded
+    # machine ("terminate called without an active exception"; seen in CI), after every rank
+    # wrote its results (written whole, then renamed): the reference's numbers are complete.
+    # The simulated NPU's runs get no such allowance.
+    teardown_abort = (
+        device == "cpu"
+        and "terminate called without an active exception" in proc.stderr
+        and all(path.exists() for path in results)
+    )
+    assert proc.returncode == 0 or teardown_abort, proc.stderr[-4000:]
+    return [json.loads(path.read_text()) for path in results]
 
 
 def _parity(tmp_path, mode: str, nprocs: int = 2, spawn: bool = False) -> list[dict]:

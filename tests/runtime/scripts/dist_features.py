@@ -184,8 +184,9 @@ def run(mode, device_type, out, rank):
             result["shard_device"] = next(iter(fresh.parameters())).to_local().device.type
     else:
         raise SystemExit(f"unknown mode {mode}")
-    with open(f"{out}.{rank}", "w") as fh:
+    with open(f"{out}.{rank}.partial", "w") as fh:
         json.dump(result, fh)
+    os.replace(f"{out}.{rank}.partial", f"{out}.{rank}")  # a result file is whole or absent
 
 
 def worker(rank, mode, device_type, out, world, port):
