@@ -115,8 +115,11 @@ class ResultCache:
         """Where this rule set's validated rules and compiled tables are kept."""
         return hashlib.sha256(self.rule_set + b"\0compiled rule tables").digest()
 
-    def get_compiled(self) -> tuple[Any, Any, list[str]] | None:
-        """(rules, tables, load warnings) stored for this rule set, or None."""
+    def get_compiled(self) -> tuple[Any, bytes, list[str], tuple[str, ...]] | None:
+        """(rules, the tables' pickle, load warnings, text-scan globs) stored for this rule set, or None.
+
+        The tables stay pickled: unpickling them imports the engine and every rule kind (libcst
+        with them), which a run whose files are all in the cache never needs."""
         if self.db is None:
             return None
         try:
@@ -124,14 +127,15 @@ class ResultCache:
             value = pickle.loads(row[0]) if row is not None else None
         except Exception:  # a damaged entry is only a miss (sqlite errors included)
             return None
-        if not (isinstance(value, tuple) and len(value) == 4 and value[0] == "compiled rule tables"):
+        if not (isinstance(value, tuple) and len(value) == 5 and value[0] == "compiled rule tables"):
             return None
-        return value[1], value[2], value[3]
+        return (value[1], value[2], value[3], value[4]) if isinstance(value[2], bytes) else None
 
     def put_compiled(self, rules: Any, tables: Any, warnings: list[str]) -> None:
         """Keep the validated rules and compiled tables; a later run with the same rule set skips both."""
         if self.db is not None:
-            value = ("compiled rule tables", rules, tables, list(warnings))
+            packed = pickle.dumps(tables, protocol=pickle.HIGHEST_PROTOCOL)
+            value = ("compiled rule tables", rules, packed, list(warnings), tables.text_globs())
             self.pending.append((self.tables_key(), pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)))
 
     def put(self, key: bytes, result: FileResult) -> None:

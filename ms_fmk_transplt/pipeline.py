@@ -12,20 +12,45 @@ import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from fnmatch import fnmatch
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ms_fmk_transplt.cache import ResultCache
 from ms_fmk_transplt.discover import Entry, EntryKind
-from ms_fmk_transplt.engine.convert import convert_source, scan_text
-from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.model import FileResult, Status
+
+if TYPE_CHECKING:
+    from ms_fmk_transplt.engine.tables import Tables
 
 Progress = Callable[[int, int, str], None]
 # below this much Python source, starting worker processes costs more than it saves
 PARALLEL_MIN_BYTES = 400_000
 
 _worker_tables: Tables | None = None
+
+
+class TableSource:
+    """The compiled tables, made on first use: a run that finds every file in the result cache
+    needs none (and, without them, neither the engine nor libcst is imported).
+
+    `text_globs` are the file-name globs of the text-scan rules: a copied file that matches none
+    of them is never read."""
+
+    def __init__(self, make: Callable[[], Tables], text_globs: Iterable[str] = ()) -> None:
+        self._make: Callable[[], Tables] | None = make
+        self._tables: Tables | None = None
+        self.text_globs = tuple(text_globs)
+
+    @classmethod
+    def of(cls, tables: Tables) -> TableSource:
+        return cls(lambda: tables, tables.text_globs())
+
+    def get(self) -> Tables:
+        if self._tables is None:
+            assert self._make is not None
+            self._tables, self._make = self._make(), None
+        return self._tables
 
 
 def _init_worker(tables: Tables) -> None:
@@ -39,6 +64,8 @@ def _convert_chunk(chunk: list[tuple[str, str]]) -> list[FileResult]:
 
 
 def _convert_path(rel: str, path: str, tables: Tables) -> FileResult:
+    from ms_fmk_transplt.engine.convert import convert_source
+
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
@@ -75,7 +102,7 @@ def _sized(files: list[tuple[str, str]]) -> list[tuple[str, str, int]]:
 
 def convert_entries(
     entries: Iterable[Entry],
-    tables: Tables,
+    tables: Tables | TableSource,
     jobs: int = 0,
     progress: Progress | None = None,
     cache: ResultCache | None = None,
@@ -87,6 +114,7 @@ def convert_entries(
     so a sink that writes the converted bytes and drops them keeps memory flat. With a cache,
     stored results are not converted again and new ones are stored; the results are the same.
     """
+    source = tables if isinstance(tables, TableSource) else TableSource.of(tables)
     entries = list(entries)
     python = [(e.rel, str(e.path)) for e in entries if e.kind is EntryKind.PYTHON]
     total = len(python)
@@ -115,7 +143,7 @@ def convert_entries(
         big = sum(size for _, _, size in sized) >= PARALLEL_MIN_BYTES
         jobs = (os.cpu_count() or 1) if big else 1
     jobs = max(1, min(jobs, len(sized)))
-    for result in _results(sized, tables, jobs):
+    for result in _results(sized, source, jobs):
         if cache is not None and result.path in keys:
             cache.put(keys[result.path], result)
         converted[result.path] = sink(result) if sink else result
@@ -129,7 +157,7 @@ def convert_entries(
         if entry.kind is EntryKind.PYTHON:
             results.append(converted[entry.rel])
         elif entry.kind is EntryKind.FILE:
-            findings = () if entry.excluded else _scan(entry, tables)
+            findings = () if entry.excluded else _scan(entry, source, cache)
             results.append(FileResult(entry.rel, Status.COPIED, findings=findings))
         elif entry.kind is EntryKind.LINK:
             results.append(FileResult(entry.rel, Status.LINKED))
@@ -158,9 +186,12 @@ class _InProcess(Executor):
         return future
 
 
-def _results(files: list[tuple[str, str, int]], tables: Tables, jobs: int) -> Iterator[FileResult]:
+def _results(files: list[tuple[str, str, int]], source: TableSource, jobs: int) -> Iterator[FileResult]:
     """Each file's result as soon as its chunk is done, from worker processes or, for one job,
     from this process."""
+    if not files:
+        return
+    tables = source.get()
     pool: Executor = (
         _InProcess(tables)
         if jobs <= 1
@@ -179,15 +210,26 @@ def _results(files: list[tuple[str, str, int]], tables: Tables, jobs: int) -> It
 TEXT_SCAN_MAX_BYTES = 1 << 20
 
 
-def _scan(entry: Entry, tables: Tables) -> tuple:
-    if not tables.text_hooks_for(entry.rel):
+def _scan(entry: Entry, source: TableSource, cache: ResultCache | None) -> tuple:
+    """The text-scan findings of a copied file; only files a text-scan glob names are read."""
+    if not any(fnmatch(entry.path.name, glob) for glob in source.text_globs):
         return ()  # most copied files (images, data) are never read
     try:
         if entry.path.stat().st_size > TEXT_SCAN_MAX_BYTES:
             return ()
-        return scan_text(entry.rel, entry.path.read_bytes(), tables)
+        data = entry.path.read_bytes()
     except OSError:
         return ()
+    key = cache.key(entry.rel, data) if cache is not None else None
+    hit = cache.get(key, entry.rel) if cache is not None and key is not None else None
+    if hit is not None:
+        return hit.findings
+    from ms_fmk_transplt.engine.convert import scan_text
+
+    findings = scan_text(entry.rel, data, source.get())
+    if cache is not None and key is not None:
+        cache.put(key, FileResult(entry.rel, Status.COPIED, findings=findings))
+    return findings
 
 
 class StreamWriter:

@@ -11,19 +11,22 @@ import dataclasses
 import difflib
 import hashlib
 import os
+import pickle
 import posixpath
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ms_fmk_transplt import data, reports
 from ms_fmk_transplt.cache import ResultCache, default_cache_dir, rule_set_key
 from ms_fmk_transplt.discover import Entry, apply_excludes, discover
-from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.model import FileResult, RunResult
-from ms_fmk_transplt.pipeline import Progress, Staging, StreamWriter, convert_entries, write_tree
-from ms_fmk_transplt.rules import RuleFileError, compile_rules, load_rules
+from ms_fmk_transplt.pipeline import Progress, Staging, StreamWriter, TableSource, convert_entries, write_tree
+
+if TYPE_CHECKING:
+    from ms_fmk_transplt.engine.tables import Tables
 
 LOG_NAME = "msFmkTranspltlog.txt"
 REPORTS: dict[str, Callable[[RunResult], bytes]] = {
@@ -103,9 +106,10 @@ def _check_paths(options: Options) -> Path:
     return final
 
 
-def _prepare(options: Options, warnings: list[str]) -> tuple[str, list, Tables, ResultCache | None]:
+def _prepare(options: Options, warnings: list[str]) -> tuple[str, list, TableSource, ResultCache | None]:
     """The release, the validated rules, their tables and the result cache; UsageError for anything
-    wrong. With the cache, a rule set seen before is neither validated nor compiled again."""
+    wrong. With the cache, a rule set seen before is neither validated nor compiled again, and its
+    tables are unpickled only when a file needs them (a fully cached run needs none)."""
     release = options.release or data.default_release()
     if release not in data.releases():
         raise UsageError(f"unknown release {release!r}; shipped: {', '.join(data.releases())}")
@@ -119,8 +123,10 @@ def _prepare(options: Options, warnings: list[str]) -> tuple[str, list, Tables, 
             cache = ResultCache(options.cache_dir or default_cache_dir(), rule_set, warnings)
     compiled = cache.get_compiled() if cache is not None else None
     if compiled is not None:
-        rules, tables, load_warnings = compiled
+        rules, packed, load_warnings, text_globs = compiled
     else:
+        from ms_fmk_transplt.rules import RuleFileError, load_rules  # validation: jsonschema
+
         load_warnings = []
         try:
             rules = load_rules(options.rule_files, warnings=load_warnings)
@@ -133,14 +139,31 @@ def _prepare(options: Options, warnings: list[str]) -> tuple[str, list, Tables, 
         raise UsageError(
             f"unknown --opt-in {', '.join(unknown)}; valid: {', '.join(sorted(known)) or 'none'}"
         )
-    if compiled is None:
+
+    def compile_now() -> Tables:
+        from ms_fmk_transplt.rules import RuleFileError, compile_rules
+
         try:
-            tables = compile_rules(rules, release=release, opt_ins=options.opt_ins)
+            return compile_rules(rules, release=release, opt_ins=options.opt_ins)
         except RuleFileError as exc:
             raise UsageError(str(exc)) from None
-        if cache is not None:
-            cache.put_compiled(rules, tables, load_warnings)
-    return release, rules, tables, cache
+
+    if compiled is not None:
+
+        def unpickle() -> Tables:
+            from ms_fmk_transplt.engine.tables import Tables
+
+            try:
+                tables = pickle.loads(packed)
+            except Exception:  # a damaged entry costs only the compilation it saved
+                return compile_now()
+            return tables if isinstance(tables, Tables) else compile_now()
+
+        return release, rules, TableSource(unpickle, text_globs), cache
+    tables = compile_now()
+    if cache is not None:
+        cache.put_compiled(rules, tables, load_warnings)
+    return release, rules, TableSource.of(tables), cache
 
 
 def _rule_table(rules: list) -> tuple[tuple[str, str, str], ...]:

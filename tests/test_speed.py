@@ -176,8 +176,6 @@ def test_renamed_report_warning_comes_back_in_the_result(tmp_path: Path) -> None
 
 
 def test_a_seen_rule_set_is_neither_validated_nor_compiled_again(tmp_path: Path, monkeypatch) -> None:
-    from ms_fmk_transplt import run as run_module
-
     source, cache = _tree(tmp_path), tmp_path / "cache"
     rules = tmp_path / "rules.json"
     rules.write_text(
@@ -190,8 +188,10 @@ def test_a_seen_rule_set_is_neither_validated_nor_compiled_again(tmp_path: Path,
     def refuse(*args, **kwargs):
         raise AssertionError("rules loaded or compiled again on a warm run")
 
-    monkeypatch.setattr(run_module, "load_rules", refuse)
-    monkeypatch.setattr(run_module, "compile_rules", refuse)
+    import ms_fmk_transplt.rules as rules_package  # run.py imports these when it needs them
+
+    monkeypatch.setattr(rules_package, "load_rules", refuse)
+    monkeypatch.setattr(rules_package, "compile_rules", refuse)
     warm = _convert(source, tmp_path / "warm", cache_dir=cache, rule_files=(rules,))
     assert warm.files == cold.files and warm.rules == cold.rules
     assert warm.warnings == cold.warnings  # the unknown-key warning is not lost on a warm run
@@ -219,3 +219,23 @@ def test_xlsx_is_reused_while_the_results_are_unchanged(tmp_path: Path, monkeypa
     assert len(written) == 2  # a changed result writes the report anew
     assert again["unsupported_op.xlsx"] != warm["unsupported_op.xlsx"]
     assert again == _outputs(Path(_convert(source, tmp_path / "fresh", use_cache=False).output_root))
+
+
+@pytest.mark.slow
+def test_a_fully_cached_run_imports_neither_libcst_nor_the_rules(tmp_path: Path) -> None:
+    """Every file in the cache: no table is unpickled, so no engine, no libcst, no jsonschema."""
+    source, cache = _tree(tmp_path), tmp_path / "cache"
+    (source / "run.sh").write_text("nvidia-smi\nexport CUDA_VISIBLE_DEVICES=0\n")  # a text-scanned file
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from ms_fmk_transplt.run import Options, convert_project\n"
+        f"run = convert_project(Options(source=Path({str(source)!r}), output=Path({str(tmp_path / 'out')!r}),"
+        f" force=True, cache_dir=Path({str(cache)!r})))\n"
+        "print(sorted(m for m in ('libcst', 'jsonschema', 'ms_fmk_transplt.engine.tables') if m in sys.modules))\n"
+        "print(sum(len(f.findings) for f in run.files))\n"
+    )
+    cold = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    warm = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert cold.stdout.splitlines()[0] != "[]"  # the cold run compiled and converted
+    assert warm.stdout.splitlines() == ["[]", cold.stdout.splitlines()[1]]

@@ -131,6 +131,8 @@ class ResultHook(Protocol):
 class TextHook(Protocol):
     """A line scan of non-Python files that are copied as they are."""
 
+    files: tuple[str, ...]  # globs of the file names it reads (`applies_to` matches them)
+
     def applies_to(self, file_name: str) -> bool:
         """Does the scan read a file of this name (no folder)?"""
         ...

@@ -127,6 +127,10 @@ class Tables:
         hooks.append(hook)
         hooks.sort(key=lambda h: h.order)
 
+    def text_globs(self) -> tuple[str, ...]:
+        """Every file-name glob a text scan reads: a copied file matching none is never read."""
+        return tuple(dict.fromkeys(glob for hook in self.text_hooks for glob in hook.files))
+
     def text_hooks_for(self, path: str) -> list[TextHook]:
         """The text scans that read this file, judged by its name."""
         name = path.rsplit("/", 1)[-1]
