@@ -195,7 +195,38 @@ def _create(store, rank: int, size: int, timeout: timedelta):
             f"hccl: a process group of {size} devices; HCCL supports 1, 2, 4 or 8 devices per server "
             f"({STRICT_ENV}=1)"
         )
-    return dist.ProcessGroupGloo(store, rank, size, timeout)
+    backend = dist.ProcessGroupGloo(store, rank, size, timeout)
+    _keep_until_exit(backend)
+    return backend
+
+
+#: Every gloo backend made for hccl, released only at exit (see `_keep_until_exit`).
+_BACKENDS: list[Any] = []
+
+
+def _keep_until_exit(backend: Any) -> None:
+    """Hold `backend` until the interpreter exits, then let it go after its threads are idle.
+
+    A gloo work item issued from the npu kernels captures the caller's thread-local state, which
+    holds Python objects; the gloo worker thread drops them, taking the GIL, after the work is
+    done. A script that ends right after its last collective (DDP's usual `destroy_process_group()`
+    then return) drops the last reference to the group in the main thread, whose destructor joins
+    the worker thread while holding the GIL: a deadlock, seen as a hang of 1 run in 3 on a loaded
+    machine. Kept here, the backend outlives the script; at exit a short sleep lets the worker
+    threads take the GIL and finish, and only then are the backends destroyed.
+    """
+    if not _BACKENDS:
+        import atexit
+
+        atexit.register(_release_backends)
+    _BACKENDS.append(backend)
+
+
+def _release_backends() -> None:
+    import time
+
+    time.sleep(0.05)  # releases the GIL: pending work items finish dropping their state
+    _BACKENDS.clear()
 
 
 class NotSimulatedError(NotImplementedError):
