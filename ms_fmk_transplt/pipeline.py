@@ -150,8 +150,6 @@ def convert_entries(
         done += 1
         if progress:
             progress(done, total, result.path)
-    if cache is not None:
-        cache.flush()
     results = []
     for entry in entries:
         if entry.kind is EntryKind.PYTHON:
@@ -163,6 +161,8 @@ def convert_entries(
             results.append(FileResult(entry.rel, Status.LINKED))
         elif entry.kind is EntryKind.SKIP:
             results.append(FileResult(entry.rel, Status.SKIPPED, reason=entry.reason))
+    if cache is not None:
+        cache.flush()  # the text scans of copied files too
     return results
 
 
@@ -220,16 +220,21 @@ def _scan(entry: Entry, source: TableSource, cache: ResultCache | None) -> tuple
         data = entry.path.read_bytes()
     except OSError:
         return ()
-    key = cache.key(entry.rel, data) if cache is not None else None
-    hit = cache.get(key, entry.rel) if cache is not None and key is not None else None
+    if cache is None:
+        return _scan_text(entry.rel, data, source)
+    key = cache.key(entry.rel, data)
+    hit = cache.get(key, entry.rel)
     if hit is not None:
         return hit.findings
+    findings = _scan_text(entry.rel, data, source)
+    cache.put(key, FileResult(entry.rel, Status.COPIED, findings=findings))
+    return findings
+
+
+def _scan_text(rel: str, data: bytes, source: TableSource) -> tuple:
     from ms_fmk_transplt.engine.convert import scan_text
 
-    findings = scan_text(entry.rel, data, source.get())
-    if cache is not None and key is not None:
-        cache.put(key, FileResult(entry.rel, Status.COPIED, findings=findings))
-    return findings
+    return scan_text(rel, data, source.get())
 
 
 class StreamWriter:

@@ -121,12 +121,13 @@ class Converter(cst.CSTTransformer):
         self.renamed_names = self.imports.renamed_names
         self.context = DeviceContext(tables.device_spec, self.qualify)
         # the look-ahead passes share one cheap walk (engine/walk.py)
-        nodes = NodeIndex(module) if tables.string_hooks or tables.attributes or tables.functions else None
-        if tables.string_hooks and nodes is not None:
+        nodes = NodeIndex(module)
+        if tables.string_hooks:
             self.context.scan(nodes)
         self._quiet_saved: list[int] = []
         # `self.is_cuda = ...`: an attribute the file assigns is the user's, never Tensor.is_cuda
-        self.assigned_attributes: set[tuple[str, str]] = set()  # (object as code, attribute)
+        # (object as code, attribute)
+        self.assigned_attributes = _assigned_attributes(nodes) if tables.attributes else set()
         # support classification: which references are invoked (called, decorating, subclassed)
         self._invoked: set[int] = set()
         self._annotation_depth = 0
@@ -137,10 +138,8 @@ class Converter(cst.CSTTransformer):
             for q in self.aliases.values()
             for root in ("torch", "torch_npu")
         )
-        if tables.attributes and nodes is not None:
-            self.assigned_attributes = _assigned_attributes(nodes)
         # user rules renaming a bare function name: the import that binds it, then its uses
-        self.bindings = collect_bindings(nodes) if tables.functions and nodes is not None else Bindings()
+        self.bindings = collect_bindings(nodes) if tables.functions else Bindings()
         self._call_funcs: set[int] = set()
         self._kept_functions: set[str] = set()
         # `cap = torch.cuda.get_device_capability()`: name -> (hook, qualified name of the call)
