@@ -104,10 +104,13 @@ def digest(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
 
 
-def _units(text: str) -> list[tuple[str, int, int, int, bool]]:
+Unit = tuple[str, int, int, int, bool]  # text, line, 1-based column, end line, is a string literal
+
+
+def _units(text: str) -> list[Unit]:
     """Significant tokens as (text, line, 1-based column, end line, is_string); f-strings whole."""
     lines = text.splitlines(keepends=True)
-    out: list[tuple[str, int, int, int, bool]] = []
+    out: list[Unit] = []
     skip = {tokenize.ENCODING, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT}
     skip |= {tokenize.ENDMARKER, tokenize.COMMENT}
     fstart = getattr(tokenize, "FSTRING_START", -1)
@@ -158,11 +161,15 @@ def read_blob(mirrors: Path, repo: str, commit: str, path: str) -> bytes | str:
         return f"no snapshot of {repo} under {mirrors} (fetch github:{repo})"
     done = subprocess.run(["git", f"--git-dir={git}", "show", f"{commit}:{path}"], capture_output=True)
     if done.returncode:
-        return f"{repo}@{commit[:10]}:{path} not readable: {done.stderr.decode(errors='replace').strip()[:200]}"
+        return (
+            f"{repo}@{commit[:10]}:{path} not readable: {done.stderr.decode(errors='replace').strip()[:200]}"
+        )
     return done.stdout
 
 
-def _kept_or_changed(old_lines: list[str], new_lines: list[str], old_units, new_units) -> dict[tuple[int, int], str]:
+def _kept_or_changed(
+    old_lines: list[str], new_lines: list[str], old_units: list[Unit], new_units: list[Unit]
+) -> dict[tuple[int, int], str]:
     """For each original string unit (line, column): its text in the output ("" when it is gone)."""
     changed: dict[tuple[int, int], str] = {}
     lines = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
@@ -252,7 +259,8 @@ def load_labels(path: Path) -> list[Label]:
             raise ValueError(f"{where}: line and column are 1-based")
         if len(row["commit"]) != 40 or len(row["digest"]) != 12 or row["repo"].count("/") != 1:
             raise ValueError(f"{where}: commit is 40 hex digits, digest 12, repo owner/name")
-        if row["role"] in CHANGED_ROLES and row["expected"] == KEEP or row["role"] in KEPT_ROLES and row["expected"] != KEEP:
+        kept = row["expected"] == KEEP
+        if (row["role"] in CHANGED_ROLES and kept) or (row["role"] in KEPT_ROLES and not kept):
             raise ValueError(f"{where}: role {row['role']} with expected {row['expected']!r}")
         key = (row["repo"], row["path"], row["line"], row["column"])
         if key in seen:
@@ -303,7 +311,9 @@ def figures(rows: Sequence[tuple[Label, Outcome]]) -> dict[str, Any]:
         for label, o in rows
         if o.kind == "converted" and ("npu" in o.new_text.lower() or label.role in DEVICE_ROLES)
     ]
-    device_ok = [(label, o) for label, o in device_converted if label.role in DEVICE_ROLES and is_correct(label, o)]
+    device_ok = [
+        (label, o) for label, o in device_converted if label.role in DEVICE_ROLES and is_correct(label, o)
+    ]
     devices = [(label, o) for label, o in rows if label.role in DEVICE_ROLES]
     changed = [(label, o) for label, o in rows if o.kind == "converted"]
     changed_ok = [(label, o) for label, o in changed if is_correct(label, o)]
@@ -325,7 +335,10 @@ def figures(rows: Sequence[tuple[Label, Outcome]]) -> dict[str, Any]:
 
 
 def _table(title: str, groups: dict[str, list[tuple[Label, Outcome]]]) -> list[str]:
-    out = [f"| {title} | literals | correct | converted | reported | silent | failed |", "|---|---:|---:|---:|---:|---:|---:|"]
+    out = [
+        f"| {title} | literals | correct | converted | reported | silent | failed |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for name in sorted(groups):
         kinds = Counter(o.kind for _, o in groups[name])
         right = sum(1 for label, o in groups[name] if is_correct(label, o))
@@ -376,7 +389,7 @@ def report(rows: Sequence[tuple[Label, Outcome]]) -> str:
     for label, o in present:
         by_role.setdefault(label.role, []).append((label, o))
         by_repo.setdefault(label.repo, []).append((label, o))
-    lines += _table("role", by_role) + [""] + _table("repository", by_repo) + [""]
+    lines += [*_table("role", by_role), "", *_table("repository", by_repo), ""]
     wrong = mistakes(rows)
     lines.append(f"mistakes ({len(wrong)}):")
     lines += [f"  {line}" for line in wrong] or ["  none"]
@@ -386,9 +399,15 @@ def report(rows: Sequence[tuple[Label, Outcome]]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Measure the importable engine on the labelled set; exit 1 when a label's file is missing."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mirrors", type=Path, required=True, help="folder of fetched snapshots (owner+name/repo)")
-    parser.add_argument("--data", type=Path, default=DATA, help=f"labelled set (default {DATA.relative_to(ROOT)})")
-    parser.add_argument("--engine", type=Path, help="a checkout whose ms_fmk_transplt to measure (default: installed)")
+    parser.add_argument(
+        "--mirrors", type=Path, required=True, help="folder of fetched snapshots (owner+name/repo)"
+    )
+    parser.add_argument(
+        "--data", type=Path, default=DATA, help=f"labelled set (default {DATA.relative_to(ROOT)})"
+    )
+    parser.add_argument(
+        "--engine", type=Path, help="a checkout whose ms_fmk_transplt to measure (default: installed)"
+    )
     parser.add_argument("--repo", action="append", default=[], help="only these repositories (owner/name)")
     parser.add_argument("--role", action="append", default=[], help="only these roles")
     parser.add_argument("--json", action="store_true", help="print one JSON object per literal instead")
@@ -403,11 +422,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    labels = [x for x in labels if (not args.repo or x.repo in args.repo) and (not args.role or x.role in args.role)]
+    labels = [
+        x for x in labels if (not args.repo or x.repo in args.repo) and (not args.role or x.role in args.role)
+    ]
     rows = measure(labels, args.mirrors, convert_source, compile_rules(load_rules()))
     if args.json:
         for label, o in rows:
-            print(json.dumps({**label.__dict__, "outcome": o.kind, "new_text": o.new_text, "detail": o.detail}))
+            print(
+                json.dumps({**label.__dict__, "outcome": o.kind, "new_text": o.new_text, "detail": o.detail})
+            )
     else:
         print(report(rows))
     return 1 if any(o.kind == "missing" for _, o in rows) else 0

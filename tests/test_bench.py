@@ -1,16 +1,25 @@
-"""The benchmark scripts' helpers: corpus preparation without the network, the phase profile."""
+"""The benchmark scripts' helpers: corpus preparation without the network, the phase profile, the
+literal-role bench's judging and its labelled data set."""
 
 from __future__ import annotations
 
+import json
+import re
+import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
 import bench_scale  # noqa: E402  (bench/ holds scripts, not a package)
+import literal_roles  # noqa: E402
 import profile_phases  # noqa: E402
 
+from ms_fmk_transplt.model import FileResult, Finding, Operation, Status  # noqa: E402
 from ms_fmk_transplt.run import REPORTS  # noqa: E402
 
 
@@ -48,3 +57,203 @@ def test_phase_profile_of_sample_models_mirrors_the_engine() -> None:
     assert lines[:2] == ["| part | phase | CPU s | share |", "|---|---|---:|---:|"]
     phases = [line.split(" | ")[1] for line in lines[2:] if line.startswith("| convert |")]
     assert phases == [*profile_phases.PHASES, "total"]
+
+
+# --- bench/literal_roles.py: the labelled set of real device-looking literals ---------------------
+
+_SOURCE = (
+    "import torch\n"
+    "x = torch.zeros(2, device='cuda')\n"
+    "print('runs on cuda')\n"
+    "DEFAULT = 'cuda'\n"
+    "y = f'cuda:{rank}'  ;  z = 'nccl'\n"
+)
+
+
+def _label(
+    line: int, column: int, text: str, role: str, expected: str, path: str = "a.py"
+) -> dict[str, object]:
+    return {
+        "repo": "someone/proj",
+        "commit": "0" * 40,
+        "path": path,
+        "line": line,
+        "column": column,
+        "role": role,
+        "expected": expected,
+        "digest": literal_roles.digest(text),
+        "why": "",
+    }
+
+
+def _write(path: Path, rows: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def test_literals_are_string_tokens_with_one_based_columns() -> None:
+    found = literal_roles.literals(_SOURCE + "w = 'CU' 'DA_VISIBLE'\nv = 'other'\n")
+    assert [(x.line, x.column, x.text) for x in found] == [
+        (2, 27, "'cuda'"),
+        (3, 7, "'runs on cuda'"),
+        (4, 11, "'cuda'"),
+        (5, 5, "f'cuda:{rank}'"),
+        (5, 28, "'nccl'"),
+    ]
+    # an implicitly concatenated piece is its own token: each is judged alone
+    assert [x.column for x in literal_roles.literals("s = 'cu' 'da'\n", needles=("cu", "da"))] == [5, 10]
+
+
+def _fake_result(source: str) -> FileResult:
+    """What a converter might do: rewrite the device and the f-string, add an import, report DEFAULT."""
+    out = source.replace("device='cuda'", "device='npu'").replace("f'cuda:{rank}'", "f'npu:{rank}'")
+    out = out.replace("import torch\n", "import torch\nimport torch_npu\n")
+    findings = (
+        Finding("TP103", Operation.MODIFY, 2, 2, "'cuda' -> 'npu'", column=27),
+        Finding("TP103", Operation.UNSUPPORTED, 4, 4, "kept", heuristic=True, column=11),
+        Finding("TP999", Operation.CHECK, 5, 5, "elsewhere on the line", column=1),
+    )
+    return FileResult("a.py", Status.CONVERTED, findings, output=out.encode())
+
+
+def test_judge_tells_converted_reported_and_silent_apart() -> None:
+    labels = [
+        literal_roles.Label(**_label(2, 27, "'cuda'", "device", "'npu'")),  # type: ignore[arg-type]
+        literal_roles.Label(**_label(3, 7, "'runs on cuda'", "prose", "keep")),  # type: ignore[arg-type]
+        literal_roles.Label(**_label(4, 11, "'cuda'", "device", "'npu'")),  # type: ignore[arg-type]
+        literal_roles.Label(**_label(5, 5, "f'cuda:{rank}'", "device", "f'npu:{rank}'")),  # type: ignore[arg-type]
+        literal_roles.Label(**_label(5, 28, "'nccl'", "backend", "'hccl'")),  # type: ignore[arg-type]
+        literal_roles.Label(**_label(4, 11, "'other'", "device", "'npu'")),  # type: ignore[arg-type]
+    ]
+    outcomes = literal_roles.judge(_SOURCE.encode(), _fake_result(_SOURCE), labels)
+    assert [(o.kind, o.new_text) for o in outcomes] == [
+        ("converted", "'npu'"),
+        ("silent", ""),
+        ("reported", ""),
+        ("converted", "f'npu:{rank}'"),
+        ("silent", ""),
+        ("missing", ""),  # the digest does not match the literal at that position
+    ]
+    assert outcomes[2].heuristic and "TP999 col 1" in outcomes[4].detail
+    failed = FileResult("a.py", Status.FAILED, reason="syntax error")
+    assert [o.kind for o in literal_roles.judge(_SOURCE.encode(), failed, labels[:1])] == ["failed"]
+
+
+def _mirror(tmp_path: Path, files: dict[str, str]) -> tuple[Path, str]:
+    """A git repository laid out as `fetch` would leave it: MIRRORS/someone+proj/repo (a git dir)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    for name, text in files.items():
+        (work / name).write_text(text)
+    git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git[:3], "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    commit = subprocess.run(
+        [*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    mirrors = tmp_path / "mirrors"
+    (mirrors / "someone+proj").mkdir(parents=True)
+    (work / ".git").rename(mirrors / "someone+proj" / "repo")
+    return mirrors, commit
+
+
+def test_measure_reads_the_pinned_commit_and_reports(tmp_path: Path) -> None:
+    mirrors, commit = _mirror(tmp_path, {"a.py": _SOURCE})
+    rows = [
+        _label(2, 27, "'cuda'", "device", "'npu'"),
+        _label(3, 7, "'runs on cuda'", "prose", "keep"),
+        _label(4, 11, "'cuda'", "device", "'npu'"),
+        _label(5, 5, "f'cuda:{rank}'", "device", "f'npu:{rank}'"),
+        _label(5, 28, "'nccl'", "backend", "'hccl'"),
+        _label(1, 1, "'x'", "prose", "keep", path="gone.py"),
+    ]
+    for row in rows:
+        row["commit"] = commit
+    labels = literal_roles.load_labels(_write(tmp_path / "labels.jsonl", rows))
+    seen: list[str] = []
+
+    def convert(path: str, data: bytes, tables: object) -> FileResult:
+        seen.append(path)
+        assert data.decode() == _SOURCE and tables == "T"
+        return _fake_result(data.decode())
+
+    measured = literal_roles.measure(labels, mirrors, convert, "T")
+    assert seen == ["a.py"]  # one conversion per file, none for the file the commit lacks
+    assert [o.kind for _, o in measured] == [
+        "converted",
+        "silent",
+        "reported",
+        "converted",
+        "silent",
+        "missing",
+    ]
+    figures = literal_roles.figures(measured)
+    assert figures["device_precision"] == (2, 2) and figures["device_recall"] == (2, 3)
+    assert figures["rewrite_recall"] == (2, 4) and figures["devices_kept_silently"] == 0
+    text = literal_roles.report(measured)
+    assert "converted as a device: precision 100.0% (2/2), recall 66.7% (2/3)" in text
+    assert "someone/proj:a.py:4:11  device -> 'npu': kept, reported" in text
+    assert (
+        "someone/proj:a.py:5:28  backend -> 'hccl': kept SILENTLY (findings on the line: TP999 col 1)" in text
+    )
+    assert re.search(r"someone/proj:gone.py:1:1  MISSING .*not readable", text)
+
+
+def test_main_with_the_real_engine_on_a_synthetic_mirror(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = "import torch\nx = torch.ones(1).to(torch.device('cuda'))\nprint('moved to cuda')\n"
+    mirrors, commit = _mirror(tmp_path, {"m.py": source})
+    rows = [
+        _label(2, 35, "'cuda'", "device", "'npu'", path="m.py"),
+        _label(3, 7, "'moved to cuda'", "prose", "keep", path="m.py"),
+    ]
+    for row in rows:
+        row["commit"] = commit
+    data = _write(tmp_path / "l.jsonl", rows)
+    assert literal_roles.main(["--mirrors", str(mirrors), "--data", str(data)]) == 0
+    out = capsys.readouterr().out
+    assert "precision 100.0% (1/1), recall 100.0% (1/1)" in out and "mistakes (0):" in out
+    assert literal_roles.main(["--mirrors", str(tmp_path / "none"), "--data", str(data)]) == 1
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"role": "colour"}, "role 'colour' is not one of"),
+        ({"line": "3"}, "line must be int"),
+        ({"expected": "keep"}, "role device with expected 'keep'"),
+        ({"commit": "abc"}, "commit is 40 hex digits"),
+    ],
+)
+def test_bad_label_lines_name_the_file_and_line(
+    tmp_path: Path, change: dict[str, object], message: str
+) -> None:
+    good = _label(2, 27, "'cuda'", "device", "'npu'")
+    path = _write(tmp_path / "l.jsonl", [good, {**good, "line": 9, **change}])
+    with pytest.raises(ValueError, match=re.escape(f"{path}:2: ") + ".*" + re.escape(message)):
+        literal_roles.load_labels(path)
+    _write(path, [good, good])
+    with pytest.raises(ValueError, match=re.escape(f"{path}:2: duplicate")):
+        literal_roles.load_labels(path)
+
+
+def test_the_labelled_set_is_large_diverse_and_well_formed() -> None:
+    labels = literal_roles.load_labels(literal_roles.DATA)  # schema, roles, duplicates
+    assert len(labels) >= 400
+    per_repo = Counter(label.repo for label in labels)
+    assert len(per_repo) >= 20 and max(per_repo.values()) <= 40
+    assert all(
+        len({x.commit for x in labels if x.repo == repo}) == 1 for repo in per_repo
+    )  # one pin per repo
+    assert all(
+        re.fullmatch(r"[0-9a-f]{40}", x.commit) and re.fullmatch(r"[0-9a-f]{12}", x.digest) for x in labels
+    )
+    roles = Counter(label.role for label in labels)
+    assert roles["device"] >= 100 and roles["prose"] >= 50 and roles["external"] >= 5
+    for label in labels:
+        if label.role in literal_roles.DEVICE_ROLES:
+            assert "npu" in label.expected and "cuda" not in label.expected.split("{")[0], label.where
+        if label.role == "backend":
+            assert "hccl" in label.expected.lower(), label.where
