@@ -30,6 +30,7 @@ import sys
 import tokenize
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -270,19 +271,65 @@ def load_labels(path: Path) -> list[Label]:
     return labels
 
 
-def measure(labels: Sequence[Label], mirrors: Path, convert: Any, tables: Any) -> list[tuple[Label, Outcome]]:
-    """Convert each labelled file once and judge its labels, in the labels' order."""
+def _judge_file(
+    mirrors: Path, key: tuple[str, str, str], group: list[Label], convert: Any, tables: Any
+) -> list[Outcome]:
+    repo, commit, path = key
+    data = read_blob(mirrors, repo, commit, path)
+    if isinstance(data, str):
+        return [Outcome("missing", detail=data) for _ in group]
+    return judge(data, convert(path, data, tables), group)
+
+
+_ENGINE: tuple[Any, Any] = (None, None)  # a worker process's convert_source and compiled tables
+
+
+def _load_engine(engine: str | None) -> tuple[Any, Any]:
+    """The engine's per-file API and its built-in tables, from `engine` (a checkout) when given."""
+    if engine and sys.path[:1] != [engine]:
+        sys.path.insert(0, engine)
+    from ms_fmk_transplt.engine.convert import convert_source
+    from ms_fmk_transplt.rules import compile_rules, load_rules
+
+    return convert_source, compile_rules(load_rules())
+
+
+def _start_worker(engine: str | None) -> None:
+    global _ENGINE
+    _ENGINE = _load_engine(engine)
+
+
+def _judge_in_worker(mirrors: Path, key: tuple[str, str, str], group: list[Label]) -> list[Outcome]:
+    return _judge_file(mirrors, key, group, *_ENGINE)
+
+
+def measure(
+    labels: Sequence[Label],
+    mirrors: Path,
+    convert: Any,
+    tables: Any,
+    jobs: int = 1,
+    engine: str | None = None,
+) -> list[tuple[Label, Outcome]]:
+    """Convert each labelled file once and judge its labels, in the labels' order.
+
+    With `jobs` > 1 the files are shared among worker processes that load the engine themselves
+    (from `engine` when given); `convert` and `tables` are then not used.
+    """
     files: dict[tuple[str, str, str], list[Label]] = {}
     for label in labels:
         files.setdefault((label.repo, label.commit, label.path), []).append(label)
     done: dict[Label, Outcome] = {}
-    for (repo, commit, path), group in files.items():
-        data = read_blob(mirrors, repo, commit, path)
-        if isinstance(data, str):
-            done.update((label, Outcome("missing", detail=data)) for label in group)
-            continue
-        result = convert(path, data, tables)
-        done.update(zip(group, judge(data, result, group)))
+    if jobs > 1:
+        with ProcessPoolExecutor(jobs, initializer=_start_worker, initargs=(engine,)) as pool:
+            futures = {
+                key: pool.submit(_judge_in_worker, mirrors, key, group) for key, group in files.items()
+            }
+            for key, future in futures.items():
+                done.update(zip(files[key], future.result()))
+    else:
+        for key, group in files.items():
+            done.update(zip(group, _judge_file(mirrors, key, group, convert, tables)))
     return [(label, done[label]) for label in labels]
 
 
@@ -396,6 +443,13 @@ def report(rows: Sequence[tuple[Label, Outcome]]) -> str:
     return "\n".join(lines)
 
 
+def _describe(convert: Any) -> str:
+    """Where the measured engine lives, and its git revision when it is a checkout."""
+    folder = Path(sys.modules[convert.__module__].__file__ or ".").resolve().parents[2]
+    done = subprocess.run(["git", "-C", str(folder), "describe", "--always", "--dirty"], capture_output=True)
+    return f"{folder}" + (f" at {done.stdout.decode().strip()}" if done.returncode == 0 else "")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Measure the importable engine on the labelled set; exit 1 when a label's file is missing."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -411,12 +465,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repo", action="append", default=[], help="only these repositories (owner/name)")
     parser.add_argument("--role", action="append", default=[], help="only these roles")
     parser.add_argument("--json", action="store_true", help="print one JSON object per literal instead")
+    parser.add_argument("-j", "--jobs", type=int, default=1, help="worker processes (default 1)")
     args = parser.parse_args(argv)
-    if args.engine is not None:
-        sys.path.insert(0, str(args.engine.resolve()))
-    from ms_fmk_transplt.engine.convert import convert_source
-    from ms_fmk_transplt.rules import compile_rules, load_rules
-
+    engine = str(args.engine.resolve()) if args.engine is not None else None
     try:
         labels = load_labels(args.data)
     except (OSError, ValueError) as exc:
@@ -425,7 +476,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     labels = [
         x for x in labels if (not args.repo or x.repo in args.repo) and (not args.role or x.role in args.role)
     ]
-    rows = measure(labels, args.mirrors, convert_source, compile_rules(load_rules()))
+    convert, tables = _load_engine(engine)
+    print(f"engine: {_describe(convert)}", file=sys.stderr)
+    rows = measure(labels, args.mirrors, convert, tables, jobs=args.jobs, engine=engine)
     if args.json:
         for label, o in rows:
             print(
