@@ -136,8 +136,13 @@ def _convert(path: str, data: bytes, tables: Tables) -> FileResult:
             )
         output = restored
     if output == data:
-        return FileResult(path, Status.UNCHANGED, findings=findings, supported=converter.supported)
-    return FileResult(path, Status.CONVERTED, findings=findings, output=output, supported=converter.supported)
+        return FileResult(path, Status.UNCHANGED, findings=findings, **_counts(converter))
+    return FileResult(path, Status.CONVERTED, findings=findings, output=output, **_counts(converter))
+
+
+def _counts(converter: Converter) -> dict[str, int]:
+    """The API uses counted, not listed: supported by a list, and by an NPU kernel alone."""
+    return {"supported": converter.support.supported, "supported_by_kernel": converter.support.by_kernel}
 
 
 def edited(converter: Converter) -> bool:
@@ -198,6 +203,7 @@ def _place(module: cst.Module, converter: Converter) -> tuple[Finding, ...]:
                 support=item.support or (Support.UNSUPPORTED if unsupported else None),
                 dtypes=item.dtypes,
                 suggestion=item.suggestion,
+                source=item.source,
             )
         )
     findings.sort(key=lambda f: (f.start_line, f.column, f.end_line, f.rule_id))
