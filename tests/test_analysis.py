@@ -59,8 +59,9 @@ def test_json_csv_and_sarif_list_the_same_issues_at_the_original_positions(proje
     as_csv = list(csv.DictReader(io.StringIO(_analyse(project, "--report-format", "csv").stdout)))
     sarif = json.loads(_analyse(project, "--report-format", "sarif").stdout)
     places = [(i["file"], i["line"], i["column"], i["rule"], i["api"]) for i in as_json]
+    # x.cuda() becomes x.npu(): torch.Tensor.npu is classified (absent from the lists, the rule's
+    # own target: counted), never torch.Tensor.cuda
     assert places == [
-        ("train.py", 4, 5, "TP901", "torch.Tensor.cuda"),  # partial, matched by name
         ("train.py", 5, 5, "TP901", "torch.fft.fftshift"),
         ("train.py", 6, 5, "TP901", "torch.func.vmap"),
         ("train.py", 7, 9, "TP901", "torch.nn.DataParallel"),
@@ -77,7 +78,7 @@ def test_json_csv_and_sarif_list_the_same_issues_at_the_original_positions(proje
         )
         for r in results
     ] == places
-    assert [i["status"] for i in as_json] == ["partial"] + ["unsupported"] * 3
+    assert [i["status"] for i in as_json] == ["unsupported"] * 3
 
 
 def test_sarif_is_valid_against_the_2_1_0_schema_with_rule_metadata(project: Path) -> None:
@@ -147,7 +148,7 @@ def test_baseline_fails_only_on_new_issues_and_survives_moved_lines(project: Pat
     )
     assert result.exit_code == EXIT_GATE
     flags = [(i["line"], i["baselined"]) for i in json.loads(result.stdout)["issues"]]
-    assert flags == [(4, True), (5, True), (6, True), (7, True), (8, False)]
+    assert flags == [(5, True), (6, True), (7, True), (8, False)]
 
 
 @pytest.mark.parametrize(
@@ -293,10 +294,10 @@ def test_xlsx_has_status_columns_filters_and_never_a_formula(tmp_path: Path) -> 
     (root / "=cmd.py").write_text("import torch\ny = torch.fft.fftshift(x)\n")
     assert _run("analyse", str(root), "-o", str(tmp_path / "r"), "-q", "--no-cache").exit_code == 0
     book = openpyxl.load_workbook(tmp_path / "r" / "unsupported_op.xlsx")
-    assert book.sheetnames == ["Unsupported", "Changes", "Summary"]
+    assert book.sheetnames == ["Summary", "Unsupported", "Check on NPU", "Changes"]
     sheet = book["Unsupported"]
     header = [c.value for c in sheet[1]]
-    assert header[:9] == ["File", "Line", "Column", "API", "Status", "Supported dtypes", "Suggestion", "Rule",
+    assert header[:9] == ["File", "Line", "Column", "API", "Status", "What to do", "Decided by", "Rule",
                           "Heuristic"]  # fmt: skip
     assert sheet.freeze_panes == "A2" and sheet.auto_filter.ref
     cells = [c for sheet in book for row in sheet.iter_rows() for c in row]

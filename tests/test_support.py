@@ -100,16 +100,23 @@ def test_derive_script_reproduces_shipped_support_data() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_log_lists_changes_before_the_uses_to_check(tmp_path: Path) -> None:
+def test_log_lists_what_will_not_run_then_changes_then_the_uses_to_check(tmp_path: Path) -> None:
     from ms_fmk_transplt.run import LOG_NAME, Options, convert_project
 
     source = tmp_path / "proj"
     source.mkdir()
     (source / "a.py").write_text(
-        "import torch\nz = torch.zeros(2)\nx = torch.jit.load('m.pt')\ny = z.cuda()\n"
+        "import torch\nz = torch.zeros(2)\nx = torch.jit.load('m.pt')\ny = z.cuda()\ns = z.to_sparse()\n"
+        "torch.backends.cudnn.benchmark = True\n"
     )
     run = convert_project(Options(source=source, output=tmp_path / "out", use_cache=False))
     log = (Path(run.output_root) / LOG_NAME).read_text()
-    changes, checks = log.split("== changes ==\n")[1].split("== to check on the NPU")
-    assert "MODIFY" in changes and "CHECK" not in changes
-    assert "CHECK torch.jit.load is not verified" in checks.split("== skipped files ==")[0]
+    head, rest = log.split("== will not run on the NPU as written")
+    blocking, rest = rest.split("== changes ==\n")
+    changes, checks = rest.split("== to check on the NPU")
+    assert "unsupported APIs: 1 API in 1 place" in head
+    assert "a.py:5 [TP901] UNSUPPORTED torch.Tensor.to_sparse is unsupported" in blocking
+    assert "a.py:6 [TP701] NO-EFFECT torch.backends.cudnn has no effect" in blocking
+    assert "MODIFY" in changes and "NOT-VERIFIED" not in changes and "UNSUPPORTED" not in changes
+    assert "NOT-VERIFIED torch.jit.load is not verified" in checks.split("== skipped files ==")[0]
+    assert "torch.Tensor.cuda" not in log  # classified as converted: x.npu()

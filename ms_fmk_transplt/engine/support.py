@@ -73,7 +73,7 @@ _ATEN_NAMESPACES = {
     "torch.special": "special_",
     "torch.fft": "fft_",
 }
-_LISTS = {"api_support": "PyTorch {release} support list", "msfmktransplt_support": "msFmkTransplt's {release} list"}
+_LISTS = {"api_support": "PyTorch {release} support list", "msfmktransplt_support": "msFmkTransplt's PyTorch {release} list"}
 
 
 @dataclass(frozen=True)
@@ -169,16 +169,15 @@ class SupportClassifier:
             if op is not None and op in self.t.aten_ops:
                 self.by_kernel += 1
                 return None
-            where = f"absent from the PyTorch {release} support list"
-            if op is not None:
-                where += f" and no NPU kernel for aten::{op}"
+            # a composite op has no kernel of its own yet may run: the kernel's absence is a source
+            # noted, not a verdict
             return Verdict(
                 rule,
                 Support.NOT_VERIFIED,
-                f"{name} is not verified on Ascend ({where})",
+                f"{name} is not verified on Ascend (absent from the PyTorch {release} support list)",
                 self._advice(name) or "test it on the NPU",
                 "",
-                "no list entry" + (f", no kernel for aten::{op}" if op else ""),
+                "no list entry" + (f"; aten::{op} has no NPU kernel of its own" if op else ""),
             )
         if entry.support is Support.SUPPORTED:
             self.supported += 1
@@ -241,17 +240,24 @@ class SupportClassifier:
                 word = self._dtype_word(arg.value)
                 if word is not None and (keyword == "dtype" or _is_cast(call)):
                     shown.append(word)
+            if keyword is None and isinstance(arg.value, cst.Call):  # torch.matmul(x.double(), y)
+                shown += self._cast_to(arg.value)
         func = call.func
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call):
-            receiver = func.value
-            if isinstance(receiver.func, cst.Attribute):
-                cast = _CASTS.get(receiver.func.attr.value)
-                if cast is not None and not receiver.args:
-                    shown.append(cast)
-                elif _is_cast(receiver):
-                    shown += [w for a in receiver.args if (w := self._dtype_word(a.value)) is not None]
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call):  # x.double().sum()
+            shown += self._cast_to(func.value)
         outside = [word for word in shown if word not in allowed]
         return outside[0] if outside else None
+
+    def _cast_to(self, call: cst.Call) -> list[str]:
+        """The dtype a cast call gives its result: `x.double()`, `x.to(torch.float64)`."""
+        if not isinstance(call.func, cst.Attribute):
+            return []
+        cast = _CASTS.get(call.func.attr.value)
+        if cast is not None and not call.args:
+            return [cast]
+        if _is_cast(call):
+            return [w for a in call.args if (w := self._dtype_word(a.value)) is not None]
+        return []
 
     def _dtype_word(self, expr: cst.BaseExpression) -> str | None:
         name = self.qualify(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None

@@ -59,6 +59,11 @@ def by_api(found: list[Issue]) -> list[ApiCheck]:
     return sorted(rows.values(), key=lambda r: (-r.uses, r.api, r.status.value))
 
 
+def _n(count: int, word: str) -> str:
+    """`1 place`, `3 places`."""
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
 def kinds(run: RunResult) -> dict[str, str]:
     """Rule id -> rule kind, for the rules in effect."""
     return {rule_id: kind for rule_id, kind, _ in run.rules}
@@ -78,20 +83,20 @@ def headline(run: RunResult, found: list[Issue], reports: dict[str, str] | None 
     rows: list[tuple[str, str]] = [
         (
             "unsupported APIs",
-            f"{len({i.finding.api for i in api_uses})} APIs in {len(api_uses)} places"
+            f"{_n(len({i.finding.api for i in api_uses}), 'API')} in {_n(len(api_uses), 'place')}"
             if api_uses
             else "none",
         ),
-        ("CUDA-only code", f"{len(cuda_only)} places" if cuda_only else "none"),
-        ("dtype outside a partial API's list", f"{len(dtype)} places" if dtype else "none"),
-        ("no effect on the NPU (kept)", f"{len(no_effect)} places" if no_effect else "none"),
+        ("CUDA-only code", _n(len(cuda_only), "place") if cuda_only else "none"),
+        ("dtype outside a partial API's list", _n(len(dtype), "place") if dtype else "none"),
+        ("no effect on the NPU (kept)", _n(len(no_effect), "place") if no_effect else "none"),
     ]
     by_file = Counter(i.path for i in stop if i.status is not Support.NO_EFFECT)
     for path, count in sorted(by_file.items(), key=lambda item: (-item[1], item[0]))[:TOP_FILES]:
         rows.append(("most in", f"{path}: {count}"))
     apis = by_api(found)
     uses = sum(row.uses for row in apis)
-    rows.append(("to check on the NPU", f"{len(apis)} APIs in {uses} places" if apis else "none"))
+    rows.append(("to check on the NPU", f"{_n(len(apis), 'API')} in {_n(uses, 'place')}" if apis else "none"))
     supported = sum(r.supported for r in run.files)
     by_kernel = sum(r.supported_by_kernel for r in run.files)
     rows.append(("supported uses (counted)", f"{supported} by the lists, {by_kernel} by an NPU kernel alone"))
