@@ -65,7 +65,9 @@ def main() -> None:
                 rows = sum(1 for _ in sheet.iter_rows(min_row=2, values_only=True))
                 print(f"sheet {sheet.title}: {rows} rows")
             issues = json.loads(reports["json"].read_text())["issues"]
-            print(f"json: {len(issues)} findings, by status {dict(sorted(Counter(i['status'] for i in issues).items()))}")
+            print(
+                f"json: {len(issues)} findings, by status {dict(sorted(Counter(i['status'] for i in issues).items()))}"
+            )
             with reports["csv"].open(newline="") as handle:
                 print(f"csv: {sum(1 for _ in csv.DictReader(handle))} rows")
             sarif = json.loads(reports["sarif"].read_text())

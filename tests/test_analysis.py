@@ -335,3 +335,49 @@ def test_the_pre_commit_hook_runs_analyse_on_the_files_it_is_given(project: Path
     monkeypatch.chdir(project)
     assert _run(*entry[1:], "--no-cache", "clean.py").exit_code == 0
     assert _run(*entry[1:], "--no-cache", "clean.py", "train.py").exit_code == EXIT_GATE
+
+
+def test_gate_levels_of_the_new_statuses(tmp_path: Path) -> None:
+    """A no-effect knob is reported and never fails the gate (the line runs, as before); a dtype
+    outside a partial API's list fails where partial does (it was a partial finding before)."""
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "a.py").write_text("import torch\ntorch.backends.cudnn.benchmark = True\n")
+    (root / "b.py").write_text("import torch\nc = torch.matmul(x.double(), y)\n")
+    result = _analyse(root, "--fail-on", "unsupported", "--report-format", "json")
+    assert result.exit_code == 0
+    statuses = [(i["file"], i["status"], i["source"]) for i in json.loads(result.stdout)["issues"]]
+    assert statuses == [
+        ("a.py", "no-effect", "rule TP701"),
+        ("b.py", "unsupported-dtype", "PyTorch 2.12.0 support list, dtype in the code"),
+        ("b.py", "partial", "PyTorch 2.12.0 support list"),  # x.double(): Tensor.double is partial
+    ]
+    failed = _analyse(root, "--fail-on", "partial")
+    assert failed.exit_code == EXIT_GATE
+    assert "b.py:2:5: unsupported-dtype [TP901]" in failed.output and "a.py" not in failed.output
+    assert _analyse(root, "--fail-on", "not-verified").exit_code == EXIT_GATE
+    # both can be baselined; the baseline keeps the no-effect knob too
+    baseline = tmp_path / "baseline.json"
+    assert _analyse(root, "--write-baseline", str(baseline)).exit_code == 0
+    assert len(json.loads(baseline.read_text())["issues"]) == 3
+    assert _analyse(root, "--fail-on", "not-verified", "--baseline", str(baseline)).exit_code == 0
+
+
+def test_sarif_levels_follow_what_will_not_run(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "a.py").write_text(
+        "import torch\ntorch.backends.cudnn.benchmark = True\nc = torch.matmul(x.double(), y)\n"
+        "d = torch.matmul(x, y)\ne = torch.jit.load(p)\ns = x.to_sparse()\n"
+    )
+    sarif = json.loads(_analyse(root, "--report-format", "sarif").stdout)
+    jsonschema.validate(sarif, SCHEMA, cls=jsonschema.Draft4Validator)
+    levels = [(r["properties"]["status"], r["level"]) for r in sarif["runs"][0]["results"]]
+    assert levels == [
+        ("no-effect", "warning"),
+        ("unsupported-dtype", "warning"),
+        ("partial", "note"),  # x.double()
+        ("partial", "note"),
+        ("not-verified", "note"),
+        ("unsupported", "error"),
+    ]

@@ -7,6 +7,7 @@ import codecs
 import re
 import traceback
 import warnings
+from typing import TypedDict
 
 import libcst as cst
 
@@ -136,11 +137,18 @@ def _convert(path: str, data: bytes, tables: Tables) -> FileResult:
             )
         output = restored
     if output == data:
-        return FileResult(path, Status.UNCHANGED, findings=findings, **_counts(converter))
-    return FileResult(path, Status.CONVERTED, findings=findings, output=output, **_counts(converter))
+        return FileResult(path, Status.UNCHANGED, findings=findings, **counted(converter))
+    return FileResult(path, Status.CONVERTED, findings=findings, output=output, **counted(converter))
 
 
-def _counts(converter: Converter) -> dict[str, int]:
+class Counted(TypedDict):
+    """The API uses a file's result counts instead of listing them."""
+
+    supported: int  # by a list
+    supported_by_kernel: int  # by an NPU kernel alone
+
+
+def counted(converter: Converter) -> Counted:
     """The API uses counted, not listed: supported by a list, and by an NPU kernel alone."""
     return {"supported": converter.support.supported, "supported_by_kernel": converter.support.by_kernel}
 

@@ -73,7 +73,10 @@ _ATEN_NAMESPACES = {
     "torch.special": "special_",
     "torch.fft": "fft_",
 }
-_LISTS = {"api_support": "PyTorch {release} support list", "msfmktransplt_support": "msFmkTransplt's PyTorch {release} list"}
+_LISTS = {
+    "api_support": "PyTorch {release} support list",
+    "msfmktransplt_support": "msFmkTransplt's PyTorch {release} list",
+}
 
 
 @dataclass(frozen=True)
@@ -182,12 +185,19 @@ class SupportClassifier:
         if entry.support is Support.SUPPORTED:
             self.supported += 1
             return None
-        listed = _LISTS.get(entry.rule.params.get("source", ""), _LISTS["api_support"]).format(release=release)
+        listed = _LISTS.get(entry.rule.params.get("source", ""), _LISTS["api_support"]).format(
+            release=release
+        )
         source = listed[0].upper() + listed[1:]
         if entry.support is Support.UNSUPPORTED:
             suggestion = self._advice(name) or "run it on the CPU (.cpu() in, .npu() out) or replace it"
             return Verdict(
-                entry.rule, entry.support, f"{name} is unsupported on Ascend ({listed})", suggestion, "", source
+                entry.rule,
+                entry.support,
+                f"{name} is unsupported on Ascend ({listed})",
+                suggestion,
+                "",
+                source,
             )
         shown = self._dtype_shown(node, entry.dtypes) if entry.dtypes else None
         if shown is not None:

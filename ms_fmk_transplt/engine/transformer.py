@@ -216,7 +216,9 @@ class Converter(cst.CSTTransformer):
         return self._device_depth
 
     # ---- support classification (engine/support.py) -------------------------------------------
-    def classify(self, node: cst.CSTNode, name: str | None, heuristic: bool = False, rewritten: bool = False) -> None:
+    def classify(
+        self, node: cst.CSTNode, name: str | None, heuristic: bool = False, rewritten: bool = False
+    ) -> None:
         """Ask the classifier about one use of API `name` (None: reported by a rule, nothing to ask)."""
         verdict = self.support.classify(node, name, heuristic, rewritten) if name else None
         if verdict is None:

@@ -50,7 +50,13 @@ def by_api(found: list[Issue]) -> list[ApiCheck]:
         row = rows.get(key)
         if row is None:
             row = rows[key] = ApiCheck(
-                key[0], issue.status, f.dtypes, f.source, f.suggestion, f.rule_id, f"{issue.path}:{f.start_line}"
+                key[0],
+                issue.status,
+                f.dtypes,
+                f.source,
+                f.suggestion,
+                f.rule_id,
+                f"{issue.path}:{f.start_line}",
             )
         row.uses += 1
         row.heuristic += f.heuristic
@@ -69,15 +75,21 @@ def kinds(run: RunResult) -> dict[str, str]:
     return {rule_id: kind for rule_id, kind, _ in run.rules}
 
 
-def headline(run: RunResult, found: list[Issue], reports: dict[str, str] | None = None) -> list[tuple[str, str]]:
+def headline(
+    run: RunResult, found: list[Issue], reports: dict[str, str] | None = None
+) -> list[tuple[str, str]]:
     """(item, value) rows, most important first: what will not run, then what to check, then where.
 
     `reports` names each report written (label -> path), for the "where is it" rows.
     """
     kind = kinds(run)
     stop = blocking(found)
-    api_uses = [i for i in stop if i.status is Support.UNSUPPORTED and kind.get(i.finding.rule_id) == SUPPORT_KIND]
-    cuda_only = [i for i in stop if i.status is Support.UNSUPPORTED and kind.get(i.finding.rule_id) != SUPPORT_KIND]
+    api_uses = [
+        i for i in stop if i.status is Support.UNSUPPORTED and kind.get(i.finding.rule_id) == SUPPORT_KIND
+    ]
+    cuda_only = [
+        i for i in stop if i.status is Support.UNSUPPORTED and kind.get(i.finding.rule_id) != SUPPORT_KIND
+    ]
     dtype = [i for i in stop if i.status is Support.DTYPE]
     no_effect = [i for i in stop if i.status is Support.NO_EFFECT]
     rows: list[tuple[str, str]] = [
@@ -92,8 +104,9 @@ def headline(run: RunResult, found: list[Issue], reports: dict[str, str] | None 
         ("no effect on the NPU (kept)", _n(len(no_effect), "place") if no_effect else "none"),
     ]
     by_file = Counter(i.path for i in stop if i.status is not Support.NO_EFFECT)
-    for path, count in sorted(by_file.items(), key=lambda item: (-item[1], item[0]))[:TOP_FILES]:
-        rows.append(("most in", f"{path}: {count}"))
+    most = sorted(by_file.items(), key=lambda item: (-item[1], item[0]))[:TOP_FILES]
+    for rank, (path, count) in enumerate(most):
+        rows.append(("files with the most" if rank == 0 else "", f"{count} in {path}"))
     apis = by_api(found)
     uses = sum(row.uses for row in apis)
     rows.append(("to check on the NPU", f"{_n(len(apis), 'API')} in {_n(uses, 'place')}" if apis else "none"))

@@ -40,8 +40,8 @@ def log_text(run: RunResult) -> bytes:
     out.write(f"release: Ascend data for PyTorch {run.release}\n")
     out.write(f"rules:   built-in{''.join(', ' + r for r in run.rule_files)}\n\n")
     out.write("== summary ==\n")
-    for item, value in headline(run, found):
-        out.write(f"{item}: {value}\n")
+    for item, said in headline(run, found):
+        out.write(f"{item}: {said}\n" if item else f"  {said}\n")
     out.write("\n== will not run on the NPU as written (unsupported, unsupported-dtype, no-effect) ==\n")
     for issue in blocking(found):
         out.write(_line(issue.path, issue.finding, issue.status.value))
