@@ -40,6 +40,11 @@ err = Console(stderr=True, highlight=False)
 # The gate's options, shared by convert and analyse.
 REPORT_FORMAT = typer.Option(None, "--report-format", help="Issues as json, csv or sarif.")
 REPORT = typer.Option(None, "--report", help="Write the --report-format report here (- for stdout).")
+RUNTIME_REPORT = typer.Option(
+    None,
+    "--runtime-report",
+    help="Merge the simulated NPU's operator-check report (JSON or CSV) into unsupported_op.xlsx.",
+)
 FAIL_ON = typer.Option(
     "none", "--fail-on", help="Exit 4 on issues: unsupported, partial, not-verified, none."
 )
@@ -98,6 +103,7 @@ def convert(
     fail_on: str = FAIL_ON,
     baseline: Path | None = BASELINE,
     write_baseline: Path | None = WRITE_BASELINE,
+    runtime_report: Path | None = RUNTIME_REPORT,
     tool_version: bool = typer.Option(
         False,
         "--tool-version",
@@ -125,6 +131,7 @@ def convert(
         cache_dir=cache_dir,
         use_cache=not no_cache,
         exclude=tuple(exclude or ()),
+        runtime_report=runtime_report,
     )
     try:
         with _progress(quiet) as progress:
@@ -165,6 +172,7 @@ def analyse(
     fail_on: str = FAIL_ON,
     baseline: Path | None = BASELINE,
     write_baseline: Path | None = WRITE_BASELINE,
+    runtime_report: Path | None = RUNTIME_REPORT,
     no_files: bool = typer.Option(False, "--no-xlsx", help="Write no unsupported_op.xlsx / report.json."),
     strict: bool = typer.Option(False, "--strict", help="Exit 3 when unsupported APIs are found."),
     jobs: int = typer.Option(0, "-j", "--jobs", min=0, help="Worker processes; 0 chooses by input size."),
@@ -188,6 +196,7 @@ def analyse(
         cache_dir=cache_dir,
         use_cache=not no_cache,
         exclude=tuple(exclude or ()),
+        runtime_report=runtime_report,
     )
     folder = None if no_files else (output or Path.cwd())
     try:

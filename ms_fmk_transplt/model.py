@@ -86,6 +86,17 @@ class FileResult:
 
 
 @dataclass(frozen=True)
+class RuntimeOp:
+    """One op the simulated NPU saw in a run of the converted script (its operator-check report)."""
+
+    op: str
+    count: int
+    status: str  # supported, unsupported, unsupported_dtype, backend_internal
+    unsupported_dtypes: str = ""
+    first_call_site: str = ""  # file:line in the user's code
+
+
+@dataclass(frozen=True)
 class RunResult:
     """Everything a report writer needs to know about one conversion run."""
 
@@ -97,6 +108,8 @@ class RunResult:
     seconds: float = 0.0
     warnings: tuple[str, ...] = ()  # one line each, for the user: ignored cache, renamed report, ...
     rules: tuple[tuple[str, str, str], ...] = ()  # (id, kind, summary) of every rule in effect
+    runtime_ops: tuple[RuntimeOp, ...] = ()  # a runtime operator-check report merged in (--runtime-report)
+    runtime_report: str = ""  # where that report was read from
 
     @property
     def failed(self) -> tuple[FileResult, ...]:

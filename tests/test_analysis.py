@@ -381,3 +381,80 @@ def test_sarif_levels_follow_what_will_not_run(tmp_path: Path) -> None:
         ("not-verified", "note"),
         ("unsupported", "error"),
     ]
+
+
+def _runtime_report(path: Path) -> Path:
+    """A report as runtime_shim/opcheck.py writes it (its JSON layout)."""
+    ops = [
+        {"op": "addmm", "count": 12, "supported": True, "status": "supported", "unsupported_dtypes": "",
+         "first_call_site": "train.py:9"},
+        {"op": "_fft_r2c", "count": 2, "supported": False, "status": "unsupported", "unsupported_dtypes": "",
+         "first_call_site": "train.py:5"},
+    ]  # fmt: skip
+    path.write_text(
+        json.dumps({"release": {"torch": "2.12.0"}, "run": "r", "pid": 1, "pids": [1], "ops": ops})
+    )
+    return path
+
+
+def test_a_runtime_report_is_merged_into_the_workbook(project: Path, tmp_path: Path) -> None:
+    report = _runtime_report(tmp_path / "ops.json")
+    out = tmp_path / "r"
+    result = _run(
+        "analyse", str(project), "-o", str(out), "-q", "--no-cache", "--runtime-report", str(report)
+    )
+    assert result.exit_code == 0, result.output
+    book = openpyxl.load_workbook(out / "unsupported_op.xlsx")
+    assert book.sheetnames == ["Summary", "Unsupported", "Check on NPU", "Changes", "Runtime ops"]
+    rows = list(book["Runtime ops"].iter_rows(values_only=True))
+    assert rows == [
+        ("Op", "Calls", "Status", "Unsupported dtypes", "First call site"),
+        ("addmm", 12, "supported", None, "train.py:9"),
+        ("_fft_r2c", 2, "unsupported", None, "train.py:5"),
+    ]
+    summary = dict(book["Summary"].iter_rows(values_only=True))
+    assert summary["ops the simulated NPU ran"].startswith("2 ops, 1 unsupported")
+    # the same from the CSV form
+    csv_report = tmp_path / "ops.csv"
+    csv_report.write_text(
+        "op,count,supported,status,unsupported_dtypes,first_call_site\naddmm,3,True,supported,,a.py:1\n"
+    )
+    assert _run("analyse", str(project), "-o", str(out), "-q", "--no-cache", "--runtime-report",
+                str(csv_report)).exit_code == 0  # fmt: skip
+    book = openpyxl.load_workbook(out / "unsupported_op.xlsx")
+    assert [r[0] for r in book["Runtime ops"].iter_rows(values_only=True)] == ["Op", "addmm"]
+
+
+def test_the_runtime_report_format_is_the_runtimes(tmp_path: Path) -> None:
+    import ast
+
+    from ms_fmk_transplt.reports.runtime import FIELDS
+
+    source = (Path(__file__).parent.parent / "runtime_shim" / "opcheck.py").read_text()
+    (fields,) = [
+        ast.literal_eval(node.value)
+        for node in ast.parse(source).body
+        if isinstance(node, ast.Assign) and [getattr(t, "id", "") for t in node.targets] == ["_FIELDS"]
+    ]
+    assert fields == FIELDS
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{nope", "not a JSON runtime report"),
+        ('{"ops": 3}', "/ops: a runtime report lists its ops under /ops"),
+        ('{"ops": [{"count": 1}]}', "/ops/0: needs an op name"),
+        ('{"ops": [{"op": "add", "count": "many"}]}', "/ops/0/count: not a number: 'many'"),
+    ],
+)
+def test_a_bad_runtime_report_stops_the_run_before_any_work(
+    project: Path, tmp_path: Path, content: str, message: str
+) -> None:
+    report = tmp_path / "ops.json"
+    report.write_text(content)
+    result = _run("analyse", str(project), "-o", str(tmp_path / "r"), "-q", "--no-cache", "--runtime-report",
+                  str(report))  # fmt: skip
+    assert result.exit_code == EXIT_USAGE
+    assert f"{report}: {message}" in " ".join(result.output.split())
+    assert not (tmp_path / "r").exists()

@@ -113,6 +113,15 @@ def headline(
     supported = sum(r.supported for r in run.files)
     by_kernel = sum(r.supported_by_kernel for r in run.files)
     rows.append(("supported uses (counted)", f"{supported} by the lists, {by_kernel} by an NPU kernel alone"))
+    if run.runtime_ops:
+        failing = [o for o in run.runtime_ops if o.status in ("unsupported", "unsupported_dtype")]
+        rows.append(
+            (
+                "ops the simulated NPU ran",
+                f"{_n(len(run.runtime_ops), 'op')}, {len(failing)} unsupported or with an unsupported dtype"
+                f" (sheet Runtime ops, from {run.runtime_report})",
+            )
+        )
     for label, path in (reports or {}).items():
         rows.append((label, path))
     return rows

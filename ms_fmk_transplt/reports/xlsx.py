@@ -109,12 +109,14 @@ CHECK_HEADER = [
     "Rule",
     "Heuristic uses",
 ]
+RUNTIME_HEADER = ["Op", "Calls", "Status", "Unsupported dtypes", "First call site"]
 CHANGES_HEADER = ["File", "Start Line", "End Line", "Operation", "Rule", "Message", "Heuristic"]
 
 
 def unsupported_xlsx(run: RunResult) -> bytes:
     """Sheets: Summary (read first), Unsupported (what will not run, one row per use, by file and
-    line), Check on NPU (partial and not verified, one row per API), Changes (every rewrite)."""
+    line), Check on NPU (partial and not verified, one row per API), Changes (every rewrite), and
+    Runtime ops when a runtime operator-check report was merged in."""
     from ms_fmk_transplt import __version__
     from ms_fmk_transplt.analysis import issues
 
@@ -190,6 +192,13 @@ def unsupported_xlsx(run: RunResult) -> bytes:
         if f.operation not in (Operation.UNSUPPORTED, Operation.CHECK)
     ]
     _sheet(workbook, "Changes", CHANGES_HEADER, changes)
+    if run.runtime_ops:  # the simulated NPU's run-time evidence beside the static findings
+        _sheet(
+            workbook,
+            "Runtime ops",
+            RUNTIME_HEADER,
+            [(o.op, o.count, o.status, o.unsupported_dtypes, o.first_call_site) for o in run.runtime_ops],
+        )
     buffer = io.BytesIO()
     workbook.save(buffer)
     return buffer.getvalue()
