@@ -458,3 +458,17 @@ def test_a_bad_runtime_report_stops_the_run_before_any_work(
     assert result.exit_code == EXIT_USAGE
     assert f"{report}: {message}" in " ".join(result.output.split())
     assert not (tmp_path / "r").exists()
+
+
+def test_the_console_table_leads_with_what_will_not_run_and_says_where_the_reports_are(
+    project: Path, tmp_path: Path
+) -> None:
+    sarif = tmp_path / "issues.sarif"
+    result = _run("analyse", str(project), "-o", str(tmp_path / "r"), "--no-cache", "--report", str(sarif))
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    order = [text.find(s) for s in ("unsupported APIs", "3 APIs in 3 places", "files with the most",
+                                    "3 in train.py", "to check on the NPU", "files converted")]  # fmt: skip
+    assert -1 not in order and order == sorted(order), text
+    folded = "".join(c for c in result.output if not c.isspace() and c != "│")  # long cells wrap
+    assert f"issues(sarif){sarif}" in folded and f"reportsin{tmp_path / 'r'}" in folded
