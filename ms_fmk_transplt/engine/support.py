@@ -140,9 +140,7 @@ class SupportClassifier:
         self._annotation_depth -= 1
 
     # ---- the verdict ----------------------------------------------------------------------------
-    def classify(
-        self, node: cst.CSTNode, name: str, heuristic: bool = False, rewritten: bool = False
-    ) -> Verdict | None:
+    def classify(self, node: cst.CSTNode, name: str, rewritten: bool = False) -> Verdict | None:
         """The verdict on one use of API `name` at `node`, or None when it is supported (counted).
 
         `rewritten`: `name` is what a rule rewrote the code to; absent from every list, the

@@ -220,7 +220,7 @@ class Converter(cst.CSTTransformer):
         self, node: cst.CSTNode, name: str | None, heuristic: bool = False, rewritten: bool = False
     ) -> None:
         """Ask the classifier about one use of API `name` (None: reported by a rule, nothing to ask)."""
-        verdict = self.support.classify(node, name, heuristic, rewritten) if name else None
+        verdict = self.support.classify(node, name, rewritten) if name else None
         if verdict is None:
             return
         self.pending.append(
