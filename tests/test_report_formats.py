@@ -136,3 +136,7 @@ def test_every_format_lists_the_same_findings_on_pytorch_examples(tmp_path: Path
     assert "torch.Tensor.cuda" not in {i.finding.api for i in found}
     blocking = [i for i in found if i.status.blocks]
     assert 0 < len(blocking) < 100, "the Unsupported sheet holds only what will not run"
+    generic = [
+        i.finding.api for i in blocking if i.finding.suggestion.startswith("run it on the CPU (.cpu() in")
+    ]
+    assert not generic, "advice specific to the API, from the rules"

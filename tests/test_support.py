@@ -127,6 +127,7 @@ def test_advice_is_the_rules_own_per_api(builtin_tables) -> None:
         "import torch\nfrom torch.distributed.tensor.parallel import parallelize_module\n"
         "m = torch.nn.DataParallel(net)\np = parallelize_module(m, mesh, plan)\n"
         "r = torch.nn.RNN(4, 4)\ns = x.to_sparse()\nv = torch.var_mean(x)\n"
+        "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\no = FSDP.optim_state_dict(m, opt)\n"
     )
     _, result = convert_text(source, builtin_tables)
     advice = {f.api: f.suggestion for f in result.findings if f.support is Support.UNSUPPORTED}
@@ -136,6 +137,7 @@ def test_advice_is_the_rules_own_per_api(builtin_tables) -> None:
         "torch.nn.RNN",
         "torch.Tensor.to_sparse",
         "torch.var_mean",
+        "torch.distributed.fsdp.FullyShardedDataParallel.optim_state_dict",
     }
     assert len(set(advice.values())) == len(advice), "one sentence for all"
     assert "DistributedDataParallel" in advice["torch.nn.DataParallel"]
