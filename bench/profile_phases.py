@@ -42,6 +42,7 @@ from ms_fmk_transplt.engine.convert import (
     _place,
     _syntax_problem,
     convert_source,
+    counted,
     edited,
 )
 from ms_fmk_transplt.engine.imports import add_needed_imports
@@ -139,8 +140,8 @@ def convert_timed(path: str, data: bytes, tables: Tables, clock: Clock) -> FileR
             )
         output = restored
     if output == data:
-        return FileResult(path, Status.UNCHANGED, findings=findings, supported=converter.supported)
-    return FileResult(path, Status.CONVERTED, findings=findings, output=output, supported=converter.supported)
+        return FileResult(path, Status.UNCHANGED, findings=findings, **counted(converter))
+    return FileResult(path, Status.CONVERTED, findings=findings, output=output, **counted(converter))
 
 
 @dataclass

@@ -1,9 +1,11 @@
 """What Ascend can't run, as the CI gate sees it: issues, baselines and the fail-on levels.
 
 An issue is a finding with a support status: an API the release lists as unsupported or
-partial, one it does not list (not verified), or CUDA-only code. Findings that rewrite code are
-changes, not issues. Suppressed issues (inline comments) and issues recorded in a baseline stay
-in every report, marked, and never fail the gate.
+partial, a partial one used with a dtype the list leaves out, one no list or NPU kernel vouches
+for (not verified), CUDA-only code, or a CUDA knob kept that does nothing on the NPU (no effect).
+Findings that rewrite code are changes, not issues. Every report lists the same issues
+(`issues`). Suppressed issues (inline comments) and issues recorded in a baseline stay in every
+report, marked, and never fail the gate; no-effect issues never fail it either (the line runs).
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from ms_fmk_transplt.model import Finding, Operation, RunResult, Support
 
 #: --fail-on levels; each fails on its own status and on every status listed before it.
 FAIL_ON = ("unsupported", "partial", "not-verified", "none")
-_ORDER = {Support.UNSUPPORTED: 0, Support.PARTIAL: 1, Support.NOT_VERIFIED: 2}
+# the --fail-on level at which each status starts to fail; a dtype outside a partial API's list
+# fails where partial does (it was a partial finding before the code's dtypes were read)
+_ORDER = {Support.UNSUPPORTED: 0, Support.DTYPE: 1, Support.PARTIAL: 1, Support.NOT_VERIFIED: 2}
 BASELINE_VERSION = 1
 
 
@@ -52,17 +56,23 @@ def issues(run: RunResult) -> list[Issue]:
     found = []
     for result in run.files:
         for finding in result.findings:
-            status = finding.support
-            if status is None and finding.operation is Operation.UNSUPPORTED and not finding.noop:
-                status = Support.UNSUPPORTED
-            if status is not None and status is not Support.SUPPORTED:
+            status = status_of(finding)
+            if status is not None:
                 found.append(Issue(result.path, finding, status))
     return found
 
 
+def status_of(finding: Finding) -> Support | None:
+    """The issue status of a finding, None for a change (the one definition every report uses)."""
+    status = finding.support
+    if status is None and finding.operation is Operation.UNSUPPORTED:
+        status = Support.NO_EFFECT if finding.noop else Support.UNSUPPORTED
+    return None if status is Support.SUPPORTED else status
+
+
 def fails(issue: Issue, fail_on: str) -> bool:
     """True when `issue` is unexcused and at or above the `fail_on` level."""
-    if fail_on == "none" or issue.excused:
+    if fail_on == "none" or issue.excused or issue.status not in _ORDER:
         return False
     return _ORDER[issue.status] <= FAIL_ON.index(fail_on)
 

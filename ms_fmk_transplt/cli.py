@@ -40,6 +40,11 @@ err = Console(stderr=True, highlight=False)
 # The gate's options, shared by convert and analyse.
 REPORT_FORMAT = typer.Option(None, "--report-format", help="Issues as json, csv or sarif.")
 REPORT = typer.Option(None, "--report", help="Write the --report-format report here (- for stdout).")
+RUNTIME_REPORT = typer.Option(
+    None,
+    "--runtime-report",
+    help="Merge the simulated NPU's operator-check report (JSON or CSV) into unsupported_op.xlsx.",
+)
 FAIL_ON = typer.Option(
     "none", "--fail-on", help="Exit 4 on issues: unsupported, partial, not-verified, none."
 )
@@ -98,6 +103,7 @@ def convert(
     fail_on: str = FAIL_ON,
     baseline: Path | None = BASELINE,
     write_baseline: Path | None = WRITE_BASELINE,
+    runtime_report: Path | None = RUNTIME_REPORT,
     tool_version: bool = typer.Option(
         False,
         "--tool-version",
@@ -125,6 +131,7 @@ def convert(
         cache_dir=cache_dir,
         use_cache=not no_cache,
         exclude=tuple(exclude or ()),
+        runtime_report=runtime_report,
     )
     try:
         with _progress(quiet) as progress:
@@ -165,6 +172,7 @@ def analyse(
     fail_on: str = FAIL_ON,
     baseline: Path | None = BASELINE,
     write_baseline: Path | None = WRITE_BASELINE,
+    runtime_report: Path | None = RUNTIME_REPORT,
     no_files: bool = typer.Option(False, "--no-xlsx", help="Write no unsupported_op.xlsx / report.json."),
     strict: bool = typer.Option(False, "--strict", help="Exit 3 when unsupported APIs are found."),
     jobs: int = typer.Option(0, "-j", "--jobs", min=0, help="Worker processes; 0 chooses by input size."),
@@ -188,6 +196,7 @@ def analyse(
         cache_dir=cache_dir,
         use_cache=not no_cache,
         exclude=tuple(exclude or ()),
+        runtime_report=runtime_report,
     )
     folder = None if no_files else (output or Path.cwd())
     try:
@@ -245,11 +254,11 @@ def _finish(run, quiet: bool, gate: _Gate, strict: bool) -> None:
 
     for warning in run.warnings:
         err.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
-    if not quiet:
-        _summary(run)
     found = analysis.issues(run)
     if gate.baseline_counts is not None:
         found = analysis.apply_baseline(found, gate.baseline_counts)
+    if not quiet:
+        _summary(run, found, gate)
     if gate.report_format is not None:
         content = FORMATS[gate.report_format](run, found)
         if gate.report is None or str(gate.report) == "-":
@@ -326,16 +335,26 @@ class _progress:
             self.bar.stop()
 
 
-def _summary(run) -> None:
+def _summary(run, found, gate: _Gate) -> None:
+    """The console table: what will not run first, then file counts, then where the reports are."""
     from rich.table import Table
 
-    table = Table(title=f"ms_fmk_transplt: {run.output_root}", title_justify="left")
-    table.add_column("files", justify="left")
-    table.add_column("count", justify="right")
+    from ms_fmk_transplt.reports.summary import headline
+
+    reports = {"reports in": run.output_root} if run.output_root else {}
+    if gate.report is not None and str(gate.report) != "-":
+        reports[f"issues ({gate.report_format})"] = str(gate.report)
+    if gate.write_baseline is not None and str(gate.write_baseline) != "-":
+        reports["baseline written"] = str(gate.write_baseline)
+    table = Table(title=f"ms_fmk_transplt: {run.input_root}", title_justify="left", show_header=False)
+    table.add_column("item", justify="left")
+    table.add_column("value", justify="left", overflow="fold")
+    for item, value in headline(run, found, reports):
+        table.add_row(item, value)
     counts = {status: sum(1 for r in run.files if r.status is status) for status in Status}
     for status, count in counts.items():
         if count:
-            table.add_row(status.value, str(count))
+            table.add_row(f"[dim]files[/] {status.value}", str(count))
     ops = {op: sum(1 for r in run.files for f in r.findings if f.operation is op) for op in Operation}
     for op, count in ops.items():
         table.add_row(f"[dim]findings[/] {op.value.lower()}", str(count))

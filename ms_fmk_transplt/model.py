@@ -34,9 +34,16 @@ class Support(str, enum.Enum):
     """How the selected Ascend release supports an API use (the analysis reports' Status column)."""
 
     UNSUPPORTED = "unsupported"  # the release's support list marks it unsupported, or CUDA-only
+    DTYPE = "unsupported-dtype"  # a partial API used, in the code as written, with a dtype it lacks
+    NO_EFFECT = "no-effect"  # a CUDA knob kept as written: it runs and does nothing on the NPU
     PARTIAL = "partial"  # supported for some dtypes only (the finding names them)
-    NOT_VERIFIED = "not-verified"  # absent from the release's list: we don't guess
+    NOT_VERIFIED = "not-verified"  # absent from the release's lists, no NPU kernel found: we don't guess
     SUPPORTED = "supported"
+
+    @property
+    def blocks(self) -> bool:
+        """Will not run (or not as meant) on the NPU as written: the reports' Unsupported sheet."""
+        return self in (Support.UNSUPPORTED, Support.DTYPE, Support.NO_EFFECT)
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,7 @@ class Finding:
     support: Support | None = None  # set by support classification, None for other findings
     dtypes: str = ""  # the dtypes the release supports, for PARTIAL
     suggestion: str = ""  # what the user can do, composed once
+    source: str = ""  # what decided the status: a support list, an NPU kernel, a rule
     suppressed: bool = False  # an inline `# ms_fmk_transplt: ignore[...]` comment covers it
     fingerprint: str = ""  # hash of the finding's first source line, whitespace-folded (baselines)
 
@@ -70,10 +78,22 @@ class FileResult:
     detail: str = ""  # for an internal error, the whole traceback (written to the log)
     output: bytes | None = None  # new content when CONVERTED, else None
     supported: int = 0  # API uses the release lists as supported: counted, not listed as findings
+    supported_by_kernel: int = 0  # uses absent from the lists whose ATen operator has an NPU kernel
 
     @property
     def changed(self) -> bool:
         return self.output is not None
+
+
+@dataclass(frozen=True)
+class RuntimeOp:
+    """One op the simulated NPU saw in a run of the converted script (its operator-check report)."""
+
+    op: str
+    count: int
+    status: str  # supported, unsupported, unsupported_dtype, backend_internal
+    unsupported_dtypes: str = ""
+    first_call_site: str = ""  # file:line in the user's code
 
 
 @dataclass(frozen=True)
@@ -88,6 +108,8 @@ class RunResult:
     seconds: float = 0.0
     warnings: tuple[str, ...] = ()  # one line each, for the user: ignored cache, renamed report, ...
     rules: tuple[tuple[str, str, str], ...] = ()  # (id, kind, summary) of every rule in effect
+    runtime_ops: tuple[RuntimeOp, ...] = ()  # a runtime operator-check report merged in (--runtime-report)
+    runtime_report: str = ""  # where that report was read from
 
     @property
     def failed(self) -> tuple[FileResult, ...]:

@@ -80,6 +80,20 @@ class Options:
     cache_dir: Path | None = None  # None: default_cache_dir()
     use_cache: bool = True
     exclude: Sequence[str] = ()  # globs of files to copy unchanged and not analyse
+    runtime_report: Path | None = None  # the simulated NPU's operator-check report, merged into the xlsx
+
+
+def _runtime(options: Options) -> dict:
+    """The RunResult fields of a runtime report, read before any work (a bad one is a UsageError)."""
+    if options.runtime_report is None:
+        return {}
+    from ms_fmk_transplt.reports.runtime import RuntimeReportError, load_runtime_report
+
+    try:
+        ops = load_runtime_report(options.runtime_report)
+    except RuntimeReportError as exc:
+        raise UsageError(str(exc)) from None
+    return {"runtime_ops": ops, "runtime_report": str(options.runtime_report)}
 
 
 def output_folder(source: Path, output: Path) -> Path:
@@ -174,6 +188,7 @@ def convert_project(options: Options, progress: Progress | None = None) -> RunRe
     """Run a whole conversion; the result's files say what happened to each input path."""
     started = time.perf_counter()
     warnings: list[str] = []
+    runtime = _runtime(options)
     release, rules, tables, cache = _prepare(options, warnings)
     final = _check_paths(options)
     options.output.mkdir(parents=True, exist_ok=True)
@@ -196,6 +211,7 @@ def convert_project(options: Options, progress: Progress | None = None) -> RunRe
             release=release,
             seconds=time.perf_counter() - started,
             rules=_rule_table(rules),
+            **runtime,
         )
         for report, writer in REPORTS.items():
             name = report
@@ -269,6 +285,7 @@ def analyse_project(
     """
     started = time.perf_counter()
     warnings: list[str] = []
+    runtime = _runtime(options)
     release, rules, tables, cache = _prepare(options, warnings)
     if report_folder is not None and report_folder.exists() and not report_folder.is_dir():
         raise UsageError(f"output is not a directory: {report_folder}")
@@ -288,6 +305,7 @@ def analyse_project(
         release=release,
         seconds=time.perf_counter() - started,
         rules=_rule_table(rules),
+        **runtime,
     )
     if report_folder is not None:
         report_folder.mkdir(parents=True, exist_ok=True)

@@ -91,7 +91,7 @@ def test_converts_a_project(project: Path, tmp_path: Path) -> None:
     report = json.loads((final / "report.json").read_text())
     assert report["totals"]["files_converted"] == 2
     workbook = openpyxl.load_workbook(final / "unsupported_op.xlsx")
-    assert workbook.sheetnames == ["Unsupported", "Changes", "Summary"]
+    assert workbook.sheetnames == ["Summary", "Unsupported", "Check on NPU", "Changes"]
     log = (final / "msFmkTranspltlog.txt").read_text()
     assert "train.py:4 [TP201] MODIFY .cuda(...) -> .npu(...) (heuristic)" in log
     assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".")], (

@@ -100,16 +100,89 @@ def test_derive_script_reproduces_shipped_support_data() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_log_lists_changes_before_the_uses_to_check(tmp_path: Path) -> None:
+def test_log_lists_what_will_not_run_then_changes_then_the_uses_to_check(tmp_path: Path) -> None:
     from ms_fmk_transplt.run import LOG_NAME, Options, convert_project
 
     source = tmp_path / "proj"
     source.mkdir()
     (source / "a.py").write_text(
-        "import torch\nz = torch.zeros(2)\nx = torch.jit.load('m.pt')\ny = z.cuda()\n"
+        "import torch\nz = torch.zeros(2)\nx = torch.jit.load('m.pt')\ny = z.cuda()\ns = z.to_sparse()\n"
+        "torch.backends.cudnn.benchmark = True\n"
     )
     run = convert_project(Options(source=source, output=tmp_path / "out", use_cache=False))
     log = (Path(run.output_root) / LOG_NAME).read_text()
-    changes, checks = log.split("== changes ==\n")[1].split("== to check on the NPU")
-    assert "MODIFY" in changes and "CHECK" not in changes
-    assert "CHECK torch.jit.load is not verified" in checks.split("== skipped files ==")[0]
+    head, rest = log.split("== will not run on the NPU as written")
+    blocking, rest = rest.split("== changes ==\n")
+    changes, checks = rest.split("== to check on the NPU")
+    assert "unsupported APIs: 1 API in 1 place" in head
+    assert "a.py:5 [TP901] UNSUPPORTED torch.Tensor.to_sparse is unsupported" in blocking
+    assert "a.py:6 [TP701] NO-EFFECT torch.backends.cudnn has no effect" in blocking
+    assert "MODIFY" in changes and "NOT-VERIFIED" not in changes and "UNSUPPORTED" not in changes
+    assert "NOT-VERIFIED torch.jit.load is not verified" in checks.split("== skipped files ==")[0]
+    assert "torch.Tensor.cuda" not in log  # classified as converted: x.npu()
+
+
+def test_advice_is_the_rules_own_per_api(builtin_tables) -> None:
+    source = (
+        "import torch\nfrom torch.distributed.tensor.parallel import parallelize_module\n"
+        "m = torch.nn.DataParallel(net)\np = parallelize_module(m, mesh, plan)\n"
+        "r = torch.nn.RNN(4, 4)\ns = x.to_sparse()\nv = torch.var_mean(x)\n"
+        "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\no = FSDP.optim_state_dict(m, opt)\n"
+    )
+    _, result = convert_text(source, builtin_tables)
+    advice = {f.api: f.suggestion for f in result.findings if f.support is Support.UNSUPPORTED}
+    assert set(advice) == {
+        "torch.nn.DataParallel",
+        "torch.distributed.tensor.parallel.parallelize_module",
+        "torch.nn.RNN",
+        "torch.Tensor.to_sparse",
+        "torch.var_mean",
+        "torch.distributed.fsdp.FullyShardedDataParallel.optim_state_dict",
+    }
+    assert len(set(advice.values())) == len(advice), "one sentence for all"
+    assert "DistributedDataParallel" in advice["torch.nn.DataParallel"]
+    assert "2.12.0" in advice["torch.distributed.tensor.parallel.parallelize_module"]  # {release} filled
+    assert ".cpu()" in advice["torch.Tensor.to_sparse"]
+
+
+def test_advice_names_must_be_dotted(tmp_path: Path) -> None:
+    from ms_fmk_transplt.rules import RuleFileError, load_rule_file
+
+    path = tmp_path / "rules.json"
+    path.write_text(
+        '{"rules": {"ApiSupportRule": [{"id": "U901", "source": "api_support", "advice": {"torch..x": "y"}}]}}'
+    )
+    with pytest.raises(RuleFileError) as info:
+        load_rule_file(path)
+    assert str(info.value) == (
+        f"{path}: /rules/ApiSupportRule/0/advice/torch..x: 'torch..x' is not a valid dotted name"
+        " (identifiers joined by '.')"
+    )
+
+
+def test_an_api_backed_by_an_npu_kernel_is_supported_and_counted(builtin_tables) -> None:
+    _, result = convert_text("import torch\ny = torch.relu(x)\nz = torch.special.erfcx(x)\n", builtin_tables)
+    (doubt,) = result.findings
+    assert (doubt.api, doubt.support) == ("torch.special.erfcx", Support.NOT_VERIFIED)
+    assert doubt.source == "no list entry; aten::special_erfcx has no NPU kernel of its own"
+    assert result.supported_by_kernel == 1  # torch.relu: aten::relu has an NPU kernel
+    old = compile_rules(load_rules(), release="2.1.0")
+    assert "relu" in old.aten_ops and old.aten_ops != builtin_tables.aten_ops
+
+
+def test_the_converted_name_is_classified_never_the_old_one(builtin_tables) -> None:
+    source = "import torch\nx = y.cuda()\ntorch.cuda.synchronize()\nn = torch.cuda.device_count()\n"
+    converted, result = convert_text(source, builtin_tables)
+    assert "y.npu()" in converted
+    apis = {f.api for f in result.findings if f.support is not None}
+    assert not {a for a in apis if "cuda" in a}
+    assert result.supported >= 2  # torch.npu.synchronize, torch.npu.device_count
+
+
+def test_a_dtype_the_code_shows_outside_a_partial_list_is_its_own_status(builtin_tables) -> None:
+    source = "import torch\na = torch.matmul(x.double(), y)\nb = torch.matmul(x.half(), y)\n"
+    _, result = convert_text(source, builtin_tables)
+    found = [(f.start_line, f.api, f.support) for f in result.findings if f.api == "torch.matmul"]
+    assert found == [(2, "torch.matmul", Support.DTYPE), (3, "torch.matmul", Support.PARTIAL)]
+    dtype = next(f for f in result.findings if f.support is Support.DTYPE)
+    assert dtype.operation is Operation.CHECK and "used with fp64" in dtype.message

@@ -1,8 +1,9 @@
 """Derive the converter's package data from the Ascend support data in ../shared/ascend-data.
 
 Run from the repository root:  python tools/derive_converter_data.py [--source DIR]
-Writes ms_fmk_transplt/data/ascend_api.json. The output records, for every list, the file it
-came from and the upstream `repository@commit:path` sources named in that file's rows or README.
+Writes ms_fmk_transplt/data/ascend_api.json: per release the torch.npu surface, the API support
+verdicts and the ATen operators torch_npu has an NPU kernel for (overloads folded into one name),
+plus the CUDA -> NPU mappings. The output records, for every list, the file it came from and the upstream `repository@commit:path` sources named in that file's rows or README.
 """
 
 from __future__ import annotations
@@ -26,6 +27,16 @@ NATIVE_SUPPORT = {
     "2.7.1": "pytorch_native_api_support_2.7.1.csv",
     "2.12.0": "pytorch_native_api_support_2.12.0.csv",
 }
+# PyTorch version -> the ATen operator list of the torch_npu release paired with it
+ATEN_OPS = {
+    "2.1.0": "npu_aten_ops_torch2.1.0_torchnpu6.0.0.txt",
+    "2.7.1": "npu_aten_ops_torch2.7.1_torchnpu26.1.0.txt",
+    "2.12.0": "npu_aten_ops_torch2.12.0_torchnpu26.1.0.txt",
+}
+ATEN_SOURCE = (
+    "op-plugin op_plugin_functions.yaml (official/quant/autograd) and torch_npu npu_native_functions.yaml"
+    " `supported:`, per the ascend-data README"
+)
 MSFT_SUPPORT = {
     "2.1.0": "msfmktransplt_api_support_2.1.0.csv",
     "2.7.1": "msfmktransplt_api_support_2.7.1.csv",
@@ -44,6 +55,11 @@ def _lines(path: Path) -> list[str]:
 def _rows(path: Path) -> list[dict[str, str]]:
     with path.open(newline="", encoding="utf-8") as handle:
         return list(csv.DictReader(handle))
+
+
+def _aten_names(path: Path) -> list[str]:
+    """The operator names of an `name.overload` list, overloads folded: which ops have a kernel."""
+    return sorted({line.split(".", 1)[0] for line in _lines(path)})
 
 
 def _sources(rows: list[dict[str, str]]) -> list[str]:
@@ -91,8 +107,10 @@ def derive(source: Path) -> dict:
         amp_file = module_dir / f"torch_npu_npu_amp_all_{tag}.txt"
         support_rows = _rows(source / "api_support" / NATIVE_SUPPORT[version])
         msft_rows = _rows(source / "api_support" / MSFT_SUPPORT[version]) if version in MSFT_SUPPORT else []
+        aten_file = source / "aten_ops" / ATEN_OPS[version]
         releases[version] = {
             "torch_npu": npu_release,
+            "aten_ops": _aten_names(aten_file),
             "torch.npu": sorted(set(_lines(npu_file))),
             "torch.npu.amp": sorted(set(_lines(amp_file))),
             "support": _classify(api_support=support_rows, msfmktransplt_support=msft_rows),
@@ -107,6 +125,7 @@ def derive(source: Path) -> dict:
                     *_sources(support_rows),
                 ],
                 "support": ["api_support then msfmktransplt_support: the first definite verdict"],
+                "aten_ops": [f"ascend-data/aten_ops/{aten_file.name}", ATEN_SOURCE],
                 "msfmktransplt_support": (
                     [f"ascend-data/api_support/{MSFT_SUPPORT[version]}", *_sources(msft_rows)]
                     if msft_rows

@@ -7,6 +7,7 @@ import codecs
 import re
 import traceback
 import warnings
+from typing import TypedDict
 
 import libcst as cst
 
@@ -136,8 +137,20 @@ def _convert(path: str, data: bytes, tables: Tables) -> FileResult:
             )
         output = restored
     if output == data:
-        return FileResult(path, Status.UNCHANGED, findings=findings, supported=converter.supported)
-    return FileResult(path, Status.CONVERTED, findings=findings, output=output, supported=converter.supported)
+        return FileResult(path, Status.UNCHANGED, findings=findings, **counted(converter))
+    return FileResult(path, Status.CONVERTED, findings=findings, output=output, **counted(converter))
+
+
+class Counted(TypedDict):
+    """The API uses a file's result counts instead of listing them."""
+
+    supported: int  # by a list
+    supported_by_kernel: int  # by an NPU kernel alone
+
+
+def counted(converter: Converter) -> Counted:
+    """The API uses counted, not listed: supported by a list, and by an NPU kernel alone."""
+    return {"supported": converter.support.supported, "supported_by_kernel": converter.support.by_kernel}
 
 
 def edited(converter: Converter) -> bool:
@@ -198,6 +211,7 @@ def _place(module: cst.Module, converter: Converter) -> tuple[Finding, ...]:
                 support=item.support or (Support.UNSUPPORTED if unsupported else None),
                 dtypes=item.dtypes,
                 suggestion=item.suggestion,
+                source=item.source,
             )
         )
     findings.sort(key=lambda f: (f.start_line, f.column, f.end_line, f.rule_id))

@@ -1,10 +1,8 @@
-"""Finding messages composed in one place: a verdict, then what to do, never saying a thing twice."""
+"""Finding messages joined without saying a thing twice (the support verdicts are worded in engine/support.py)."""
 
 from __future__ import annotations
 
 import re
-
-from ms_fmk_transplt.model import Support
 
 _WORD = re.compile(r"[a-z0-9_.]+")
 
@@ -30,21 +28,3 @@ def join_clauses(*parts: str) -> str:
             kept.append(clause)
             seen.update(words)
     return "; ".join(kept)
-
-
-def support_message(api: str, support: Support, dtypes: str, release: str) -> tuple[str, str]:
-    """(message, suggestion) for one classified use of `api` in the given PyTorch release's lists."""
-    where = f"PyTorch {release} support list"
-    if support is Support.UNSUPPORTED:
-        return (
-            f"{api} is unsupported on Ascend ({where})",
-            "run it on the CPU (.cpu() in, .npu() out) or replace it",
-        )
-    if support is Support.PARTIAL:
-        if dtypes:
-            return f"{api} is partially supported on Ascend ({where})", f"use it with {dtypes} only"
-        return (
-            f"{api} is partially supported on Ascend ({where})",
-            "the list gives no dtypes: check the Ascend API documentation for its limits",
-        )
-    return f"{api} is not verified on Ascend (absent from the {where})", "test it on the NPU"

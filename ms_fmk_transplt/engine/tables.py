@@ -83,6 +83,8 @@ class Tables:
     tensor_methods: dict[str, SupportEntry] = field(default_factory=dict)
     support_rule: Rule | None = None  # the rule that reports names absent from every list
     npu_members: frozenset[str] = frozenset()  # torch.npu's public names in the release
+    aten_ops: frozenset[str] = frozenset()  # ATen operators with an NPU kernel in the release
+    support_advice: dict[str, str] = field(default_factory=dict)  # API name or dotted prefix -> advice
     release: str = ""
 
     def lookup(self, name: str) -> Match | None:

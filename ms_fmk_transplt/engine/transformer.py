@@ -26,9 +26,10 @@ from ms_fmk_transplt.engine.imports import (
     plan_imports,
     strip_last_comma,
 )
-from ms_fmk_transplt.engine.messages import join_clauses, support_message
+from ms_fmk_transplt.engine.messages import join_clauses
 from ms_fmk_transplt.engine.names import alias_table, build_dotted, dotted, iter_imports
 from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.engine.support import SupportClassifier, converted_name
 from ms_fmk_transplt.engine.tables import Match, Tables
 from ms_fmk_transplt.engine.walk import NodeIndex
 from ms_fmk_transplt.model import Operation, Support
@@ -51,6 +52,7 @@ class Pending:
     support: Support | None = None
     dtypes: str = ""
     suggestion: str = ""  # what to do instead
+    source: str = ""  # what decided the support status
 
 
 def _asname(alias: cst.ImportAlias) -> str | None:
@@ -128,10 +130,8 @@ class Converter(cst.CSTTransformer):
         # `self.is_cuda = ...`: an attribute the file assigns is the user's, never Tensor.is_cuda
         # (object as code, attribute)
         self.assigned_attributes = _assigned_attributes(nodes) if tables.attributes else set()
-        # support classification: which references are invoked (called, decorating, subclassed)
-        self._invoked: set[int] = set()
-        self._annotation_depth = 0
-        self.supported = 0  # uses the release lists as supported
+        # support classification (engine/support.py): told what is invoked, asked about each use
+        self.support = SupportClassifier(tables, self.qualify)
         # tensor methods are matched by name only in files that import torch themselves
         self._imports_torch = any(
             q == root or q.startswith(root + ".")
@@ -194,7 +194,7 @@ class Converter(cst.CSTTransformer):
                 join_clauses(text, suggestion),
                 noop=noop,
                 api=api or (what if _DOTTED.fullmatch(what) else ""),
-                support=None if noop else Support.UNSUPPORTED,
+                support=Support.NO_EFFECT if noop else Support.UNSUPPORTED,
                 suggestion=suggestion,
             )
         )
@@ -215,54 +215,39 @@ class Converter(cst.CSTTransformer):
         """Above zero inside an argument that takes a device (hooks.Site)."""
         return self._device_depth
 
-    # ---- support classification ------------------------------------------------------------
-    def classify(self, node: cst.CSTNode, name: str, heuristic: bool = False) -> None:
-        """Classify one use of API `name` against the release's lists (see ApiSupportRule)."""
-        rule = self.t.support_rule
-        if rule is None or self._annotation_depth:
+    # ---- support classification (engine/support.py) -------------------------------------------
+    def classify(
+        self, node: cst.CSTNode, name: str | None, heuristic: bool = False, rewritten: bool = False
+    ) -> None:
+        """Ask the classifier about one use of API `name` (None: reported by a rule, nothing to ask)."""
+        verdict = self.support.classify(node, name, rewritten) if name else None
+        if verdict is None:
             return
-        entry = self.t.support.get(name)
-        if entry is None and name.startswith(("torch.npu.", "torch_npu.npu.")):
-            member = name.split(".npu.", 1)[1]
-            entry = self.t.support.get("torch.cuda." + member)
-            if entry is None and member.split(".", 1)[0] in self.t.npu_members:
-                self.supported += 1
-                return
-        if entry is None:
-            # an unlisted reference that is not invoked (a dtype such as torch.float32) is no API use
-            if id(node) not in self._invoked or not name.startswith(("torch.", "torch_npu.")):
-                return
-            support, dtypes = Support.NOT_VERIFIED, ""
-        else:
-            if entry.support is Support.SUPPORTED:
-                self.supported += 1
-                return
-            rule, support, dtypes = entry.rule, entry.support, entry.dtypes
-        message, suggestion = support_message(name, support, dtypes, self.t.release)
         self.pending.append(
             Pending(
                 node,
-                rule,
-                Operation.UNSUPPORTED if support is Support.UNSUPPORTED else Operation.CHECK,
-                join_clauses(message, suggestion),
+                verdict.rule,
+                Operation.CHECK if verdict.support in _CHECKS else Operation.UNSUPPORTED,
+                join_clauses(verdict.message, verdict.suggestion),
                 heuristic=heuristic,
-                api=name,
-                support=support,
-                dtypes=dtypes,
-                suggestion=suggestion,
+                api=name or "",
+                support=verdict.support,
+                dtypes=verdict.dtypes,
+                suggestion=verdict.suggestion,
+                source=verdict.source,
             )
         )
 
     def visit_Decorator(self, node: cst.Decorator) -> bool:
-        self._invoked.add(id(node.decorator))
+        self.support.invoked(node.decorator)
         return True
 
     def visit_Annotation(self, node: cst.Annotation) -> bool:
-        self._annotation_depth += 1
+        self.support.enter_annotation()
         return True
 
     def leave_Annotation(self, original_node: cst.Annotation, updated_node: cst.Annotation):
-        self._annotation_depth -= 1
+        self.support.leave_annotation()
         return updated_node
 
     def _report_match(self, node: cst.CSTNode, match: Match) -> None:
@@ -314,7 +299,7 @@ class Converter(cst.CSTTransformer):
         )
         positional = [a for a in node.args if a.keyword is None]
         self._call_funcs.add(id(func))
-        self._invoked.add(id(func))
+        self.support.called(node)
         # code nested in a message's arguments is still code: print(torch.zeros(2, device="cuda"))
         self._quiet_saved.append(self._quiet_depth)
         if name not in _MESSAGE_CONTINUES:
@@ -548,7 +533,8 @@ class Converter(cst.CSTTransformer):
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         self._not_loads.add(id(node.name))
-        self._invoked.update(id(base.value) for base in node.bases)
+        for base in node.bases:
+            self.support.invoked(base.value)
         return True
 
     def visit_Import(self, node: cst.Import) -> bool:
@@ -564,8 +550,7 @@ class Converter(cst.CSTTransformer):
             qualified = self.aliases.get(original_node.value)
             if qualified is not None and qualified.startswith(("torch.", "torch_npu.")):
                 match = self.t.lookup(qualified)
-                if match is None or match.new is not None:
-                    self.classify(original_node, qualified)
+                self.classify(original_node, converted_name(qualified, match), rewritten=match is not None)
         function = self.function_renames.get(original_node.value)
         if function is not None and id(original_node) not in self._not_loads:
             new_name, rule = function
@@ -597,8 +582,8 @@ class Converter(cst.CSTTransformer):
             return updated_node
         name = self.qualify(original_node)
         match = self.t.lookup(name) if name else None
-        if name and (match is None or match.new is not None):
-            self.classify(original_node, name)
+        if name:
+            self.classify(original_node, converted_name(name, match), rewritten=match is not None)
         if name and self.t.needs_module and not self.uses_needed_api:
             self.uses_needed_api = any(name == n or name.startswith(n + ".") for n in self.t.needs_module)
         if match is None and self.t.functions and id(original_node) not in self._call_funcs:
@@ -676,14 +661,14 @@ class Converter(cst.CSTTransformer):
         name = self.qualify(func)
         resolved = name is not None and self.t.lookup(name) is not None
         result = updated_node
-        if (
-            name is None
-            and self._imports_torch
-            and isinstance(func, cst.Attribute)
-            and func.attr.value in self.t.tensor_methods
-            and not isinstance(func.value, _LITERALS)
-        ):
-            self.classify(original_node, f"torch.Tensor.{func.attr.value}", heuristic=True)
+        if name is None and self._imports_torch and isinstance(func, cst.Attribute):
+            # classified as converted: x.cuda() is about to be x.npu()
+            method = func.attr.value
+            renamed = self.t.methods.get(method)
+            if renamed is not None and renamed.new is not None and method not in self.bindings.defined:
+                method = renamed.new
+            if method in self.t.tensor_methods and not isinstance(func.value, _LITERALS):
+                self.classify(original_node, f"torch.Tensor.{method}", heuristic=True)
         if isinstance(func, cst.Attribute) and not resolved and isinstance(updated_node.func, cst.Attribute):
             entry = self.t.methods.get(func.attr.value)
             if entry is not None and entry.new is not None and func.attr.value in self.bindings.defined:
@@ -971,6 +956,8 @@ _ENV_CALLS = frozenset(
     }
 )
 
+
+_CHECKS = (Support.PARTIAL, Support.NOT_VERIFIED, Support.DTYPE)  # nothing changed; --strict ignores them
 
 # receivers that are never tensors: "a,b".split(",") is str.split
 _LITERALS = (

@@ -24,13 +24,21 @@ FIELDS = [
     "status",
     "supported_dtypes",
     "suggestion",
+    "source",
     "message",
     "heuristic",
     "suppressed",
     "baselined",
 ]
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-_LEVEL = {Support.UNSUPPORTED: "error", Support.PARTIAL: "warning", Support.NOT_VERIFIED: "note"}
+# what will not run is an error, what runs but not as meant a warning, what to check a note
+_LEVEL = {
+    Support.UNSUPPORTED: "error",
+    Support.DTYPE: "warning",
+    Support.NO_EFFECT: "warning",
+    Support.PARTIAL: "note",
+    Support.NOT_VERIFIED: "note",
+}
 
 
 def _row(issue: Issue) -> dict:
@@ -45,6 +53,7 @@ def _row(issue: Issue) -> dict:
         "status": issue.status.value,
         "supported_dtypes": f.dtypes,
         "suggestion": f.suggestion,
+        "source": f.source or f"rule {f.rule_id}",
         "message": f.message,
         "heuristic": f.heuristic,
         "suppressed": f.suppressed,
@@ -111,7 +120,12 @@ def issues_sarif(run: RunResult, found: list[Issue]) -> bytes:
                     }
                 }
             ],
-            "properties": {"status": issue.status.value, "api": f.api, "heuristic": f.heuristic},
+            "properties": {
+                "status": issue.status.value,
+                "api": f.api,
+                "heuristic": f.heuristic,
+                "source": f.source or f"rule {f.rule_id}",
+            },
         }
         if f.fingerprint:
             result["partialFingerprints"] = {"msFmkTranspltLine/v1": f.fingerprint}

@@ -8,7 +8,9 @@ import json
 from collections import Counter
 
 from ms_fmk_transplt import __version__
-from ms_fmk_transplt.model import Operation, RunResult, Status
+from ms_fmk_transplt.analysis import issues, status_of
+from ms_fmk_transplt.model import Finding, Operation, RunResult, Status
+from ms_fmk_transplt.reports.summary import blocking, checks, headline
 
 CSV_HEADER = ["File", "Start Line", "End Line", "Operation Type", "Message", "Rule"]
 
@@ -20,6 +22,8 @@ def totals(run: RunResult) -> dict[str, int]:
         counts[f"files_{result.status.value}"] += 1
         if result.supported:  # supported API uses are counted, never listed
             counts["api_uses_supported"] += result.supported
+        if result.supported_by_kernel:
+            counts["api_uses_supported_by_kernel"] += result.supported_by_kernel
         for finding in result.findings:
             counts[f"findings_{finding.operation.value.lower()}"] += 1
     counts["files_python"] = sum(counts[f"files_{s}"] for s in ("converted", "unchanged", "failed"))
@@ -27,24 +31,30 @@ def totals(run: RunResult) -> dict[str, int]:
 
 
 def log_text(run: RunResult) -> bytes:
-    """The human log: every change, the uses to check on the NPU, skipped and failed files, totals."""
+    """The human log: what will not run on the NPU first, then every change, then the uses to check
+    (each issue with the status every other report gives it), skipped and failed files, totals."""
+    found = issues(run)
     out = io.StringIO()
     out.write(f"ms_fmk_transplt {__version__}\n")
     out.write(f"input:   {run.input_root}\noutput:  {run.output_root}\n")
     out.write(f"release: Ascend data for PyTorch {run.release}\n")
     out.write(f"rules:   built-in{''.join(', ' + r for r in run.rule_files)}\n\n")
-    # what the conversion did or could not do first; the classification's "check it on the NPU"
-    # notes (one per partially supported or unlisted API use) after, so they never bury a change
-    for title, checks in (("changes", False), ("to check on the NPU (partial or not verified)", True)):
-        out.write(f"== {title} ==\n")
-        for result in run.files:
-            for f in result.findings:
-                if (f.operation is Operation.CHECK) is not checks:
-                    continue
-                lines = f"{f.start_line}" if f.start_line == f.end_line else f"{f.start_line}-{f.end_line}"
-                note = " (heuristic)" if f.heuristic else ""
-                out.write(f"{result.path}:{lines} [{f.rule_id}] {f.operation.value} {f.message}{note}\n")
-        out.write("\n" if not checks else "")
+    out.write("== summary ==\n")
+    for item, said in headline(run, found):
+        out.write(f"{item}: {said}\n" if item else f"  {said}\n")
+    out.write("\n== will not run on the NPU as written (unsupported, unsupported-dtype, no-effect) ==\n")
+    for issue in blocking(found):
+        out.write(_line(issue.path, issue.finding, issue.status.value))
+    # the changes before the classification's "check it on the NPU" notes (one per partially
+    # supported or unlisted API use), so that those never bury a change
+    out.write("\n== changes ==\n")
+    for result in run.files:
+        for f in result.findings:
+            if f.operation not in (Operation.UNSUPPORTED, Operation.CHECK):
+                out.write(_line(result.path, f, f.operation.value))
+    out.write("\n== to check on the NPU (partial or not verified) ==\n")
+    for issue in checks(found):
+        out.write(_line(issue.path, issue.finding, issue.status.value))
     out.write("\n== skipped files ==\n")
     for result in run.files:
         if result.status is Status.SKIPPED:
@@ -60,6 +70,13 @@ def log_text(run: RunResult) -> bytes:
         out.write(f"{key}: {value}\n")
     out.write(f"seconds: {run.seconds:.2f}\n")
     return out.getvalue().encode()
+
+
+def _line(path: str, f: Finding, what: str) -> str:
+    """`path:lines [rule] WHAT message`: WHAT is a change's operation or an issue's status."""
+    lines = f"{f.start_line}" if f.start_line == f.end_line else f"{f.start_line}-{f.end_line}"
+    note = " (heuristic)" if f.heuristic else ""
+    return f"{path}:{lines} [{f.rule_id}] {what.upper()} {f.message}{note}\n"
 
 
 def change_list_csv(run: RunResult) -> bytes:
@@ -96,6 +113,7 @@ def summary_json(run: RunResult) -> bytes:
                         "end_line": f.end_line,
                         "message": f.message,
                         "heuristic": f.heuristic,
+                        **({"status": status.value} if (status := status_of(f)) is not None else {}),
                     }
                     for f in r.findings
                 ],

@@ -1,4 +1,4 @@
-"""unsupported_op.xlsx: what Ascend cannot run, for people."""
+"""unsupported_op.xlsx: what Ascend cannot run first, what to check per API after, for people."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from ms_fmk_transplt.model import Operation, RunResult, Status
+from ms_fmk_transplt.reports.summary import blocking, by_api, headline
 from ms_fmk_transplt.reports.text import totals
 
 if TYPE_CHECKING:
@@ -83,71 +84,59 @@ def _text(value: Any) -> Any:
     return str(value)
 
 
+UNSUPPORTED_HEADER = [
+    "File",
+    "Line",
+    "Column",
+    "API",
+    "Status",
+    "What to do",
+    "Decided by",
+    "Rule",
+    "Heuristic",
+    "Message",
+    "Suppressed",
+]
+CHECK_HEADER = [
+    "API",
+    "Status",
+    "Supported dtypes",
+    "Uses",
+    "Files",
+    "First use",
+    "Decided by",
+    "What to do",
+    "Rule",
+    "Heuristic uses",
+]
+RUNTIME_HEADER = ["Op", "Calls", "Status", "Unsupported dtypes", "First call site"]
+CHANGES_HEADER = ["File", "Start Line", "End Line", "Operation", "Rule", "Message", "Heuristic"]
+
+
 def unsupported_xlsx(run: RunResult) -> bytes:
-    """Sheets: Unsupported (one row per issue), Changes (every rewrite), Summary (counts, release, input)."""
+    """Sheets: Summary (read first), Unsupported (what will not run, one row per use, by file and
+    line), Check on NPU (partial and not verified, one row per API), Changes (every rewrite), and
+    Runtime ops when a runtime operator-check report was merged in."""
     from ms_fmk_transplt import __version__
     from ms_fmk_transplt.analysis import issues
 
     found = issues(run)
     workbook = _openpyxl().Workbook(write_only=True)
-    _sheet(
-        workbook,
-        "Unsupported",
-        [
-            "File",
-            "Line",
-            "Column",
-            "API",
-            "Status",
-            "Supported dtypes",
-            "Suggestion",
-            "Rule",
-            "Heuristic",
-            "Message",
-            "Suppressed",
-        ],
-        [
-            (
-                i.path,
-                i.finding.start_line,
-                i.finding.column or 1,
-                i.finding.api,
-                i.status.value,
-                i.finding.dtypes,
-                i.finding.suggestion,
-                i.finding.rule_id,
-                i.finding.heuristic,
-                i.finding.message,
-                i.finding.suppressed,
-            )
-            for i in found
-        ],
-    )
-    changes = [
-        (r.path, f.start_line, f.end_line, f.operation.value, f.rule_id, f.message, f.heuristic)
-        for r in run.files
-        for f in r.findings
-        if f.operation is not Operation.UNSUPPORTED
-    ]
-    _sheet(
-        workbook,
-        "Changes",
-        ["File", "Start Line", "End Line", "Operation", "Rule", "Message", "Heuristic"],
-        changes,
-    )
-    by_status = Counter(i.status.value for i in found)
-    by_file = Counter(i.path for i in found)
-    summary: list[tuple[str, Any]] = [
+    where = {"reports in": run.output_root} if run.output_root else {}
+    summary: list[tuple[str, Any]] = list(headline(run, found, where))
+    summary += [
         ("tool", f"ms_fmk_transplt {__version__}"),
         ("input", run.input_root),
         ("release", f"Ascend data for PyTorch {run.release}"),
     ]
+    by_status = Counter(i.status.value for i in found)
     summary += [(f"issues {status}", count) for status, count in sorted(by_status.items())]
     summary += [
         (f"files {key.removeprefix('files_')}", n)
         for key, n in totals(run).items()
         if key.startswith("files_")
     ]
+    by_file = Counter(i.path for i in found)
     summary += [(f"issues in {path}", count) for path, count in sorted(by_file.items())]
     summary += [
         (f"not converted: {r.path}", r.reason)
@@ -155,6 +144,61 @@ def unsupported_xlsx(run: RunResult) -> bytes:
         if r.status in (Status.FAILED, Status.SKIPPED)
     ]
     _sheet(workbook, "Summary", ["Item", "Value"], summary)
+    _sheet(
+        workbook,
+        "Unsupported",
+        UNSUPPORTED_HEADER,
+        [
+            (
+                i.path,
+                i.finding.start_line,
+                i.finding.column or 1,
+                i.finding.api,
+                i.status.value,
+                i.finding.suggestion,
+                i.finding.source or f"rule {i.finding.rule_id}",
+                i.finding.rule_id,
+                i.finding.heuristic,
+                i.finding.message,
+                i.finding.suppressed,
+            )
+            for i in blocking(found)
+        ],
+    )
+    _sheet(
+        workbook,
+        "Check on NPU",
+        CHECK_HEADER,
+        [
+            (
+                row.api,
+                row.status.value,
+                row.dtypes,
+                row.uses,
+                ", ".join(row.files),
+                row.first,
+                row.source,
+                row.suggestion,
+                row.rule,
+                row.heuristic,
+            )
+            for row in by_api(found)
+        ],
+    )
+    changes = [
+        (r.path, f.start_line, f.end_line, f.operation.value, f.rule_id, f.message, f.heuristic)
+        for r in run.files
+        for f in r.findings
+        if f.operation not in (Operation.UNSUPPORTED, Operation.CHECK)
+    ]
+    _sheet(workbook, "Changes", CHANGES_HEADER, changes)
+    if run.runtime_ops:  # the simulated NPU's run-time evidence beside the static findings
+        _sheet(
+            workbook,
+            "Runtime ops",
+            RUNTIME_HEADER,
+            [(o.op, o.count, o.status, o.unsupported_dtypes, o.first_call_site) for o in run.runtime_ops],
+        )
     buffer = io.BytesIO()
     workbook.save(buffer)
     return buffer.getvalue()

@@ -5,12 +5,17 @@ selects one. A qualified name that resolves through the file's imports (`torch.X
 `nn.Conv2d`, `torch.Tensor.mode` written out) is looked up exactly; a method call `x.name()` whose
 receiver is not an import is matched by name against the `torch.Tensor.*` entries (heuristic).
 Statuses: unsupported, partial (with the dtypes the docs list), supported (counted only), and
-not-verified (called, but absent from every list: not the same as unsupported). The rule whose
-`source` list gave the verdict reports it; the first rule reports names no list holds.
+not-verified (called, absent from every list and without an NPU kernel for the ATen operator of
+the same name: not the same as unsupported), and unsupported-dtype (a partial API whose call shows
+a dtype the list leaves out). The rule whose `source` list gave the verdict reports it; the first
+rule reports names no list holds. `advice` maps an API name, or a dotted prefix of names, to what
+to do instead; it replaces the generic sentence for unsupported and not-verified uses and follows
+the dtypes of partial ones.
 
-Code: name tables `Tables.support`, `Tables.tensor_methods`; applied by engine/transformer.py `classify`.
+Code: name tables `Tables.support`, `tensor_methods`, `aten_ops`, `support_advice`; applied by engine/support.py.
 """
 
+from ms_fmk_transplt.rules import checks
 from ms_fmk_transplt.rules.registry import kind
 
 _STATUSES = {"unsupported", "partial", "supported"}
@@ -23,11 +28,20 @@ _STATUSES = {"unsupported", "partial", "supported"}
         "properties": {
             "source": {"enum": ["api_support", "msfmktransplt_support"]},
             "prefix": {"type": "string"},
+            "advice": {"type": "object", "additionalProperties": {"type": "string", "minLength": 1}},
         },
     },
     message="{old} is {status} on the NPU",
 )
 class ApiSupportRule:
+    @staticmethod
+    def check(entry):
+        return [
+            (f"advice/{name}", problem)
+            for name in entry.get("advice", {})
+            if (problem := checks.dotted_name(name))
+        ]
+
     @staticmethod
     def summary(entry):
         return f"classify torch API uses by the release's {entry['source']} list"
@@ -46,6 +60,9 @@ class ApiSupportRule:
         by_source = {rule.params["source"]: rule for rule in rules}
         tables.support_rule = rules[0]
         tables.npu_members = frozenset(release["torch.npu"])
+        tables.aten_ops = frozenset(release.get("aten_ops", ()))
+        for rule in rules:
+            tables.support_advice.update(rule.params.get("advice", {}))
         for name, (status, dtypes, source) in release["support"].items():
             rule = by_source.get(source)
             if rule is None or status not in _STATUSES:

@@ -1,0 +1,142 @@
+"""Every report lists the same findings with the same statuses: the log, the xlsx (Unsupported per
+use, Check on NPU per API), report.json, and the issues as JSON, CSV and SARIF; read back from the
+bytes each writer produced, on the fixtures, on sample_models and (slow, when present) on
+pytorch/examples. No row names an API the tool rewrote."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+from collections import Counter
+from pathlib import Path
+
+import jsonschema
+import openpyxl
+import pytest
+
+from ms_fmk_transplt import analysis
+from ms_fmk_transplt.model import RunResult
+from ms_fmk_transplt.reports.findings import FORMATS
+from ms_fmk_transplt.run import LOG_NAME, Options, convert_project
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-2.1.0-rtm.5.json").read_text())
+# where the benches keep pytorch/examples (bench/README.md); PYTORCH_EXAMPLES points elsewhere
+EXAMPLES = Path(os.environ.get("PYTORCH_EXAMPLES", "/tmp/pytorch_examples"))
+_LOG_LINE = re.compile(r"^(.+?):(\d+)(?:-\d+)? \[(\w+)\] (\S+) ")
+_BLOCKING = ("unsupported", "unsupported-dtype", "no-effect")
+
+Key = tuple[str, int, str, str]  # file, line, rule, status
+
+
+def _from_log(text: str) -> Counter[Key]:
+    found: Counter[Key] = Counter()
+    section = ""
+    for line in text.splitlines():
+        if line.startswith("== "):
+            section = line
+            continue
+        if line and ("will not run" in section or "to check on the NPU" in section):
+            match = _LOG_LINE.match(line)
+            assert match, line
+            found[(match[1], int(match[2]), match[3], match[4].lower())] += 1
+    return found
+
+
+def _from_issues(run: RunResult, found: list) -> dict[str, Counter[Key]]:
+    as_json = json.loads(FORMATS["json"](run, found))["issues"]
+    as_csv = list(csv.DictReader(io.StringIO(FORMATS["csv"](run, found).decode())))
+    sarif = json.loads(FORMATS["sarif"](run, found))
+    jsonschema.validate(sarif, SCHEMA, cls=jsonschema.Draft4Validator)
+    results = sarif["runs"][0]["results"]
+    return {
+        "json": Counter((i["file"], i["line"], i["rule"], i["status"]) for i in as_json),
+        "csv": Counter((r["file"], int(r["line"]), r["rule"], r["status"]) for r in as_csv),
+        "sarif": Counter(
+            (
+                r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+                r["locations"][0]["physicalLocation"]["region"]["startLine"],
+                r["ruleId"],
+                r["properties"]["status"],
+            )
+            for r in results
+        ),
+    }
+
+
+def _compare_every_format(source: Path, tmp_path: Path) -> RunResult:
+    run = convert_project(Options(source=source, output=tmp_path, use_cache=False))
+    out = Path(run.output_root)
+    found = analysis.issues(run)
+    formats = _from_issues(run, found)
+    formats["log"] = _from_log((out / LOG_NAME).read_text())
+    summary = json.loads((out / "report.json").read_text())
+    formats["report.json"] = Counter(
+        (f["path"], finding["start_line"], finding["rule"], finding["status"])
+        for f in summary["files"]
+        for finding in f["findings"]
+        if "status" in finding
+    )
+    book = openpyxl.load_workbook(out / "unsupported_op.xlsx", read_only=True)
+    assert book.sheetnames == ["Summary", "Unsupported", "Check on NPU", "Changes"]
+    rows = list(book["Unsupported"].iter_rows(min_row=2, values_only=True))
+    unsupported = Counter((r[0], r[1], r[7], r[4]) for r in rows)
+    per_api = {(r[0], r[1]): r[3] for r in book["Check on NPU"].iter_rows(min_row=2, values_only=True)}
+    expected = formats["json"]
+    for name, keys in formats.items():
+        assert keys == expected, f"{name} lists other findings than the JSON report"
+    assert unsupported == Counter({k: n for k, n in expected.items() if k[3] in _BLOCKING})
+    # sorted by file and line: what will not run reads top to bottom
+    assert [(r[0], r[1]) for r in rows] == sorted((r[0], r[1]) for r in rows)
+    checks = Counter(
+        (i.finding.api or i.finding.message, i.status.value) for i in found if not i.status.blocks
+    )
+    assert per_api == dict(checks), "Check on NPU: one row per API, its uses counted"
+    assert len({api for api, _ in per_api}) == len(per_api), "an API on two rows of Check on NPU"
+    _no_row_names_a_rewritten_api(run, found)
+    return run
+
+
+_RENAMED = re.compile(r"^\.?([\w.]+)(?:\(\.\.\.\))? -> ")
+
+
+def _no_row_names_a_rewritten_api(run: RunResult, found: list) -> None:
+    """Per file, the APIs a MODIFY finding rewrote (`torch.cuda.X -> ...`, `.cuda(...) -> ...`)
+    are named by no issue of that file."""
+    for result in run.files:
+        rewritten = set()
+        for f in result.findings:
+            match = _RENAMED.match(f.message) if f.operation.value == "MODIFY" else None
+            if match:
+                old = match[1]
+                rewritten.add(old if "." in old else f"torch.Tensor.{old}")
+        named = {i.finding.api for i in found if i.path == result.path}
+        assert not rewritten & named, f"{result.path}: rewritten yet reported {rewritten & named}"
+
+
+def test_every_format_lists_the_same_findings_on_the_fixtures(tmp_path: Path) -> None:
+    run = _compare_every_format(ROOT / "tests" / "fixtures" / "rules", tmp_path)
+    statuses = {i.status.value for i in analysis.issues(run)}
+    assert statuses >= {"unsupported", "unsupported-dtype", "no-effect", "partial", "not-verified"}
+
+
+def test_every_format_lists_the_same_findings_on_sample_models(tmp_path: Path) -> None:
+    run = _compare_every_format(ROOT / "sample_models", tmp_path)
+    assert analysis.issues(run)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not EXAMPLES.is_dir(), reason=f"pytorch/examples is not at {EXAMPLES}")
+def test_every_format_lists_the_same_findings_on_pytorch_examples(tmp_path: Path) -> None:
+    run = _compare_every_format(EXAMPLES, tmp_path)
+    found = analysis.issues(run)
+    assert "torch.Tensor.cuda" not in {i.finding.api for i in found}
+    blocking = [i for i in found if i.status.blocks]
+    assert 0 < len(blocking) < 100, "the Unsupported sheet holds only what will not run"
+    generic = [
+        i.finding.api for i in blocking if i.finding.suggestion.startswith("run it on the CPU (.cpu() in")
+    ]
+    assert not generic, "advice specific to the API, from the rules"
