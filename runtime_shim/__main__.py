@@ -1,8 +1,9 @@
-"""``python -m runtime_shim [-m module | script.py] ARGS...``: run with the simulated NPU.
+"""``python -m runtime_shim [--transfer-to-npu] [-m module | script.py] ARGS...``: run with the simulated NPU.
 
 The script sees the ``sys.argv``, ``sys.path[0]`` and ``__name__ == "__main__"``
 it would see when run directly; ``torchrun ... -m runtime_shim train.py`` works
-the same way in every worker.
+the same way in every worker. ``--transfer-to-npu`` (or ``TORCH_TRANSFER_TO_NPU=1``) first
+applies ``torch_npu.contrib.transfer_to_npu``, so an unmodified CUDA script runs on the npu.
 """
 
 from __future__ import annotations
@@ -11,12 +12,15 @@ import os
 import runpy
 import sys
 
-USAGE = "usage: python -m runtime_shim [-m module | script.py] [args...]"
+USAGE = "usage: python -m runtime_shim [--transfer-to-npu] [-m module | script.py] [args...]"
 
 
 def main(argv: list[str] | None = None) -> None:
     """Activate the simulated device, then run the target script or module as ``__main__``."""
     args = list(sys.argv[1:] if argv is None else argv)
+    transfer = bool(args) and args[0] == "--transfer-to-npu"
+    if transfer:
+        args = args[1:]
     if not args or args[0] in ("-h", "--help"):
         print(USAGE, file=sys.stderr if not args else sys.stdout)
         raise SystemExit(2 if not args else 0)
@@ -25,6 +29,7 @@ def main(argv: list[str] | None = None) -> None:
 
     if not runtime_shim.activate():
         sys.stderr.write("runtime_shim: a real torch_npu is installed; running without the simulated NPU\n")
+    _transfer_to_npu(transfer)
 
     if args[0] == "-m":
         if len(args) < 2:
@@ -45,6 +50,18 @@ def main(argv: list[str] | None = None) -> None:
     # A directly run script has its own directory first on sys.path.
     sys.path[0] = os.path.dirname(os.path.abspath(script))
     runpy.run_path(script, run_name="__main__")
+
+
+def _transfer_to_npu(flag: bool) -> None:
+    from runtime_shim.torch_npu_stub.contrib import autoload
+
+    try:
+        wanted = flag or autoload.requested()
+    except ValueError as exc:
+        sys.stderr.write(f"runtime_shim: {exc}\n")
+        raise SystemExit(2) from None
+    if wanted:
+        autoload.enable()
 
 
 if __name__ == "__main__":
