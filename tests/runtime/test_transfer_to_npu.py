@@ -26,7 +26,13 @@ def transferred():
         log = transfer.install()
     yield
     log.restore()
-    assert (torch.cuda.is_available, torch.Tensor.to, torch.load, torch.Generator, torch.jit.script) == originals
+    assert (
+        torch.cuda.is_available,
+        torch.Tensor.to,
+        torch.load,
+        torch.Generator,
+        torch.jit.script,
+    ) == originals
     assert not torch.cuda.is_available()
     assert "cuda" in torch.Tensor.cuda.__qualname__ or torch.Tensor.cuda is not torch.Tensor.npu
 
@@ -50,7 +56,18 @@ def test_cuda_devices_are_mapped(value, expected):
 
 @pytest.mark.parametrize(
     "value",
-    ["cpu", "npu:0", "cuda_ckpt.pt", "/data/cuda/model.pt", "my-cuda", "cudas", torch.device("cpu"), 0, True, None],
+    [
+        "cpu",
+        "npu:0",
+        "cuda_ckpt.pt",
+        "/data/cuda/model.pt",
+        "my-cuda",
+        "cudas",
+        torch.device("cpu"),
+        0,
+        True,
+        None,
+    ],
 )
 def test_other_values_are_not_mapped(value):
     assert device_args.map_device(value) is value
@@ -155,7 +172,9 @@ def test_event():
 def test_autocast():
     with torch.autocast("cuda", dtype=torch.bfloat16):
         assert torch.is_autocast_enabled("npu")
-        assert torch.mm(torch.ones(2, 2, device="npu"), torch.ones(2, 2, device="npu")).dtype == torch.bfloat16
+        assert (
+            torch.mm(torch.ones(2, 2, device="npu"), torch.ones(2, 2, device="npu")).dtype == torch.bfloat16
+        )
     with torch.amp.autocast(device_type="cuda", dtype=torch.bfloat16):
         assert torch.is_autocast_enabled("npu")
     with torch.cuda.amp.autocast(dtype=torch.bfloat16):
@@ -265,7 +284,9 @@ def test_single_process_group_nccl_is_hccl():
 def test_single_process_group_twin():
     import torch.distributed as dist
 
-    dist.init_process_group(backend="gloo", store=dist.HashStore(), rank=0, world_size=1, group_name="cuda_group")
+    dist.init_process_group(
+        backend="gloo", store=dist.HashStore(), rank=0, world_size=1, group_name="cuda_group"
+    )
     try:
         assert dist.get_backend() == "gloo"
     finally:
@@ -276,7 +297,9 @@ def test_jit_script_returns_its_argument():
     def f(x):
         return x + 1
 
-    assert torch.jit.script(f) is f
+    with pytest.warns(RuntimeWarning, match=r"torch\.jit\.script\(.*f\) returns it unscripted") as record:
+        assert torch.jit.script(f) is f
+    assert record[0].filename == __file__
     assert torch.jit.script_method(f) is f
     assert torch.jit.trace(f, torch.ones(1)) is not f  # tracing is not patched
 

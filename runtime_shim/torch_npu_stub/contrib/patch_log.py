@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -17,10 +18,20 @@ class PatchLog:
 
     def set(self, owner: Any, name: str, value: Any) -> None:
         """``setattr(owner, name, value)``, remembering the previous value (or its absence)."""
-        self._undo.append((owner, name, owner.__dict__.get(name, _MISSING) if isinstance(owner, type) else getattr(owner, name, _MISSING)))
+        self._undo.append(
+            (
+                owner,
+                name,
+                owner.__dict__.get(name, _MISSING)
+                if isinstance(owner, type)
+                else getattr(owner, name, _MISSING),
+            )
+        )
         setattr(owner, name, value)
 
-    def wrap(self, owner: Any, name: str, wrapper: Callable[[Callable[..., Any]], Callable[..., Any]]) -> bool:
+    def wrap(
+        self, owner: Any, name: str, wrapper: Callable[[Callable[..., Any]], Callable[..., Any]]
+    ) -> bool:
         """Replace ``owner.name`` by ``wrapper(owner.name)``; False (nothing done) if it is absent."""
         original = getattr(owner, name, None)
         if original is None:
@@ -33,10 +44,8 @@ class PatchLog:
         while self._undo:
             owner, name, old = self._undo.pop()
             if old is _MISSING:
-                try:
+                with contextlib.suppress(AttributeError):
                     delattr(owner, name)
-                except AttributeError:
-                    pass
             else:
                 setattr(owner, name, old)
 

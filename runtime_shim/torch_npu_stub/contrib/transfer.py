@@ -30,7 +30,16 @@ TORCH_FUNCTIONS = (
     "empty_quantized", "_pin_memory", "load", "set_default_device",
     "get_device_module", "sparse_compressed_tensor",
 )  # fmt: skip
-TENSOR_METHODS = ("new_empty", "new_empty_strided", "new_full", "new_ones", "new_tensor", "new_zeros", "to", "pin_memory")
+TENSOR_METHODS = (
+    "new_empty",
+    "new_empty_strided",
+    "new_full",
+    "new_ones",
+    "new_tensor",
+    "new_zeros",
+    "to",
+    "pin_memory",
+)
 MODULE_METHODS = ("to", "to_empty")
 #: torch.cuda functions (then torch.npu's) whose device arguments are mapped.
 CUDA_FUNCTIONS = (
@@ -50,12 +59,16 @@ def _devices(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, 
     return map_args(args), map_kwargs(kwargs)
 
 
-def _devices_and_ints(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+def _devices_and_ints(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
     # Tensor.to(0) and Module.to(0) name a device by its index.
     return map_args(args, ints=True), map_kwargs(kwargs, ints=True)
 
 
-def _devices_and_backend(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+def _devices_and_backend(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
     args = tuple(map_backend(a) for a in map_args(args))
     kwargs = map_kwargs(kwargs)
     if "backend" in kwargs:
@@ -83,7 +96,7 @@ class GeneratorProxy(torch.Generator, metaclass=_GeneratorMeta):
     """``torch.Generator`` under transfer_to_npu: a CUDA device argument means the npu."""
 
     def __new__(cls, device: Any = "cpu") -> Any:
-        return super().__new__(cls, map_device(device))
+        return super().__new__(cls, map_device(device))  # type: ignore[call-arg]
 
 
 class EventProxy(torch.Event, metaclass=_GeneratorMeta):
@@ -112,7 +125,9 @@ def patch_torch_cuda(log: PatchLog) -> None:
     log.set(torch.cuda, "DoubleTensor", npu.FloatTensor)
     log.set(torch.cuda, "CUDAGraph", npu.NPUGraph)
     for name in ("_record_memory_history", "_snapshot", "_dump_snapshot"):
-        log.set(torch.cuda.memory, name, getattr(npu.memory, name, _not_simulated(f"torch.cuda.memory.{name}")))
+        log.set(
+            torch.cuda.memory, name, getattr(npu.memory, name, _not_simulated(f"torch.cuda.memory.{name}"))
+        )
 
 
 def _not_simulated(qualname: str) -> Callable[..., Any]:
@@ -168,7 +183,9 @@ def patch_distributed(log: PatchLog) -> None:
     backend_map = dist.Backend.default_device_backend_map
     if "cuda" in backend_map:
         # A default group then has no nccl part: "cuda" tensors are npu tensors.
-        log.set(dist.Backend, "default_device_backend_map", {k: v for k, v in backend_map.items() if k != "cuda"})
+        log.set(
+            dist.Backend, "default_device_backend_map", {k: v for k, v in backend_map.items() if k != "cuda"}
+        )
     log.wrap(device_mesh, "init_device_mesh", devices)
     log.set(dist, "init_device_mesh", device_mesh.init_device_mesh)
     log.wrap(device_mesh.DeviceMesh, "__init__", devices)
@@ -178,7 +195,19 @@ def patch_distributed(log: PatchLog) -> None:
         log.wrap(stage, "build_stage", devices)
 
 
+_scripted_sites: set[tuple[str, int]] = set()
+
+
 def _script(obj: Any, *args: Any, **kwargs: Any) -> Any:
+    # Where the converted copy scripts the function and this run does not, say so at the line.
+    caller = sys._getframe(1)
+    site = (caller.f_code.co_filename, caller.f_lineno)
+    if site not in _scripted_sites:
+        _scripted_sites.add(site)
+        name = getattr(obj, "__qualname__", type(obj).__name__)
+        warnings.warn(
+            f"transfer_to_npu: torch.jit.script({name}) returns it unscripted", RuntimeWarning, stacklevel=2
+        )
     return obj
 
 
@@ -218,7 +247,7 @@ def patch_profiler_and_tools(log: PatchLog) -> None:
 def _dropping_cuda_experimental_config(profile: Any) -> Any:
     """torch_npu drops an experimental_config that is not its own, with a warning."""
 
-    class profile_(profile):  # type: ignore[misc,valid-type]
+    class profile_(profile):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             config = kwargs.get("experimental_config")
             if config is not None and type(config).__module__.startswith("torch."):
@@ -246,7 +275,7 @@ GROUPS = (
 
 def install() -> PatchLog:
     """Apply every patch group; the returned log can undo them (tests do)."""
-    import torch_npu  # noqa: F401  (activates the simulated NPU; the real module imports it too)
+    import runtime_shim.torch_npu_stub  # noqa: F401  (= import torch_npu: activates the simulated NPU)
 
     log = PatchLog()
     try:
