@@ -118,6 +118,9 @@ def test_factories_twin():
     assert torch.zeros(2, device="cpu").device.type == "cpu"
     assert torch.tensor([1.0], device="npu").device == NPU0
     assert torch.device("cuda").type == "cuda"  # torch.device itself is not patched, as in torch_npu
+    assert torch.fft.fftfreq(4).device.type == "cpu"
+    assert torch.UntypedStorage(4).device.type == "cpu"
+    assert torch.get_device_module("cpu") is torch.cpu
 
 
 def test_default_device_and_device_context():
@@ -277,6 +280,11 @@ def test_single_process_group_nccl_is_hccl():
         assert model(torch.ones(1, 2).cuda()).device == NPU0
         group = dist.new_group([0], backend="nccl")
         assert dist.get_backend(group) == "hccl"
+        assert dist.group.WORLD._get_backend(torch.device("cuda")) is not None
+        from torch.distributed.fsdp import FullyShardedDataParallel
+
+        sharded = FullyShardedDataParallel(torch.nn.Linear(2, 2), device_id="cuda:0")
+        assert next(sharded.parameters()).device == NPU0
     finally:
         dist.destroy_process_group()
 
@@ -313,8 +321,19 @@ def test_compile_helpers():
 
 def test_profiler():
     assert torch.profiler.ProfilerActivity.CUDA.name == "NPU"
+    assert torch.profiler.ProfilerActivity.CPU.name == "CPU"  # twin
     with torch.profiler.profile(
         activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
     ) as prof:
         torch.ones(2, device="cuda").sum()
     assert prof.key_averages() is not None
+
+
+def test_extension_include_paths_and_profiler_kernels():
+    from torch.autograd.profiler_util import Kernel
+    from torch.utils import cpp_extension
+
+    # Stock torch would look for CUDA_HOME; the npu's include paths are the CPU ones.
+    assert cpp_extension.include_paths("cuda") == cpp_extension.include_paths("cpu")
+    assert Kernel("k", "cuda", 1).device == "npu"
+    assert Kernel(name="cuda_kernel", device="cpu", duration=1) == ("cuda_kernel", "cpu", 1)  # twin
