@@ -245,7 +245,12 @@ def test_torch_cuda_is_torch_npu():
     torch.cuda.random.manual_seed_all(5)
     assert torch.cuda.amp.GradScaler is torch.npu.amp.GradScaler
     assert torch.cuda.Stream is torch.npu.Stream
-    assert torch.cuda.DoubleTensor is torch.npu.FloatTensor  # torch_npu's own choice
+    # torch_npu's own choice, said at the line since the converted copy makes float64 there
+    with pytest.warns(RuntimeWarning, match="DoubleTensor makes float32") as record:
+        assert torch.cuda.DoubleTensor([1.0]).dtype == torch.float32
+    assert record[0].filename == __file__
+    assert isinstance(torch.ones(1, device="npu"), torch.cuda.DoubleTensor)
+    assert torch.ones(1, device="npu").type(torch.cuda.DoubleTensor).dtype == torch.float32
     assert torch.cuda.current_stream("cuda:0").device == NPU0
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from runtime_shim.npu.typed_tensors import _TypedTensorMeta
 from runtime_shim.torch_npu_stub.contrib.device_args import map_args, map_backend, map_device, map_kwargs
 from runtime_shim.torch_npu_stub.contrib.patch_log import PatchLog, mapping_arguments
 
@@ -107,6 +108,23 @@ class EventProxy(torch.Event, metaclass=_GeneratorMeta):
         return super().__new__(cls, *args, **kwargs)
 
 
+class _DoubleAsFloatMeta(_TypedTensorMeta):
+    def __call__(cls, *args: Any, **kwargs: Any) -> torch.Tensor:
+        # The converted copy makes float64 tensors here (torch.npu.DoubleTensor): say so at the line.
+        warnings.warn(
+            "transfer_to_npu: torch.cuda.DoubleTensor makes float32 tensors (torch.npu.FloatTensor), as torch_npu does",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return super().__call__(*args, **kwargs)
+
+
+#: ``torch.cuda.DoubleTensor``: torch_npu's transfer_to_npu hands out ``torch.npu.FloatTensor``.
+DoubleTensorAsFloat = _DoubleAsFloatMeta(
+    "FloatTensor", (), {"dtype": torch.float32, "is_npu": True, "__module__": "torch.npu"}
+)
+
+
 def patch_torch_cuda(log: PatchLog) -> None:
     """``torch.cuda.*`` answered by ``torch.npu``: every torch_npu name, amp, random, the device knobs."""
     npu = torch.npu  # type: ignore[attr-defined]
@@ -121,8 +139,7 @@ def patch_torch_cuda(log: PatchLog) -> None:
     log.wrap(torch.cuda.device, "__init__", devices)
     if hasattr(npu, "default_generators"):
         log.set(torch.cuda, "default_generators", npu.default_generators)
-    # torch_npu has no float64 tensor type: its transfer_to_npu hands out float32.
-    log.set(torch.cuda, "DoubleTensor", npu.FloatTensor)
+    log.set(torch.cuda, "DoubleTensor", DoubleTensorAsFloat)
     log.set(torch.cuda, "CUDAGraph", npu.NPUGraph)
     for name in ("_record_memory_history", "_snapshot", "_dump_snapshot"):
         log.set(
