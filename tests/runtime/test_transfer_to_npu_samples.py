@@ -143,13 +143,17 @@ def test_transfer_to_npu_really_ran_on_the_npu(runs):
         assert "backend=hccl" in proc.stdout, proc.stdout
 
 
-def test_launcher_usage_and_bad_environment(tmp_path):
+def test_launcher_environment_and_the_import_in_the_script(tmp_path):
     script = tmp_path / "train.py"
     script.write_text("import torch\nprint(torch.ones(1).cuda().device, torch.cuda.is_available())\n")
     proc = run_python(["-m", "runtime_shim", "--transfer-to-npu", str(script)])
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "npu:0 True"
     proc = run_python(["-m", "runtime_shim", str(script)], env_extra={"TORCH_TRANSFER_TO_NPU": "1"})
+    assert proc.stdout.strip() == "npu:0 True", proc.stderr
+    edited = tmp_path / "edited.py"
+    edited.write_text("import torch_npu\nfrom torch_npu.contrib import transfer_to_npu\n" + script.read_text())
+    proc = run_python(["-m", "runtime_shim", str(edited)])
     assert proc.stdout.strip() == "npu:0 True", proc.stderr
     proc = run_python(["-m", "runtime_shim", str(script)], env_extra={"TORCH_TRANSFER_TO_NPU": "yes"})
     assert proc.returncode == 2
