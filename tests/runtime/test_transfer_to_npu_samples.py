@@ -152,7 +152,9 @@ def test_launcher_environment_and_the_import_in_the_script(tmp_path):
     proc = run_python(["-m", "runtime_shim", str(script)], env_extra={"TORCH_TRANSFER_TO_NPU": "1"})
     assert proc.stdout.strip() == "npu:0 True", proc.stderr
     edited = tmp_path / "edited.py"
-    edited.write_text("import torch_npu\nfrom torch_npu.contrib import transfer_to_npu\n" + script.read_text())
+    edited.write_text(
+        "import torch_npu\nfrom torch_npu.contrib import transfer_to_npu\n" + script.read_text()
+    )
     proc = run_python(["-m", "runtime_shim", str(edited)])
     assert proc.stdout.strip() == "npu:0 True", proc.stderr
     proc = run_python(["-m", "runtime_shim", str(script)], env_extra={"TORCH_TRANSFER_TO_NPU": "yes"})
