@@ -25,11 +25,15 @@ def main(argv: list[str] | None = None) -> None:
         print(USAGE, file=sys.stderr if not args else sys.stdout)
         raise SystemExit(2 if not args else 0)
 
+    transfer = _transfer_requested(transfer)
     import runtime_shim
 
     if not runtime_shim.activate():
         sys.stderr.write("runtime_shim: a real torch_npu is installed; running without the simulated NPU\n")
-    _transfer_to_npu(transfer)
+    if transfer:
+        from runtime_shim.torch_npu_stub.contrib.autoload import enable
+
+        enable()
 
     if args[0] == "-m":
         if len(args) < 2:
@@ -52,16 +56,13 @@ def main(argv: list[str] | None = None) -> None:
     runpy.run_path(script, run_name="__main__")
 
 
-def _transfer_to_npu(flag: bool) -> None:
-    from runtime_shim.torch_npu_stub.contrib import autoload
-
-    try:
-        wanted = flag or autoload.requested()
-    except ValueError as exc:
-        sys.stderr.write(f"runtime_shim: {exc}\n")
-        raise SystemExit(2) from None
-    if wanted:
-        autoload.enable()
+def _transfer_requested(flag: bool) -> bool:
+    # TORCH_TRANSFER_TO_NPU is torch_npu's switch (0 or 1); checked before torch is imported.
+    value = os.environ.get("TORCH_TRANSFER_TO_NPU", "0")
+    if value not in ("0", "1"):
+        sys.stderr.write(f"runtime_shim: TORCH_TRANSFER_TO_NPU must be 0 or 1, not {value!r}\n")
+        raise SystemExit(2)
+    return flag or value == "1"
 
 
 if __name__ == "__main__":

@@ -2,9 +2,9 @@
 
 torch_npu turns transfer_to_npu on at import when ``TORCH_TRANSFER_TO_NPU=1``, and torch imports
 torch_npu by itself (device-backend autoload), so on an NPU the variable alone ports a run.
-``python -m runtime_shim --transfer-to-npu`` sets it; a child process of the run (``mp.spawn``,
-spawned DataLoader workers) applies the patches from its boot ``sitecustomize``, at start-up
-rather than at its first ``import torch``.
+``python -m runtime_shim --transfer-to-npu`` sets it (``__main__`` checks the value before torch
+is imported); a child process of the run (``mp.spawn``, spawned DataLoader workers) applies the
+patches from its boot ``sitecustomize``, at start-up rather than at its first ``import torch``.
 """
 
 from __future__ import annotations
@@ -14,14 +14,6 @@ import os
 
 ENV = "TORCH_TRANSFER_TO_NPU"
 MODULE = "torch_npu.contrib.transfer_to_npu"
-
-
-def requested() -> bool:
-    """Whether ``TORCH_TRANSFER_TO_NPU`` asks for transfer_to_npu; a value other than 0/1 is an error."""
-    value = os.environ.get(ENV, "0")
-    if value not in ("0", "1"):
-        raise ValueError(f"{ENV} must be 0 or 1, not {value!r}")
-    return value == "1"
 
 
 def enable() -> None:
