@@ -77,6 +77,8 @@ def test_wheel_install_loads_builtin_rules(tmp_path: Path) -> None:
         "torch_npu_stub/__init__.py",
         "torch_npu_stub/profiler.py",
         "torch_npu_stub/optim.py",
+        "torch_npu_stub/contrib/transfer_to_npu.py",
+        "torch_npu_stub/contrib/transfer.py",
         "apex_stub/__init__.py",
         "apex_stub/amp.py",
         "apex_stub/optimizers.py",

@@ -22,6 +22,11 @@ def _install_hook() -> None:
         sys.stderr.write(f"runtime_shim: cannot activate in child process: {exc}\n")
         return
     install_import_hook()
+    if os.environ.get("TORCH_TRANSFER_TO_NPU") == "1":
+        # a child of a transfer_to_npu run (python -m runtime_shim --transfer-to-npu)
+        from runtime_shim.torch_npu_stub.contrib.autoload import enable
+
+        enable()
 
 
 def _run_next_sitecustomize() -> None:

@@ -1,0 +1,15 @@
+"""``from torch_npu.contrib import transfer_to_npu``: run an unmodified CUDA script on the npu.
+
+Importing this module patches torch once per process, as torch_npu's module of the same name
+does: ``torch.cuda.*`` is answered by ``torch.npu``, ``.cuda()`` and CUDA device arguments go to
+the npu, nccl to hccl. What is patched: ``transfer.py`` and runtime_shim/README.md.
+"""
+
+from __future__ import annotations
+
+from runtime_shim.torch_npu_stub.contrib.transfer import install
+
+__all__: list[str] = []
+
+#: The patches made at import (``PATCHES.restore()`` undoes them; only tests need that).
+PATCHES = install()
