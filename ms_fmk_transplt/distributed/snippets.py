@@ -23,12 +23,8 @@ SAMPLER = (
     " if torch.distributed.is_initialized() else None\n"
 )
 SET_EPOCH = "if {sampler} is not None:\n    {sampler}.set_epoch({epoch})\n"
-DDP = (
-    "if torch.distributed.is_initialized():\n"
-    "    {model} = torch.nn.parallel.DistributedDataParallel(\n"
-    "        {model}, device_ids=[{local_rank}] if torch.cuda.is_available() else None\n"
-    "    )\n"
-)
+# no device_ids: DDP takes the device the model is on (the script may keep it on the CPU)
+DDP = "if torch.distributed.is_initialized():\n    {model} = torch.nn.parallel.DistributedDataParallel({model})\n"
 BARRIER = "if torch.distributed.is_initialized():\n    torch.distributed.barrier()\n"
 DESTROY = "if torch.distributed.is_initialized():\n    torch.distributed.destroy_process_group()\n"
 

@@ -78,7 +78,7 @@ class Survey:
     amp_initialize: list[Path] = field(default_factory=list)
     uses: dict[str, list[Path]] = field(default_factory=dict)  # m(...) or f(..., m, ...)
     optimizer_models: list[str] = field(default_factory=list)
-    data_parallel: list[tuple[cst.Call, str | None]] = field(default_factory=list)
+    data_parallel: list[tuple[cst.Call, cst.SimpleStatementLine | None]] = field(default_factory=list)
     guarded: list[tuple[cst.BaseStatement, str]] = field(default_factory=list)  # print/log/save lines
     saves: list[cst.Call] = field(default_factory=list)
     loads: list[tuple[Path, cst.Call]] = field(default_factory=list)
@@ -225,6 +225,15 @@ class _Walker(cst.CSTVisitor):
             for target in small.targets:
                 for name in _names(target.target):
                     self.found.assigned_call[name] = dotted(call.func) or ""
+            first = call.args[0].value if call.args else None
+            if (
+                callee in DATA_PARALLEL
+                and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+                and isinstance(first, cst.Name)
+                and first.value == small.targets[0].target.value
+            ):
+                self.found.data_parallel.append((call, node))
             if callee is not None and callee.endswith("amp.initialize"):
                 self.found.amp_initialize.append(tuple(self.path))
 
@@ -276,7 +285,9 @@ class _Walker(cst.CSTVisitor):
         callee = self.found.qualified(node.func)
         if callee in DISTRIBUTED:
             self.found.distributed.append((node, DISTRIBUTED[callee]))
-        elif callee in DATA_PARALLEL and node.args:
+        elif (
+            callee in DATA_PARALLEL and node.args and not any(c is node for c, _ in self.found.data_parallel)
+        ):
             self.found.data_parallel.append((node, None))
         elif callee in SEEDS:
             self.found.seeds.append(node)

@@ -38,6 +38,7 @@ class Plan:
     after: dict[int, list[cst.BaseStatement]] = field(default_factory=dict)
     calls: dict[int, cst.BaseExpression] = field(default_factory=dict)
     guard: set[int] = field(default_factory=set)
+    delete: set[int] = field(default_factory=set)
     unwrap: set[int] = field(default_factory=set)
     loop_prefix: dict[int, list[cst.BaseStatement]] = field(default_factory=dict)
     append: list[cst.BaseStatement] = field(default_factory=list)
@@ -179,6 +180,8 @@ class _Planner:
             drop_last=code(drop_last),
         )
         batch = args.given.get("batch_size")
+        if batch is None and args.star is not None:
+            batch = snippets.expression(f'{code(snippets.atom(args.star))}.get("batch_size", 1)')
         self.report("DS105", CHECK, loader.call, batch=code(batch) if batch is not None else "1")
         return loader, sampler
 
@@ -190,9 +193,13 @@ class _Planner:
 
     def _model(self, model: str | None) -> None:
         found = self.found
-        for call, _ in found.data_parallel:
-            self.plan_.calls[id(call)] = call.args[0].value
-            self.report("DS005", MODIFY, call)
+        for call, statement in found.data_parallel:
+            if statement is not None:  # `net = DataParallel(net)`: the line goes
+                self.plan_.delete.add(id(statement))
+                self.report("DS005", DELETE, statement)
+            else:
+                self.plan_.calls[id(call)] = call.args[0].value
+                self.report("DS005", MODIFY, call)
         if model is None:
             candidates = [*found.optimizer_models, "model"]
             model = next((m for m in candidates if m in found.assigned), None)
@@ -218,7 +225,7 @@ class _Planner:
         for call in found.saves:
             if call.args and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == model:
                 self.plan_.unwrap.add(id(call.args[0].value))
-                self.report("DS007", MODIFY, call, model=model, member="(saved whole)")
+                self.report("DS010", MODIFY, call, model=model)
 
     def _model_anchor(self, model: str) -> cst.BaseStatement | None:
         """The statement after which `model` is complete (assigned, on its device, amp-initialised):
@@ -273,8 +280,7 @@ class _Planner:
     def _finish(self) -> None:
         self.plan_.append.extend(snippets.statements(snippets.DESTROY))
         self.plan_.main_guard = id(self.found.main_guard) if self.found.main_guard is not None else 0
-        node = self.found.main_guard or self.found.setup_anchor
-        assert node is not None
+        node = self.found.main_guard or self.found.scopes[0].statements[-1]
         self.report("DS008", INSERT, node)
 
 
@@ -339,7 +345,7 @@ class _LoaderArgs:
             keyword = keyword.with_changes(comma=previous.comma)
             if star_at == len(args) and len(args) > 1:
                 args[-1] = previous.with_changes(comma=args[-2].comma)
-                args.insert(star_at, keyword)
+        args.insert(star_at, keyword)
         return self.call.with_changes(args=args)
 
 
@@ -355,6 +361,11 @@ class _Apply(cst.CSTTransformer):
         after = self.plan.after.get(id(original), [])
         if id(original) in self.plan.guard:
             updated = _guard(updated, self.plan.rank)
+        if id(original) in self.plan.delete:
+            kept = [*before, *after]
+            if kept and hasattr(updated, "leading_lines"):
+                kept[0] = kept[0].with_changes(leading_lines=updated.leading_lines)  # type: ignore[attr-defined]
+            return cst.FlattenSentinel(kept) if kept else cst.RemoveFromParent()
         leading = getattr(updated, "leading_lines", ())
         if before and leading and getattr(before[0], "leading_lines", None) == leading:
             updated = updated.with_changes(leading_lines=[])

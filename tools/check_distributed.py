@@ -1,0 +1,102 @@
+"""Check `ms_fmk_transplt distributed` on a project: the converted script on K simulated NPUs
+(hccl) must print exactly what the same distributed script prints on K CPU processes (gloo).
+
+    python tools/check_distributed.py SRC -m MAIN [-t MODEL] [--nproc 2] -- SCRIPT_ARGS
+
+Writes both versions under a temporary folder (or --work), runs each with torchrun, compares the
+standard output line by line (rank 0 prints; every value is printed as the script formats it)
+and prints one verdict line. Exit 0 identical, 1 different, 2 a run failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ms_fmk_transplt.distributed.stage import DistributedStage  # noqa: E402
+from ms_fmk_transplt.run import Options, convert_project  # noqa: E402
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _run(
+    folder: Path, main: str, nproc: int, shim: bool, args: list[str], timeout: int
+) -> subprocess.CompletedProcess:
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc)]
+    torchrun += ["--master-addr", "127.0.0.1", "--master-port", str(_port())]
+    command = [*torchrun, *(["-m", "runtime_shim"] if shim else []), main, *args]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "RUNTIME_SHIM_OPCHECK": "off"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def main() -> int:
+    """Convert, run both sides, compare; see the module docstring."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("source", type=Path)
+    parser.add_argument("-m", "--main", type=Path, default=None)
+    parser.add_argument("-t", "--target-model", default=None)
+    parser.add_argument("--nproc", type=int, default=2)
+    parser.add_argument("--work", type=Path, default=None, help="keep both versions here")
+    parser.add_argument("--timeout", type=int, default=600)
+    argv = sys.argv[1:]
+    split = argv.index("--") if "--" in argv else len(argv)
+    options = parser.parse_args(argv[:split])
+    options.script_args = argv[split + 1 :]
+    work = options.work or Path(tempfile.mkdtemp(prefix="check_distributed_"))
+    stage = DistributedStage(options.source, options.main, options.target_model)
+    cpu = work / "cpu"
+    shutil.rmtree(cpu, ignore_errors=True)
+    if options.source.is_dir():
+        shutil.copytree(options.source, cpu)
+    else:
+        cpu.mkdir(parents=True)
+    if stage.result.output is not None:
+        (cpu / stage.main_rel).write_text(stage.result.output)
+    try:
+        run = convert_project(
+            Options(source=options.source, output=work, force=True, use_cache=False, suffix=stage.suffix),
+            stage=stage,
+        )
+    finally:
+        stage.close()
+    npu = Path(run.output_root)
+    done = {}
+    for side, folder, shim in (("cpu/gloo", cpu, False), ("npu/hccl", npu, True)):
+        proc = _run(folder, stage.main_rel, options.nproc, shim, options.script_args, options.timeout)
+        if proc.returncode != 0:
+            errors = [line for line in proc.stderr.splitlines() if "Error" in line or "error:" in line]
+            print(f"{options.source}: {side} run failed ({proc.returncode}): {' | '.join(errors[:3])}")
+            return 2
+        done[side] = proc.stdout.splitlines()
+    cpu_lines, npu_lines = done["cpu/gloo"], done["npu/hccl"]
+    if cpu_lines == npu_lines:
+        print(
+            f"{options.source}: {len(npu_lines)} output lines, {options.nproc} ranks: bit-identical (work: {work})"
+        )
+        return 0
+    first = next(
+        (i for i, (a, b) in enumerate(zip(cpu_lines, npu_lines)) if a != b),
+        min(len(cpu_lines), len(npu_lines)),
+    )
+    print(
+        f"{options.source}: output differs at line {first + 1}: cpu {cpu_lines[first : first + 1]} npu {npu_lines[first : first + 1]}"
+    )
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
