@@ -4,14 +4,16 @@
     python tools/check_distributed.py SRC -m MAIN [-t MODEL] [--nproc 2] -- SCRIPT_ARGS
 
 Writes both versions under a temporary folder (or --work), runs each with torchrun, compares the
-standard output line by line (rank 0 prints; every value is printed as the script formats it)
-and prints one verdict line. Exit 0 identical, 1 different, 2 a run failed.
+standard output line by line (rank 0 prints; every value is printed as the script formats it;
+device names are compared as DEVICE) and prints one verdict line. --cpu-env KEY=VALUE sets the
+environment of the CPU side only. Exit 0 identical, 1 different, 2 a run failed.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -32,14 +34,19 @@ def _port() -> int:
         return s.getsockname()[1]
 
 
+DEVICE = re.compile(r"\b(?:npu|cpu|cuda)(?::\d+)?\b")
+
+
 def _run(
-    folder: Path, main: str, nproc: int, shim: bool, args: list[str], timeout: int
+    folder: Path, main: str, nproc: int, shim: bool, args: list[str], timeout: int, extra: dict[str, str]
 ) -> subprocess.CompletedProcess:
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc)]
     torchrun += ["--master-addr", "127.0.0.1", "--master-port", str(_port())]
     command = [*torchrun, *(["-m", "runtime_shim"] if shim else []), main, *args]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "RUNTIME_SHIM_OPCHECK": "off"}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    for key, value in extra.items():
+        env[key] = os.pathsep.join((value, env[key])) if key == "PYTHONPATH" else value
     return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -52,6 +59,7 @@ def main() -> int:
     parser.add_argument("--nproc", type=int, default=2)
     parser.add_argument("--work", type=Path, default=None, help="keep both versions here")
     parser.add_argument("--timeout", type=int, default=600)
+    parser.add_argument("--cpu-env", action="append", default=[], help="KEY=VALUE for the CPU side only")
     argv = sys.argv[1:]
     split = argv.index("--") if "--" in argv else len(argv)
     options = parser.parse_args(argv[:split])
@@ -76,12 +84,14 @@ def main() -> int:
     npu = Path(run.output_root)
     done = {}
     for side, folder, shim in (("cpu/gloo", cpu, False), ("npu/hccl", npu, True)):
-        proc = _run(folder, stage.main_rel, options.nproc, shim, options.script_args, options.timeout)
+        extra = dict(item.split("=", 1) for item in options.cpu_env) if not shim else {}
+        proc = _run(folder, stage.main_rel, options.nproc, shim, options.script_args, options.timeout, extra)
         if proc.returncode != 0:
             errors = [line for line in proc.stderr.splitlines() if "Error" in line or "error:" in line]
             print(f"{options.source}: {side} run failed ({proc.returncode}): {' | '.join(errors[:3])}")
             return 2
-        done[side] = proc.stdout.splitlines()
+        # device names differ by design ("Using device: npu"): compared as DEVICE
+        done[side] = [DEVICE.sub("DEVICE", line) for line in proc.stdout.splitlines()]
     cpu_lines, npu_lines = done["cpu/gloo"], done["npu/hccl"]
     if cpu_lines == npu_lines:
         print(

@@ -364,7 +364,7 @@ class _Apply(cst.CSTTransformer):
         if id(original) in self.plan.delete:
             kept = [*before, *after]
             if kept and hasattr(updated, "leading_lines"):
-                kept[0] = kept[0].with_changes(leading_lines=updated.leading_lines)  # type: ignore[attr-defined]
+                kept[0] = kept[0].with_changes(leading_lines=updated.leading_lines)
             return cst.FlattenSentinel(kept) if kept else cst.RemoveFromParent()
         leading = getattr(updated, "leading_lines", ())
         if before and leading and getattr(before[0], "leading_lines", None) == leading:
