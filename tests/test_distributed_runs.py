@@ -27,8 +27,11 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "tests" / "data" / "distributed" / "train_single.py"
-# |distributed - original| <= ATOL + RTOL * |original|, for weights and test losses after 8 SGD steps
-RTOL, ATOL = 1e-5, 1e-6
+# |distributed - original| <= ATOL + RTOL * |original|, weights and test losses after 8 steps of SGD
+# (lr 0.05, momentum 0.9): each gradient sums 16 per-sample terms, in one reduction or as 8 + 8
+# averaged across ranks, so it may differ by ~16 float32 roundings (16 * 6e-8 ~ 1e-6) of its size
+# (~1); through momentum (<= 10x) and lr over 8 steps: <= 0.05 * 10 * 8 * 1e-6 ~ 4e-6 (docs/distributed.md)
+RTOL, ATOL = 1e-5, 5e-6
 
 
 def _port() -> int:

@@ -5,8 +5,8 @@
 
 Writes both versions under a temporary folder (or --work), runs each with torchrun, compares the
 standard output line by line (rank 0 prints; every value is printed as the script formats it;
-device names are compared as DEVICE) and prints one verdict line. --cpu-env KEY=VALUE sets the
-environment of the CPU side only. Exit 0 identical, 1 different, 2 a run failed.
+device names are compared as DEVICE, --mask REGEX hides timings) and prints one verdict line.
+--env KEY=VALUE sets the environment of both sides, --cpu-env of the CPU side only. Exit 0 identical, 1 different, 2 a run failed.
 """
 
 from __future__ import annotations
@@ -60,6 +60,8 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=None, help="keep both versions here")
     parser.add_argument("--timeout", type=int, default=600)
     parser.add_argument("--cpu-env", action="append", default=[], help="KEY=VALUE for the CPU side only")
+    parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for both sides")
+    parser.add_argument("--mask", action="append", default=[], help="regex of output not compared (timings)")
     argv = sys.argv[1:]
     split = argv.index("--") if "--" in argv else len(argv)
     options = parser.parse_args(argv[:split])
@@ -84,14 +86,19 @@ def main() -> int:
     npu = Path(run.output_root)
     done = {}
     for side, folder, shim in (("cpu/gloo", cpu, False), ("npu/hccl", npu, True)):
-        extra = dict(item.split("=", 1) for item in options.cpu_env) if not shim else {}
+        extra = dict(item.split("=", 1) for item in options.env)
+        if not shim:
+            extra.update(item.split("=", 1) for item in options.cpu_env)
         proc = _run(folder, stage.main_rel, options.nproc, shim, options.script_args, options.timeout, extra)
         if proc.returncode != 0:
             errors = [line for line in proc.stderr.splitlines() if "Error" in line or "error:" in line]
             print(f"{options.source}: {side} run failed ({proc.returncode}): {' | '.join(errors[:3])}")
             return 2
         # device names differ by design ("Using device: npu"): compared as DEVICE
-        done[side] = [DEVICE.sub("DEVICE", line) for line in proc.stdout.splitlines()]
+        lines = [DEVICE.sub("DEVICE", line) for line in proc.stdout.splitlines()]
+        for mask in options.mask:
+            lines = [re.sub(mask, "MASKED", line) for line in lines]
+        done[side] = lines
     cpu_lines, npu_lines = done["cpu/gloo"], done["npu/hccl"]
     if cpu_lines == npu_lines:
         print(

@@ -28,6 +28,7 @@ DISTRIBUTED = {
     "torch.utils.data.DistributedSampler": "DistributedSampler",
     "torch.utils.data.distributed.DistributedSampler": "DistributedSampler",
 }
+BATCH_NORMS = frozenset({"torch.nn.BatchNorm1d", "torch.nn.BatchNorm2d", "torch.nn.BatchNorm3d"})
 SEEDS = frozenset(
     {
         "torch.manual_seed",
@@ -83,6 +84,7 @@ class Survey:
     saves: list[cst.Call] = field(default_factory=list)
     loads: list[tuple[Path, cst.Call]] = field(default_factory=list)
     seeds: list[cst.Call] = field(default_factory=list)
+    batch_norms: list[tuple[cst.Call, str]] = field(default_factory=list)
     iterable_classes: list[cst.ClassDef] = field(default_factory=list)
     distributed: list[tuple[cst.Call, str]] = field(default_factory=list)
     main_guard: cst.If | None = None
@@ -291,6 +293,8 @@ class _Walker(cst.CSTVisitor):
             self.found.data_parallel.append((node, None))
         elif callee in SEEDS:
             self.found.seeds.append(node)
+        elif callee in BATCH_NORMS:
+            self.found.batch_norms.append((node, callee))
         elif callee == "torch.save":
             self.found.saves.append(node)
         elif callee == "torch.load":

@@ -98,6 +98,8 @@ class _Planner:
         self._finish()
         for call in found.seeds:
             self.report("DS106", CHECK, call)
+        for call, name in found.batch_norms:
+            self.report("DS112", CHECK, call, name=name)
         for node in found.iterable_classes:
             self.report("DS103", CHECK, node, name=node.name.value)
         return plan
