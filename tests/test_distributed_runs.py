@@ -46,7 +46,11 @@ def _run(folder: Path, args: list[str], torchrun: bool, shim: bool) -> list[str]
         command += ["-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr", "127.0.0.1"]
         command += ["--master-port", str(_port())]
     command += [*(["-m", "runtime_shim"] if shim else []), "train.py", *args]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RUNTIME_SHIM", "LOCAL_RANK", "RANK", "WORLD_SIZE"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("RUNTIME_SHIM", "LOCAL_RANK", "RANK", "WORLD_SIZE"))
+    }
     env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", RUNTIME_SHIM_OPCHECK="off")
     done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -67,7 +71,9 @@ def versions(tmp_path_factory) -> dict[str, Path]:
     (cpu / "train.py").write_text(distributed.output)
     stage = DistributedStage(original, Path("train.py"), None)
     try:
-        run = convert_project(Options(source=original, output=base, use_cache=False, suffix=stage.suffix), stage=stage)
+        run = convert_project(
+            Options(source=original, output=base, use_cache=False, suffix=stage.suffix), stage=stage
+        )
     finally:
         stage.close()
     return {"original": original, "cpu": cpu, "npu": Path(run.output_root)}
@@ -83,7 +89,10 @@ def test_two_npu_ranks_equal_two_gloo_ranks_on_the_cpu_bit_for_bit(versions) -> 
     npu = _run(versions["npu"], args, torchrun=True, shim=True)
     assert len(npu) == 2 * (4 + 1)  # rank 0 alone prints: 64 samples / 2 ranks / 8 = 4 steps an epoch
     assert npu == cpu
-    cpu_weights, npu_weights = _weights(versions["cpu"] / "weights.pt"), _weights(versions["npu"] / "weights.pt")
+    cpu_weights, npu_weights = (
+        _weights(versions["cpu"] / "weights.pt"),
+        _weights(versions["npu"] / "weights.pt"),
+    )
     assert list(npu_weights) == ["0.weight", "0.bias", "2.weight", "2.bias"]  # saved from model.module
     assert all(torch.equal(npu_weights[k], cpu_weights[k]) for k in cpu_weights)
 
@@ -92,7 +101,9 @@ def test_two_ranks_match_the_single_process_original_with_the_same_global_batch(
     original = _run(versions["original"], ["--batch-size", "16", "--no-shuffle"], torchrun=False, shim=False)
     alone = _run(versions["npu"], ["--batch-size", "16", "--no-shuffle", "--save", "alone.pt"], False, True)
     assert alone == original  # without torchrun the converted script is the original on the npu
-    npu = _run(versions["npu"], ["--batch-size", "8", "--no-shuffle", "--save", "two.pt"], torchrun=True, shim=True)
+    npu = _run(
+        versions["npu"], ["--batch-size", "8", "--no-shuffle", "--save", "two.pt"], torchrun=True, shim=True
+    )
     single, two = _weights(versions["original"] / "weights.pt"), _weights(versions["npu"] / "two.pt")
     assert torch.equal(_weights(versions["npu"] / "alone.pt")["0.weight"], single["0.weight"])
     for name, value in single.items():
