@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -62,6 +63,12 @@ def main() -> int:
     parser.add_argument("--cpu-env", action="append", default=[], help="KEY=VALUE for the CPU side only")
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for both sides")
     parser.add_argument("--mask", action="append", default=[], help="regex of output not compared (timings)")
+    parser.add_argument(
+        "--original",
+        default=None,
+        help="also run the original as one process on the CPU with these arguments (quoted; the same"
+        " global batch) and compare its output with the 2-rank NPU run's",
+    )
     argv = sys.argv[1:]
     split = argv.index("--") if "--" in argv else len(argv)
     options = parser.parse_args(argv[:split])
@@ -95,11 +102,10 @@ def main() -> int:
             print(f"{options.source}: {side} run failed ({proc.returncode}): {' | '.join(errors[:3])}")
             return 2
         # device names differ by design ("Using device: npu"): compared as DEVICE
-        lines = [DEVICE.sub("DEVICE", line) for line in proc.stdout.splitlines()]
-        for mask in options.mask:
-            lines = [re.sub(mask, "MASKED", line) for line in lines]
-        done[side] = lines
+        done[side] = _masked(options, proc.stdout)
     cpu_lines, npu_lines = done["cpu/gloo"], done["npu/hccl"]
+    if options.original is not None:
+        _compare_original(options, stage.main_rel, work, npu_lines)
     if cpu_lines == npu_lines:
         print(
             f"{options.source}: {len(npu_lines)} output lines, {options.nproc} ranks: bit-identical (work: {work})"
@@ -113,6 +119,41 @@ def main() -> int:
         f"{options.source}: output differs at line {first + 1}: cpu {cpu_lines[first : first + 1]} npu {npu_lines[first : first + 1]}"
     )
     return 1
+
+
+def _masked(options: argparse.Namespace, stdout: str) -> list[str]:
+    lines = [DEVICE.sub("DEVICE", line) for line in stdout.splitlines()]
+    for mask in options.mask:
+        lines = [re.sub(mask, "MASKED", line) for line in lines]
+    return lines
+
+
+def _compare_original(options: argparse.Namespace, main: str, work: Path, npu_lines: list[str]) -> None:
+    """Run the original as one process on the CPU and print how its output compares."""
+    folder = options.source if options.source.is_dir() else options.source.parent
+    scratch = work / "original"
+    shutil.rmtree(scratch, ignore_errors=True)
+    shutil.copytree(folder, scratch)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    for key, value in (item.split("=", 1) for item in options.env):
+        env[key] = os.pathsep.join((value, env.get(key, ""))) if key == "PYTHONPATH" else value
+    command = [sys.executable, main, *shlex.split(options.original)]
+    proc = subprocess.run(
+        command, cwd=scratch, env=env, capture_output=True, text=True, timeout=options.timeout
+    )
+    lines = _masked(options, proc.stdout)
+    at = next(
+        (i for i, (a, b) in enumerate(zip(lines, npu_lines)) if a != b), min(len(lines), len(npu_lines))
+    )
+    same = lines == npu_lines
+    verdict = (
+        "identical"
+        if same
+        else f"differs from line {at + 1}: {lines[at : at + 1]} vs {npu_lines[at : at + 1]}"
+    )
+    print(
+        f"{options.source}: single-process original (rc {proc.returncode}) vs {options.nproc} npu ranks: {verdict}"
+    )
 
 
 if __name__ == "__main__":
