@@ -12,6 +12,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import libcst as cst
+
 from ms_fmk_transplt.discover import Entry
 from ms_fmk_transplt.distributed.launchers import launcher
 from ms_fmk_transplt.distributed.lines import line_map, map_line
@@ -39,9 +41,8 @@ class DistributedStage:
             raise MainScriptError(f"cannot read the main script {main_path}: {exc}") from None
         try:
             self.result: Distributed = distribute_source(self.original, self.main_rel, model)
-        except Exception as exc:  # libcst.ParserSyntaxError and friends: one line for the user
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise MainScriptError(f"{main_path}: cannot be parsed: {first}") from None
+        except cst.ParserSyntaxError as exc:
+            raise MainScriptError(f"{main_path}: cannot be parsed: line {exc.raw_line}: {exc.message}") from None
         self.main_path = main_path
         self.folder: Path | None = None
 
