@@ -114,7 +114,10 @@ def test_cli_writes_msft_multi_with_the_launcher_and_original_lines(tmp_path: Pa
         (["distributed", "-m", "train.py"], "give -i/--input and -o/--output"),
         (["-i", "{p}", "-o", "{o}", "distributed"], "give the main script of the project with -m MAIN"),
         (["-i", "{p}", "-o", "{o}", "distributed", "-m", "nope.py"], "-m nope.py: no such script inside"),
-        (["-i", "{p}", "-o", "{o}", "distributed", "-m", "broken.py"], "broken.py: cannot be parsed: line 1:"),
+        (
+            ["-i", "{p}", "-o", "{o}", "distributed", "-m", "broken.py"],
+            "broken.py: cannot be parsed: line 1:",
+        ),
     ],
 )
 def test_cli_usage_errors_name_the_problem(tmp_path: Path, args: list[str], message: str) -> None:

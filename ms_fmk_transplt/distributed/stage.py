@@ -42,7 +42,9 @@ class DistributedStage:
         try:
             self.result: Distributed = distribute_source(self.original, self.main_rel, model)
         except cst.ParserSyntaxError as exc:
-            raise MainScriptError(f"{main_path}: cannot be parsed: line {exc.raw_line}: {exc.message}") from None
+            raise MainScriptError(
+                f"{main_path}: cannot be parsed: line {exc.raw_line}: {exc.message}"
+            ) from None
         self.main_path = main_path
         self.folder: Path | None = None
 
