@@ -29,6 +29,7 @@ DISTRIBUTED = {
     "torch.utils.data.distributed.DistributedSampler": "DistributedSampler",
 }
 BATCH_NORMS = frozenset({"torch.nn.BatchNorm1d", "torch.nn.BatchNorm2d", "torch.nn.BatchNorm3d"})
+TEMPORARY = frozenset({"tempfile.mkdtemp", "tempfile.TemporaryDirectory", "tempfile.mkstemp"})
 SEEDS = frozenset(
     {
         "torch.manual_seed",
@@ -85,6 +86,7 @@ class Survey:
     loads: list[tuple[Path, cst.Call]] = field(default_factory=list)
     seeds: list[cst.Call] = field(default_factory=list)
     batch_norms: list[tuple[cst.Call, str]] = field(default_factory=list)
+    temporary: list[tuple[cst.Call, str]] = field(default_factory=list)
     iterable_classes: list[cst.ClassDef] = field(default_factory=list)
     distributed: list[tuple[cst.Call, str]] = field(default_factory=list)
     main_guard: cst.If | None = None
@@ -295,6 +297,8 @@ class _Walker(cst.CSTVisitor):
             self.found.seeds.append(node)
         elif callee in BATCH_NORMS:
             self.found.batch_norms.append((node, callee))
+        elif callee in TEMPORARY:
+            self.found.temporary.append((node, callee))
         elif callee == "torch.save":
             self.found.saves.append(node)
         elif callee == "torch.load":

@@ -100,6 +100,8 @@ class _Planner:
             self.report("DS106", CHECK, call)
         for call, name in found.batch_norms:
             self.report("DS112", CHECK, call, name=name)
+        for call, name in found.temporary:
+            self.report("DS113", CHECK, call, name=name)
         for node in found.iterable_classes:
             self.report("DS103", CHECK, node, name=node.name.value)
         return plan
