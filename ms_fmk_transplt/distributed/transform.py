@@ -7,7 +7,7 @@ refer to the input source. The written code is in CUDA terms (snippets.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import libcst as cst
 from libcst.codemod import CodemodContext
@@ -15,6 +15,8 @@ from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ms_fmk_transplt.distributed import snippets
+from ms_fmk_transplt.distributed.apply import Apply, Plan
+from ms_fmk_transplt.distributed.loader_args import LoaderArgs
 from ms_fmk_transplt.distributed.policy import Policy, policy
 from ms_fmk_transplt.distributed.survey import Loader, Survey, survey
 from ms_fmk_transplt.model import Finding, Operation
@@ -30,23 +32,6 @@ class Distributed:
     findings: tuple[Finding, ...]
 
 
-@dataclass
-class Plan:
-    """Edits keyed by id() of the original nodes, and the findings."""
-
-    before: dict[int, list[cst.BaseStatement]] = field(default_factory=dict)
-    after: dict[int, list[cst.BaseStatement]] = field(default_factory=dict)
-    calls: dict[int, cst.BaseExpression] = field(default_factory=dict)
-    guard: set[int] = field(default_factory=set)
-    delete: set[int] = field(default_factory=set)
-    unwrap: set[int] = field(default_factory=set)
-    loop_prefix: dict[int, list[cst.BaseStatement]] = field(default_factory=dict)
-    append: list[cst.BaseStatement] = field(default_factory=list)
-    main_guard: int = 0  # id() of the `if __name__ == "__main__":` statement, 0 when none
-    rank: str = "RANK"
-    findings: list[Finding] = field(default_factory=list)
-
-
 def distribute_source(source: str, main: str = "main.py", model: str | None = None) -> Distributed:
     """Rewrite `source` (the script `main`) for torchrun; `model` names the variable to wrap in DDP."""
     wrapper = MetadataWrapper(cst.parse_module(source))
@@ -57,7 +42,7 @@ def distribute_source(source: str, main: str = "main.py", model: str | None = No
     findings = tuple(sorted(plan.findings, key=lambda f: (f.start_line, f.rule_id)))
     if not any(f.operation is not CHECK for f in findings):
         return Distributed(None, findings)
-    module = wrapper.module.visit(_Apply(plan))
+    module = wrapper.module.visit(Apply(plan))
     context = CodemodContext()
     for name in ("os", "torch", "torch.distributed"):
         AddImportsVisitor.add_needed_import(context, name)
@@ -130,7 +115,7 @@ class _Planner:
         if any(word in loader.name.lower() for word in self.rules.eval_loader_words):
             self.report("DS104", CHECK, loader.statement, loader=loader.name)
             return None
-        args = _LoaderArgs.read(loader.call, self.rules.loader_positional)
+        args = LoaderArgs.read(loader.call, self.rules.loader_positional)
         if args is None:
             self.report("DS102", CHECK, loader.call, loader=loader.name, what="arguments (more than one **)")
             return None
@@ -288,143 +273,6 @@ class _Planner:
         self.report("DS008", INSERT, node)
 
 
-@dataclass
-class _LoaderArgs:
-    """A DataLoader call's arguments by name (positional ones named), and its one ** mapping."""
-
-    call: cst.Call
-    given: dict[str, cst.BaseExpression]
-    star: cst.BaseExpression | None
-
-    @classmethod
-    def read(cls, call: cst.Call, positional: tuple[str, ...]) -> _LoaderArgs | None:
-        given: dict[str, cst.BaseExpression] = {}
-        stars = [a.value for a in call.args if a.star == "**"]
-        if len(stars) > 1 or any(a.star == "*" for a in call.args):
-            return None
-        index = 0
-        for arg in call.args:
-            if arg.keyword is not None:
-                given[arg.keyword.value] = arg.value
-            elif not arg.star:
-                if index < len(positional):
-                    given[positional[index]] = arg.value
-                index += 1
-        return cls(call, given, stars[0] if stars else None)
-
-    def value(self, name: str) -> cst.BaseExpression:
-        """The argument's expression: given, else read from the ** mapping, else False."""
-        if name in self.given:
-            return self.given[name]
-        if self.star is not None:
-            star = cst.Module([]).code_for_node(snippets.atom(self.star))
-            return snippets.expression(f'{star}.get("{name}", False)')
-        return cst.Name("False")
-
-    def rewritten(self, sampler: str, dataset: cst.BaseExpression) -> cst.Call:
-        """The call with the sampler passed, the dataset named and the loader's shuffle off when sharded."""
-        code = cst.Module([]).code_for_node
-        args = []
-        for index, arg in enumerate(self.call.args):
-            positional_dataset = index == 0 and arg.keyword is None and not arg.star
-            if positional_dataset or (arg.keyword is not None and arg.keyword.value == "dataset"):
-                arg = arg.with_changes(value=dataset)
-            elif arg.value is self.given.get("shuffle"):
-                guarded = snippets.expression(f"{sampler} is None and {code(snippets.atom(arg.value))}")
-                arg = arg.with_changes(value=guarded)
-            elif arg.star == "**" and "shuffle" not in self.given:
-                mapping = code(self.star)  # type: ignore[arg-type]
-                merged = f'{{**{mapping}, "shuffle": False}} if {sampler} is not None else {mapping}'
-                arg = arg.with_changes(value=snippets.expression(f"({merged})"))
-            args.append(arg)
-        keyword = cst.Arg(
-            keyword=cst.Name("sampler"),
-            value=cst.Name(sampler),
-            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-        )
-        star_at = next((i for i, a in enumerate(args) if a.star == "**"), len(args))
-        if star_at < len(args) or isinstance(args[-1].comma, cst.Comma):
-            # between arguments, or before a trailing comma: the separator of the one before it
-            previous = args[star_at - 1]
-            keyword = keyword.with_changes(comma=previous.comma)
-            if star_at == len(args) and len(args) > 1:
-                args[-1] = previous.with_changes(comma=args[-2].comma)
-        args.insert(star_at, keyword)
-        return self.call.with_changes(args=args)
-
-
-class _Apply(cst.CSTTransformer):
-    """Applies a plan; every lookup is by the original node, so nested edits compose."""
-
-    def __init__(self, plan: Plan) -> None:
-        super().__init__()
-        self.plan = plan
-
-    def _around(self, original: cst.CSTNode, updated: cst.BaseStatement):
-        before = self.plan.before.get(id(original), [])
-        after = self.plan.after.get(id(original), [])
-        if id(original) in self.plan.guard:
-            updated = _guard(updated, self.plan.rank)
-        if id(original) in self.plan.delete:
-            kept = [*before, *after]
-            if kept and hasattr(updated, "leading_lines"):
-                kept[0] = kept[0].with_changes(leading_lines=updated.leading_lines)
-            return cst.FlattenSentinel(kept) if kept else cst.RemoveFromParent()
-        leading = getattr(updated, "leading_lines", ())
-        if before and leading and getattr(before[0], "leading_lines", None) == leading:
-            updated = updated.with_changes(leading_lines=[])
-        if not before and not after:
-            return updated
-        return cst.FlattenSentinel([*before, updated, *after])
-
-    def leave_SimpleStatementLine(self, original_node, updated_node):
-        return self._around(original_node, updated_node)
-
-    def leave_With(self, original_node, updated_node):
-        return self._around(original_node, updated_node)
-
-    def leave_If(self, original_node, updated_node):
-        if self.plan.append and id(original_node) == self.plan.main_guard:
-            body = updated_node.body
-            updated_node = updated_node.with_changes(
-                body=body.with_changes(body=[*body.body, *self.plan.append])
-            )
-            self.plan.append = []
-        return self._around(original_node, updated_node)
-
-    def leave_For(self, original_node, updated_node):
-        prefix = self.plan.loop_prefix.get(id(original_node))
-        if prefix:
-            body = updated_node.body
-            updated_node = updated_node.with_changes(body=body.with_changes(body=[*prefix, *body.body]))
-        return self._around(original_node, updated_node)
-
-    def leave_Try(self, original_node, updated_node):
-        return self._around(original_node, updated_node)
-
-    def leave_While(self, original_node, updated_node):
-        return self._around(original_node, updated_node)
-
-    def leave_FunctionDef(self, original_node, updated_node):
-        return self._around(original_node, updated_node)
-
-    def leave_ClassDef(self, original_node, updated_node):
-        return self._around(original_node, updated_node)
-
-    def leave_Call(self, original_node, updated_node):
-        return self.plan.calls.get(id(original_node), updated_node)
-
-    def leave_Name(self, original_node, updated_node):
-        if id(original_node) in self.plan.unwrap:
-            return snippets.unwrapped(original_node.value)
-        return updated_node
-
-    def leave_Module(self, original_node, updated_node):
-        if self.plan.append:  # no `if __name__ == "__main__":` block: the end of the script
-            return updated_node.with_changes(body=[*updated_node.body, *self.plan.append])
-        return updated_node
-
-
 def _children(statement: cst.BaseStatement) -> list[cst.BaseStatement]:
     """The statements directly inside a compound statement (if and else branches, try's parts)."""
     out: list[cst.BaseStatement] = []
@@ -439,22 +287,3 @@ def _children(statement: cst.BaseStatement) -> list[cst.BaseStatement]:
     for handler in getattr(statement, "handlers", ()):
         out.extend(handler.body.body)
     return out
-
-
-def _guard(statement: cst.BaseStatement, rank: str) -> cst.BaseStatement:
-    """`if RANK == 0:` around one statement, on the same line when it is a simple one."""
-    test = snippets.expression(f"{rank} == 0")
-    if isinstance(statement, cst.SimpleStatementLine):
-        return cst.If(
-            test=test,
-            body=cst.SimpleStatementSuite(
-                body=statement.body, trailing_whitespace=statement.trailing_whitespace
-            ),
-            leading_lines=statement.leading_lines,
-        )
-    leading = getattr(statement, "leading_lines", ())
-    return cst.If(
-        test=test,
-        body=cst.IndentedBlock(body=[statement.with_changes(leading_lines=[])]),
-        leading_lines=leading,
-    )
