@@ -19,6 +19,7 @@ class Policy:
     log_objects: frozenset[str]
     eval_loader_words: tuple[str, ...]
     epoch_words: tuple[str, ...]
+    saver_words: tuple[str, ...]  # a function named so that saves a checkpoint is guarded where called
     move_methods: frozenset[str]
     loader_positional: tuple[str, ...]
     messages: dict[str, str]
@@ -46,6 +47,7 @@ def policy() -> Policy:
         log_objects=frozenset(raw["log_objects"]),
         eval_loader_words=tuple(raw["eval_loader_words"]),
         epoch_words=tuple(raw["epoch_words"]),
+        saver_words=tuple(raw["saver_words"]),
         move_methods=frozenset(raw["move_methods"]),
         loader_positional=tuple(raw["loader_positional"]),
         messages=raw["messages"],

@@ -83,6 +83,9 @@ class Survey:
     data_parallel: list[tuple[cst.Call, cst.SimpleStatementLine | None]] = field(default_factory=list)
     guarded: list[tuple[cst.BaseStatement, str]] = field(default_factory=list)  # print/log/save lines
     saves: list[cst.Call] = field(default_factory=list)
+    saves_in: list[tuple[cst.BaseStatement, cst.FunctionDef | None]] = field(default_factory=list)
+    named_calls: list[tuple[cst.SimpleStatementLine, str]] = field(default_factory=list)
+    save_lines: list[cst.BaseStatement] = field(default_factory=list)  # guarded saves and save calls
     loads: list[tuple[Path, cst.Call]] = field(default_factory=list)
     seeds: list[cst.Call] = field(default_factory=list)
     batch_norms: list[tuple[cst.Call, str]] = field(default_factory=list)
@@ -112,11 +115,32 @@ def survey(wrapper: MetadataWrapper, policy: Policy) -> Survey:
     found = Survey(aliases=alias_table(iter_imports(module)))
     walker = _Walker(found, policy)
     wrapper.visit(walker)
+    _checkpoint_saves(found, policy)
     found.setup_anchor = _setup_anchor(module)
     for statement in module.body:
         if _is_main_guard(statement):
             found.main_guard = statement  # type: ignore[assignment]
     return found
+
+
+def _checkpoint_saves(found: Survey, policy: Policy) -> None:
+    """Saves run on rank 0 only: a function of the script named for saving (save_checkpoint) is
+    guarded where it is called, so what it does after saving (copy to model_best) runs on rank 0
+    too; any other save is guarded itself."""
+    savers = {
+        f.name.value: f
+        for _, f in found.saves_in
+        if f is not None and any(word in f.name.value.lower() for word in policy.saver_words)
+    }
+    called = {name for _, name in found.named_calls if name in savers}
+    for line, name in found.named_calls:
+        if name in called:
+            found.guarded.append((line, "checkpoint save"))
+            found.save_lines.append(line)
+    for saving, function in found.saves_in:
+        if function is None or function.name.value not in called:
+            found.guarded.append((saving, "checkpoint save"))
+            found.save_lines.append(saving)
 
 
 def _setup_anchor(module: cst.Module) -> cst.BaseStatement | None:
@@ -253,11 +277,16 @@ class _Walker(cst.CSTVisitor):
         )
         if callee == "torch.save":
             with_ = self.with_stack[-1] if self.with_stack else None
-            if with_ is not None and len(with_.body.body) == 1 and with_.body.body[0] is line:
-                self.found.guarded.append((with_, "checkpoint save"))
-            else:
-                self.found.guarded.append((line, "checkpoint save"))
-        elif is_print or is_log:
+            saving = (
+                with_
+                if with_ is not None and len(with_.body.body) == 1 and with_.body.body[0] is line
+                else line
+            )
+            function = next((s for s in reversed(self.path) if isinstance(s, cst.FunctionDef)), None)
+            self.found.saves_in.append((saving, function))
+        elif isinstance(func, cst.Name):
+            self.found.named_calls.append((line, func.value))
+        if is_print or is_log:
             self.found.guarded.append((line, "print()" if is_print else "logging"))
         if (
             isinstance(func, cst.Attribute)

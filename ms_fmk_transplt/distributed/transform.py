@@ -253,7 +253,7 @@ class _Planner:
         for node, what in self.found.guarded:
             self.plan_.guard.add(id(node))
             self.report("DS006", MODIFY, node, what=what)
-        first_save = min((self.lines(c)[0] for c in self.found.saves), default=None)
+        first_save = min((self.lines(c)[0] for c in self.found.save_lines), default=None)
         seen: set[int] = set()
         for path, call in self.found.loads:
             depth = len(path) - 1
