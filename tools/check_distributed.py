@@ -63,6 +63,7 @@ def main() -> int:
     parser.add_argument("--cpu-env", action="append", default=[], help="KEY=VALUE for the CPU side only")
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for both sides")
     parser.add_argument("--mask", action="append", default=[], help="regex of output not compared (timings)")
+    parser.add_argument("--lines", default=None, help="compare only the output lines this regex finds")
     parser.add_argument(
         "--original",
         default=None,
@@ -123,6 +124,8 @@ def main() -> int:
 
 def _masked(options: argparse.Namespace, stdout: str) -> list[str]:
     lines = [DEVICE.sub("DEVICE", line) for line in stdout.splitlines()]
+    if options.lines is not None:
+        lines = [line for line in lines if re.search(options.lines, line)]
     for mask in options.mask:
         lines = [re.sub(mask, "MASKED", line) for line in lines]
     return lines
