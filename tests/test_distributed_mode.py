@@ -128,3 +128,13 @@ def test_cli_usage_errors_name_the_problem(tmp_path: Path, args: list[str], mess
     assert done.exit_code == 2
     assert message in " ".join(done.output.split())
     assert not (tmp_path / "out").exists()
+
+
+def test_an_excluded_main_script_is_copied_unchanged(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    args = ["-i", str(project), "-o", str(tmp_path / "out"), "-q", "--no-cache", "--exclude", "train.py"]
+    done = CliRunner().invoke(app, [*args, "distributed", "-m", "train.py"])
+    assert done.exit_code == 0, done.output
+    out = tmp_path / "out" / "proj_msft_multi"
+    assert (out / "train.py").read_bytes() == (project / "train.py").read_bytes()
+    assert ",DS0" not in (out / "change_list.csv").read_text()

@@ -52,11 +52,17 @@ class DistributedStage:
         """The entries with the main script replaced by its distributed version."""
         if self.result.output is None:
             return entries
+        if any(e.rel == self.main_rel and e.excluded for e in entries):  # --exclude wins: left alone
+            self.result = Distributed(None, ())
+            return entries
         self.folder = Path(tempfile.mkdtemp(prefix="msft_multi_"))
         stand_in = self.folder / Path(self.main_rel).name
         stand_in.write_bytes(self.result.output.encode())
         shutil.copystat(self.main_path, stand_in)
-        return [dataclasses.replace(e, path=stand_in) if e.rel == self.main_rel else e for e in entries]
+        return [
+            dataclasses.replace(e, path=stand_in) if e.rel == self.main_rel and not e.excluded else e
+            for e in entries
+        ]
 
     def results(self, results: list[FileResult]) -> list[FileResult]:
         """The main script's result: conversion findings on original lines, plus the mode's findings."""
