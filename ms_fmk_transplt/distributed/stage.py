@@ -50,14 +50,15 @@ class DistributedStage:
 
     def inputs(self, entries: list[Entry]) -> list[Entry]:
         """The entries with the main script replaced by its distributed version."""
-        if self.result.output is None:
+        output = self.result.output
+        if output is None:
             return entries
         if any(e.rel == self.main_rel and e.excluded for e in entries):  # --exclude wins: left alone
             self.result = Distributed(None, ())
             return entries
         self.folder = Path(tempfile.mkdtemp(prefix="msft_multi_"))
         stand_in = self.folder / Path(self.main_rel).name
-        stand_in.write_bytes(self.result.output.encode())
+        stand_in.write_bytes(output.encode())
         shutil.copystat(self.main_path, stand_in)
         return [
             dataclasses.replace(e, path=stand_in) if e.rel == self.main_rel and not e.excluded else e
