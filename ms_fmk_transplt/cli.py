@@ -1,5 +1,5 @@
 """Command line: `ms_fmk_transplt -i SRC -o OUT [-r rules.json]`, `ms_fmk_transplt analyse`,
-`ms_fmk_transplt rules list`.
+`ms_fmk_transplt -i SRC -o OUT distributed -m MAIN`, `ms_fmk_transplt rules list`.
 
 Exit codes: 0 success; 1 some files could not be converted or analysed (each named in the log);
 2 usage, rule-file or baseline error; 3 with --strict, the code uses APIs Ascend does not support;
@@ -208,6 +208,76 @@ def analyse(
         err.print("interrupted")
         raise typer.Exit(130) from None
     _finish(run, quiet, gate, strict)
+
+
+@app.command("distributed")
+def distributed(
+    ctx: typer.Context,
+    main: Path | None = typer.Option(
+        None,
+        "-m",
+        "--main",
+        help="The training script to distribute (relative to -i; default: -i itself when a file).",
+    ),
+    model: str | None = typer.Option(
+        None,
+        "-t",
+        "--target-model",
+        help="The model's variable to wrap in DistributedDataParallel (default: found).",
+    ),
+) -> None:
+    """`-i SRC -o OUT distributed -m MAIN [-t MODEL]`: convert SRC into OUT/<name>_msft_multi/, MAIN for torchrun."""
+    top = ctx.parent.params if ctx.parent is not None else {}
+    source, output = top.get("input"), top.get("output")
+    if source is None or output is None:
+        _fail(
+            "give -i/--input and -o/--output before the command: ms_fmk_transplt -i SRC -o OUT distributed -m MAIN"
+        )
+    gate = _Gate.checked(
+        top.get("report_format"),
+        top.get("report"),
+        top["fail_on"],
+        top.get("baseline"),
+        top.get("write_baseline"),
+    )
+    from ms_fmk_transplt.distributed.stage import DistributedStage, MainScriptError
+    from ms_fmk_transplt.run import Options, UsageError, convert_project
+
+    if not source.exists():
+        _fail(f"input not found: {source}")
+    try:
+        stage = DistributedStage(source, main, model)
+    except MainScriptError as exc:
+        _fail(str(exc))
+    options = Options(
+        source=source,
+        output=output,
+        rule_files=tuple(top.get("rule") or ()),
+        release=top.get("release"),
+        force=top["force"],
+        jobs=top["jobs"],
+        opt_ins=tuple(top.get("opt_in") or ()),
+        cache_dir=top.get("cache_dir"),
+        use_cache=not top["no_cache"],
+        exclude=tuple(top.get("exclude") or ()),
+        runtime_report=top.get("runtime_report"),
+        suffix=stage.suffix,
+    )
+    try:
+        with _progress(top["quiet"]) as progress:
+            run = convert_project(options, progress=progress, stage=stage)
+    except UsageError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        err.print("interrupted: nothing was written")
+        raise typer.Exit(130) from None
+    finally:
+        stage.close()
+    if not top["quiet"]:
+        err.print(
+            f"launch: bash {run.output_root}/run_distributed_npu.sh (torchrun --nproc-per-node N {stage.main_rel})"
+        )
+    _finish(run, top["quiet"], gate, top["strict"])
 
 
 class _Gate:

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ms_fmk_transplt import data, reports
 from ms_fmk_transplt.cache import ResultCache, default_cache_dir, rule_set_key
@@ -81,6 +81,7 @@ class Options:
     use_cache: bool = True
     exclude: Sequence[str] = ()  # globs of files to copy unchanged and not analyse
     runtime_report: Path | None = None  # the simulated NPU's operator-check report, merged into the xlsx
+    suffix: str = "_msft"  # of the output folder's name
 
 
 def _runtime(options: Options) -> dict:
@@ -96,11 +97,28 @@ def _runtime(options: Options) -> dict:
     return {"runtime_ops": ops, "runtime_report": str(options.runtime_report)}
 
 
-def output_folder(source: Path, output: Path) -> Path:
+class Stage(Protocol):
+    """What a mode adds to a conversion (distributed/stage.py): it may stand in for some inputs,
+    amend their results and add files to the output folder."""
+
+    def inputs(self, entries: list[Entry]) -> list[Entry]:
+        """The entries to convert, some perhaps pointing at stand-ins."""
+        ...
+
+    def results(self, results: list[FileResult]) -> list[FileResult]:
+        """The results, amended."""
+        ...
+
+    def files(self) -> list[tuple[str, bytes, bool]]:
+        """(name, content, executable) of files to add to the output folder."""
+        ...
+
+
+def output_folder(source: Path, output: Path, suffix: str = "_msft") -> Path:
     """OUT/<name>_msft, <name> being the input folder's name or the input file's stem."""
     resolved = source.resolve()
     name = resolved.stem if resolved.is_file() else resolved.name
-    return output / f"{name}_msft"
+    return output / f"{name}{suffix}"
 
 
 def _check_paths(options: Options) -> Path:
@@ -111,7 +129,7 @@ def _check_paths(options: Options) -> Path:
         raise UsageError(f"input is neither a file nor a directory: {source}")
     if output.exists() and not output.is_dir():
         raise UsageError(f"output is not a directory: {output}")
-    final = output_folder(source, output)
+    final = output_folder(source, output, options.suffix)
     real_source, real_final = source.resolve(), final.resolve()
     if real_source == real_final or real_final in real_source.parents:
         raise UsageError(f"input {source} lies inside the output folder {final}")
@@ -184,7 +202,9 @@ def _rule_table(rules: list) -> tuple[tuple[str, str, str], ...]:
     return tuple((r.id, r.kind, r.summary) for r in rules)
 
 
-def convert_project(options: Options, progress: Progress | None = None) -> RunResult:
+def convert_project(
+    options: Options, progress: Progress | None = None, stage: Stage | None = None
+) -> RunResult:
     """Run a whole conversion; the result's files say what happened to each input path."""
     started = time.perf_counter()
     warnings: list[str] = []
@@ -195,14 +215,26 @@ def convert_project(options: Options, progress: Progress | None = None) -> RunRe
     entries = apply_excludes(
         discover(options.source, exclude=(options.output, final)), tuple(options.exclude)
     )
+    if stage is not None:
+        entries = stage.inputs(entries)
     staging = Staging(final, force=options.force)
     with staging as folder:
         sink = StreamWriter(entries, folder)
         results = convert_entries(
             entries, tables, jobs=options.jobs, progress=progress, cache=cache, sink=sink
         )
+        if stage is not None:
+            results = stage.results(results)
         taken = {e.rel for e in entries}
         write_tree(entries, results, folder, streamed=True)
+        for name, content, executable in stage.files() if stage is not None else ():
+            if name in taken:
+                stem, _, suffix = name.rpartition(".")
+                warnings.append(f"input has a file named {name}; written as {stem}.msft.{suffix}")
+                name = f"{stem}.msft.{suffix}"
+            (folder / name).write_bytes(content)
+            if executable:
+                (folder / name).chmod(0o755)
         run = RunResult(
             input_root=str(options.source),
             output_root=str(final),

@@ -32,6 +32,7 @@ FORBIDDEN = {
         "rich",
         "openpyxl",
     ),
+    "distributed": ("ms_fmk_transplt.cli", "ms_fmk_transplt.reports", "typer", "rich", "openpyxl", "torch"),
     "reports": ("ms_fmk_transplt.engine", "ms_fmk_transplt.rules", "ms_fmk_transplt.cli", "typer", "rich"),
 }
 

@@ -52,6 +52,8 @@ def test_wheel_install_loads_builtin_rules(tmp_path: Path) -> None:
         "from ms_fmk_transplt.rules import load_rules\n"
         "from ms_fmk_transplt import data\n"
         "rules = load_rules()\n"
+        "from ms_fmk_transplt.distributed.policy import policy\n"
+        "assert policy().messages['DS001']\n"
         "print(ms_fmk_transplt.__file__)\n"
         "print(len(rules), sorted({r.id for r in rules})[0], data.default_release())\n"
     )

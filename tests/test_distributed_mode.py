@@ -1,0 +1,140 @@
+"""`ms_fmk_transplt distributed`: the transform on fixture pairs, the run and the command line.
+
+tests/fixtures/distributed/<case>.in.py becomes <case>.out.py with the findings in
+<case>.findings; a case without .out.py must not change. A first line `# args: -t NAME` passes
+the target model. Every output, distributed again, does not change (it is distributed already).
+"""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ms_fmk_transplt.cli import app
+from ms_fmk_transplt.distributed import distribute_source
+from ms_fmk_transplt.distributed.lines import line_map
+from ms_fmk_transplt.model import Finding
+
+FIXTURES = Path(__file__).parent / "fixtures" / "distributed"
+CASES = sorted(FIXTURES.glob("*.in.py"))
+
+
+def _findings(findings: tuple[Finding, ...]) -> str:
+    lines = []
+    for f in findings:
+        span = f"{f.start_line}" if f.start_line == f.end_line else f"{f.start_line}-{f.end_line}"
+        lines.append(f"{span} {f.operation.value} {f.rule_id} {f.message}\n")
+    return "".join(lines)
+
+
+def _model(source: str) -> str | None:
+    first = source.splitlines()[0] if source else ""
+    return first.split("-t", 1)[1].strip() if first.startswith("# args: -t") else None
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: p.name[: -len(".in.py")])
+def test_distributed_fixture(case: Path, update_fixtures: bool) -> None:
+    source = case.read_text()
+    out_file = case.with_name(case.name.replace(".in.py", ".out.py"))
+    findings_file = case.with_name(case.name.replace(".in.py", ".findings"))
+    result = distribute_source(source, case.name, _model(source))
+    output = result.output if result.output is not None else source
+    if update_fixtures:
+        if result.output is not None or out_file.exists():
+            out_file.write_text(output)
+        findings_file.write_text(_findings(result.findings))
+    assert output == (out_file.read_text() if out_file.exists() else source)
+    assert _findings(result.findings) == findings_file.read_text()
+    compile(output, case.name, "exec")
+    again = distribute_source(output, case.name, _model(source))
+    assert again.output is None, "distributing the output again changed it"
+
+
+def test_every_rewrite_has_a_must_not_change_case() -> None:
+    unchanged = [c for c in CASES if not c.with_name(c.name.replace(".in.py", ".out.py")).exists()]
+    assert CASES and len(unchanged) >= 2
+
+
+def test_line_map_names_the_original_line_of_each_rewritten_line() -> None:
+    before = "a\nb\nc\n"
+    after = "a\nnew 1\nnew 2\nb\nC\n"
+    assert line_map(before, after)[:5] == [1, 1, 1, 2, 3]
+
+
+def _project(tmp_path: Path) -> Path:
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "train.py").write_text((FIXTURES / "function_loaders.in.py").read_text())
+    (project / "util.py").write_text("import torch\nx = torch.zeros(1).cuda()\n")
+    return project
+
+
+def test_cli_writes_msft_multi_with_the_launcher_and_original_lines(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    before = {p.name: p.read_bytes() for p in project.iterdir()}
+    done = CliRunner().invoke(
+        app,
+        [
+            "-i",
+            str(project),
+            "-o",
+            str(tmp_path / "out"),
+            "-q",
+            "--no-cache",
+            "distributed",
+            "-m",
+            "train.py",
+        ],
+    )
+    assert done.exit_code == 0, done.output
+    out = tmp_path / "out" / "proj_msft_multi"
+    train = (out / "train.py").read_text()
+    assert 'torch.distributed.init_process_group("hccl" if torch.npu.is_available() else "gloo")' in train
+    assert "torch.npu.set_device(LOCAL_RANK)" in train and "import torch_npu" in train
+    assert "DistributedDataParallel(model)" in train
+    assert (out / "util.py").read_text().count(".npu()") == 1  # the ordinary conversion everywhere
+    launcher = out / "run_distributed_npu.sh"
+    assert launcher.stat().st_mode & stat.S_IXUSR
+    assert "torchrun" in launcher.read_text() and "train.py" in launcher.read_text()
+    rows = (out / "change_list.csv").read_text().splitlines()
+    original = (project / "train.py").read_text().splitlines()
+    # every finding names a line of the original file; the set-up follows the last import (line 7)
+    assert "train.py,7,7,INSERT" in "\n".join(rows)
+    assert all(1 <= int(r.split(",")[1]) <= len(original) for r in rows[1:])
+    assert any(",DS002" in r for r in rows) and any(",TP101" in r for r in rows)
+    assert {p.name: p.read_bytes() for p in project.iterdir()} == before  # the input is untouched
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["distributed", "-m", "train.py"], "give -i/--input and -o/--output"),
+        (["-i", "{p}", "-o", "{o}", "distributed"], "give the main script of the project with -m MAIN"),
+        (["-i", "{p}", "-o", "{o}", "distributed", "-m", "nope.py"], "-m nope.py: no such script inside"),
+        (
+            ["-i", "{p}", "-o", "{o}", "distributed", "-m", "broken.py"],
+            "broken.py: cannot be parsed: line 1:",
+        ),
+    ],
+)
+def test_cli_usage_errors_name_the_problem(tmp_path: Path, args: list[str], message: str) -> None:
+    project = _project(tmp_path)
+    (project / "broken.py").write_text("def f(:\n")
+    args = [a.format(p=project, o=tmp_path / "out") for a in args]
+    done = CliRunner().invoke(app, args)
+    assert done.exit_code == 2
+    assert message in " ".join(done.output.split())
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_excluded_main_script_is_copied_unchanged(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    args = ["-i", str(project), "-o", str(tmp_path / "out"), "-q", "--no-cache", "--exclude", "train.py"]
+    done = CliRunner().invoke(app, [*args, "distributed", "-m", "train.py"])
+    assert done.exit_code == 0, done.output
+    out = tmp_path / "out" / "proj_msft_multi"
+    assert (out / "train.py").read_bytes() == (project / "train.py").read_bytes()
+    assert ",DS0" not in (out / "change_list.csv").read_text()
