@@ -29,6 +29,8 @@ lines. This module imports only torch and the standard library.
 from __future__ import annotations
 
 import atexit
+import contextlib
+import functools
 import gc
 import hashlib
 import importlib.abc
@@ -167,7 +169,9 @@ class Recorder:
             "rank": _rank(),
             "optimizer": optimizer,
             "losses": self.losses,
-            "params": [[name, list(p.shape), str(p.dtype).removeprefix("torch."), digest(p)] for name, p in named],
+            "params": [
+                [name, list(p.shape), str(p.dtype).removeprefix("torch."), digest(p)] for name, p in named
+            ],
             "memory": device_memory(),
         }
         self.losses = []
@@ -190,10 +194,9 @@ class Recorder:
             return
         self._ended = True
         if self.by_hand and self.losses and reason == "exit":
-            try:
+            # the interpreter is going down: a last step that cannot be read is left out
+            with contextlib.suppress(Exception, SystemExit):
                 self._write_step(None, self.names.module_parameters())
-            except (Exception, SystemExit):  # the interpreter is going down
-                pass
         if self._file is None:
             return
         self._file.write(json.dumps({"end": reason, "steps": self.steps, "memory": device_memory()}) + "\n")
@@ -225,7 +228,7 @@ def device_memory() -> dict[str, list[int]]:
     import torch
 
     npu = getattr(torch, "npu", None)
-    if npu is None or not getattr(torch.npu, "is_available", lambda: False)():
+    if npu is None or not getattr(npu, "is_available", lambda: False)():
         return {}
     used = {}
     for index in range(npu.device_count()):
@@ -250,15 +253,14 @@ def install(folder: str, limit: int = 0, seed: int | None = None) -> Recorder:
     recorder = RECORDER = Recorder(folder, limit)
     backward = torch.autograd.backward
 
+    @functools.wraps(backward)
     def recording_backward(tensors: Any, *args: Any, **kwargs: Any) -> Any:
         first = tensors[0] if isinstance(tensors, (list, tuple)) and tensors else tensors
         if isinstance(first, torch.Tensor):
             recorder.on_backward(first)
         return backward(tensors, *args, **kwargs)
 
-    recording_backward.__wrapped__ = backward  # type: ignore[attr-defined]
-    recording_backward.__doc__ = backward.__doc__
-    torch.autograd.backward = recording_backward  # type: ignore[assignment]
+    torch.autograd.backward = recording_backward
     register_optimizer_step_post_hook(lambda optimizer, args, kwargs: recorder.on_step(optimizer))
     atexit.register(recorder.end, "exit")
     if seed is not None:
