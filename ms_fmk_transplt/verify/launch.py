@@ -28,6 +28,7 @@ NEEDS_CUDA_MARKERS = (
 # stock torch's gloo now and then aborts while a process tears its groups down on a loaded machine
 TEARDOWN_ABORT = "terminate called without an active exception"
 PYTHON_NAMES = ("python", "python3")
+STDERR_KEPT = 20000
 
 
 class CommandError(Exception):
@@ -90,19 +91,18 @@ class RunOutput:
     stdout: Path
     stderr: Path
     records: Path
+    stderr_end: str = ""  # the last STDERR_KEPT characters, read when the run ended
 
     def stderr_text(self) -> str:
-        """The run's stderr (empty when unreadable)."""
-        try:
-            return self.stderr.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return ""
+        """The end of the run's stderr (its files may be gone with the work folder)."""
+        return self.stderr_end
 
     def needs_cuda(self) -> str | None:
         """The line of stderr saying the script needs CUDA, if it failed for that reason."""
         if self.returncode == 0:
             return None
-        for line in self.stderr_text().splitlines():
+        # the last such line is the exception's own, after the traceback's source lines
+        for line in reversed(self.stderr_text().splitlines()):
             if any(marker in line for marker in NEEDS_CUDA_MARKERS):
                 return line.strip()
         return None
@@ -191,7 +191,17 @@ def run(label: str, command: list[str], env: dict[str, str], work: Path, setting
         stdout,
         stderr,
         Path(env["RUNTIME_SHIM_RECORD"]),
+        _tail(stderr),
     )
+
+
+def _tail(path: Path) -> str:
+    try:
+        with path.open("rb") as fh:
+            fh.seek(max(0, path.stat().st_size - STDERR_KEPT))
+            return fh.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _kill_group(process: subprocess.Popen) -> None:

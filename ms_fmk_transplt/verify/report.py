@@ -8,6 +8,7 @@ from typing import Any
 from ms_fmk_transplt.verify.launch import RunOutput
 from ms_fmk_transplt.verify.records import RankRecord
 from ms_fmk_transplt.verify.session import Outcome
+from ms_fmk_transplt.verify.verdict import Status
 
 STDERR_TAIL = 12
 
@@ -77,6 +78,8 @@ def text_lines(outcome: Outcome) -> list[str]:
         lines.append(f"  simulated NPU peak memory, rank {rank}: {shown}")
     lines += [f"  note: {note}" for note in (*outcome.conversion_notes, *verdict.notes)]
     for output in (outcome.cpu, outcome.npu):
+        if output is outcome.cpu and verdict.status is Status.NEEDS_CUDA:
+            continue  # its reason is in the result line
         if output is not None and (output.returncode != 0 or output.timed_out):
             lines.append(f"  {output.label} run's stderr, last lines:")
             lines += _stderr_tail(output)

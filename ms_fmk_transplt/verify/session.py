@@ -6,11 +6,12 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ms_fmk_transplt.verify import launch
 from ms_fmk_transplt.verify.records import RankRecord, read_records
+from ms_fmk_transplt.verify.sites import original_site
 from ms_fmk_transplt.verify.verdict import OpFinding, SideResult, Verdict, judge, read_opcheck
 
 
@@ -76,7 +77,7 @@ def verify(request: Request, say: Callable[[str], None] = lambda line: None) -> 
 def _verify(
     request: Request, target: launch.Target, work: Path, say: Callable[[str], None], keep: bool
 ) -> Outcome:
-    converted, notes = _converted_script(request, target, work, say)
+    converted, converted_root, source_root, notes = _converted_script(request, target, work, say)
     settings = launch.Settings(
         steps=request.steps,
         seed=request.seed,
@@ -101,6 +102,9 @@ def _verify(
     npu = launch.run("npu", npu_cmd, launch.environment(work / "npu", settings, opcheck), work, settings)
     npu_records = read_records(npu.records)
     ops = read_opcheck(opcheck)
+    if ops:  # while the converted copy still exists: it may be in the work folder
+        cwd = request.cwd.resolve()
+        ops = [replace(f, site=original_site(f.site, converted_root, source_root, cwd)) for f in ops]
     verdict = judge(cpu_result, _side(npu, npu_records), ops, request.fail_on_ops)
     return Outcome(
         verdict,
@@ -128,15 +132,18 @@ def _side(output: launch.RunOutput, records: dict[int, RankRecord]) -> SideResul
 
 def _converted_script(
     request: Request, target: launch.Target, work: Path, say: Callable[[str], None]
-) -> tuple[Path, tuple[str, ...]]:
-    """The converted copy of the script: in a reused conversion, or converted now."""
+) -> tuple[Path, Path, Path, tuple[str, ...]]:
+    """The converted copy of the script (in a reused conversion, or converted now), the converted
+    project's folder, the original project's folder and notes on files the conversion failed."""
     source = (request.source or target.script.parent).resolve()
     script = target.script.resolve()
     if source.is_file():
         if source != script:
             raise VerifyError(f"-i {source} is a file and not the script {script}")
         relative = Path(script.name)
+        source_root = source.parent
     else:
+        source_root = source
         try:
             relative = script.relative_to(source)
         except ValueError:
@@ -146,7 +153,7 @@ def _converted_script(
         if not converted.is_file():
             raise VerifyError(f"--converted {request.converted}: no converted script {relative} in it")
         say(f"using the conversion in {request.converted}")
-        return converted, ()
+        return converted, request.converted, source_root, ()
     from ms_fmk_transplt.run import Options, UsageError, convert_project
 
     output = request.output or work / "converted"
@@ -166,4 +173,4 @@ def _converted_script(
     converted = Path(result.output_root) / relative
     if not converted.is_file():
         raise VerifyError(f"the conversion wrote no {relative} under {result.output_root}")
-    return converted, notes
+    return converted, Path(result.output_root), source_root, notes
