@@ -270,7 +270,7 @@ def verify(
         err.print("interrupted")
         raise typer.Exit(130) from None
     lines = text_lines(outcome)
-    typer.echo("\n".join(lines[3:4] if quiet else lines))
+    typer.echo(f"result: {outcome.verdict.message}" if quiet else "\n".join(lines))
     if report is not None:
         if str(report) == "-":
             sys.stdout.buffer.write(json_document(outcome))

@@ -350,3 +350,33 @@ def test_reports(tmp_path):
     assert document["npu_peak_memory"] == {"0": {"npu:0": {"allocated": 2048, "reserved": 4096}}}
     assert document["operator_check"][0]["op"] == "mm"
     assert size_text(1536) == "1.50 KiB" and size_text(12) == "12 bytes"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["verify", "--", "python", "nothere.py"], "script not found: nothere.py"),
+        (["verify", "python", "-m", "pkg"], "python -m MODULE is not supported"),
+        (
+            ["verify", "--converted", "c", "-o", "o", "--", "python", "t.py"],
+            "--converted uses an existing conversion",
+        ),
+        (
+            ["verify", "--converted", "c", "--", "python", "t.py"],
+            "--converted c: no converted script t.py in it",
+        ),
+        (["verify", "-i", "elsewhere", "--", "python", "t.py"], "is not inside the project -i"),
+    ],
+)
+def test_cli_usage_errors_exit_2(tmp_path, monkeypatch, args, message):
+    from typer.testing import CliRunner
+
+    from ms_fmk_transplt.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.py").write_text("")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "c").mkdir()
+    done = CliRunner().invoke(app, args, catch_exceptions=False)
+    assert done.exit_code == 2
+    assert message in " ".join(done.output.split())
