@@ -152,25 +152,34 @@ def _compare(cpu: SideResult | None, npu: SideResult) -> Verdict:
             tuple(notes),
         )
     common = min(cpu.steps, npu.steps)
-    if not npu_ok:
-        return Verdict(
-            Status.NPU_FAILED,
-            f"the converted script {npu_failure} on the simulated NPU after {npu.steps} step(s) (the {common} step(s) both runs made are identical)",
-            None,
-            tuple(notes),
-        )
-    if not cpu.completed(reference=True):
-        failure = "timed out" if cpu.timed_out else f"exited {cpu.returncode}"
-        if cpu.needs_cuda:
+    cpu_failure = "timed out" if cpu.timed_out else f"exited {cpu.returncode}"
+    if not cpu.completed(reference=True) and cpu.needs_cuda:
+        if not npu_ok:
             return Verdict(
-                Status.NEEDS_CUDA,
-                f"identical for the {common} step(s) the original made on the CPU before it needed CUDA ({cpu.needs_cuda})",
+                Status.NPU_FAILED,
+                f"the converted script {npu_failure} on the simulated NPU after {npu.steps} step(s); the original stopped at step {cpu.steps} needing CUDA ({cpu.needs_cuda})",
                 None,
                 tuple(notes),
             )
         return Verdict(
+            Status.NEEDS_CUDA,
+            f"identical for the {common} step(s) the original made on the CPU before it needed CUDA ({cpu.needs_cuda})",
+            None,
+            tuple(notes),
+        )
+    if not cpu.completed(reference=True):
+        # the original is broken here (an input, a package, a torch version): that comes first
+        also = f"; the converted script {npu_failure} too" if not npu_ok else ""
+        return Verdict(
             Status.CPU_FAILED,
-            f"the original {failure} on the CPU after {cpu.steps} step(s) (the {common} step(s) both runs made are identical)",
+            f"the original {cpu_failure} on the CPU after {cpu.steps} step(s){also} (the {common} step(s) both runs made are identical)",
+            None,
+            tuple(notes),
+        )
+    if not npu_ok:
+        return Verdict(
+            Status.NPU_FAILED,
+            f"the converted script {npu_failure} on the simulated NPU after {npu.steps} step(s) (the {common} step(s) both runs made are identical)",
             None,
             tuple(notes),
         )
