@@ -391,3 +391,32 @@ def test_cli_usage_errors_exit_2(tmp_path, monkeypatch, args, message):
     done = CliRunner().invoke(app, args, catch_exceptions=False)
     assert done.exit_code == 2
     assert message in " ".join(done.output.split())
+
+
+def test_run_timeout_kills_the_whole_run(tmp_path):
+    """A run past --timeout is killed with everything it started (torchrun's ranks, workers)."""
+    import subprocess
+    import sys
+    import time
+
+    pid_file = tmp_path / "grandchild.pid"
+    child = (
+        "import subprocess, sys, time; "
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+        f"open({str(pid_file)!r}, 'w').write(str(p.pid)); time.sleep(60)"
+    )
+    settings = launch.Settings(steps=1, seed=None, nproc=1, timeout=3, cwd=tmp_path)
+    env = {"RUNTIME_SHIM_RECORD": str(tmp_path / "rec"), "PATH": "/usr/bin:/bin"}
+    started = time.perf_counter()
+    output = launch.run("cpu", [sys.executable, "-c", child], env, tmp_path, settings)
+    assert output.timed_out and output.returncode != 0
+    assert time.perf_counter() - started < 30
+    grandchild = int(pid_file.read_text())
+    for _ in range(50):  # reaped by init shortly after the kill
+        if subprocess.run(
+            ["ps", "-p", str(grandchild), "-o", "stat="], capture_output=True, text=True
+        ).stdout.strip() in ("", "Z"):
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"process {grandchild} outlived the timeout")

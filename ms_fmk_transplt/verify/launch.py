@@ -7,11 +7,15 @@ through their command line and environment.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -168,7 +172,7 @@ def run(label: str, command: list[str], env: dict[str, str], work: Path, setting
     stdout, stderr = work / f"{label}.stdout", work / f"{label}.stderr"
     started = time.perf_counter()
     timed_out = False
-    with stdout.open("wb") as out, stderr.open("wb") as err:
+    with stdout.open("wb") as out, stderr.open("wb") as err, _sigterm_interrupts():
         process = subprocess.Popen(
             command, cwd=settings.cwd, env=env, stdout=out, stderr=err, start_new_session=True
         )
@@ -202,6 +206,27 @@ def _tail(path: Path) -> str:
             return fh.read().decode("utf-8", errors="replace")
     except OSError:
         return ""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a CI job's timeout) while a run was going: handled like Ctrl-C."""
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    # the run has its own session, so a signal to verify alone must take the run down with it
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _kill_group(process: subprocess.Popen) -> None:
