@@ -152,6 +152,7 @@ def _compare(cpu: SideResult | None, npu: SideResult) -> Verdict:
             tuple(notes),
         )
     common = min(cpu.steps, npu.steps)
+    alike = f" (the {common} step(s) both runs made are identical)" if common else ""
     cpu_failure = "timed out" if cpu.timed_out else f"exited {cpu.returncode}"
     if not cpu.completed(reference=True) and cpu.needs_cuda:
         if not npu_ok:
@@ -172,14 +173,14 @@ def _compare(cpu: SideResult | None, npu: SideResult) -> Verdict:
         also = f"; the converted script {npu_failure} too" if not npu_ok else ""
         return Verdict(
             Status.CPU_FAILED,
-            f"the original {cpu_failure} on the CPU after {cpu.steps} step(s){also} (the {common} step(s) both runs made are identical)",
+            f"the original {cpu_failure} on the CPU after {cpu.steps} step(s){also}{alike}",
             None,
             tuple(notes),
         )
     if not npu_ok:
         return Verdict(
             Status.NPU_FAILED,
-            f"the converted script {npu_failure} on the simulated NPU after {npu.steps} step(s) (the {common} step(s) both runs made are identical)",
+            f"the converted script {npu_failure} on the simulated NPU after {npu.steps} step(s){alike}",
             None,
             tuple(notes),
         )
