@@ -69,8 +69,10 @@ def test_read_records_steps_end_and_peak_memory(tmp_path):
     assert ranks[1].steps[0].params[0].shape == (2, 3)
 
 
-def test_read_records_missing_folder_and_bad_line(tmp_path):
+def test_read_records_missing_folder_bad_line_and_cut_last_line(tmp_path):
     assert read_records(tmp_path / "none") == {}
+    (tmp_path / "rank0.pid1.jsonl").write_text(json.dumps(_step(1)) + "\n" + json.dumps(_step(2))[:40])
+    assert [s.number for s in read_records(tmp_path)[0].steps] == [1]
     (tmp_path / "rank0.pid1.jsonl").write_text('{"step": 1}\n')
     with pytest.raises(RecordError, match=r"rank0\.pid1\.jsonl:1: unreadable step record"):
         read_records(tmp_path)

@@ -59,7 +59,10 @@ def read_records(folder: Path) -> dict[int, RankRecord]:
     if not folder.is_dir():
         return ranks
     for path in sorted(folder.glob("rank*.jsonl")):
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        text = path.read_text(encoding="utf-8")
+        # a process killed mid-write (a timeout) leaves a last line without its newline: not a step
+        lines = text.split("\n")[:-1]
+        for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:

@@ -44,7 +44,10 @@ def text_lines(outcome: Outcome) -> list[str]:
     """The report as terminal lines."""
     verdict = outcome.verdict
     lines = [
-        f"verify {outcome.script} (converted: {outcome.converted_script})",
+        f"verify {outcome.script} (converted: "
+        + (
+            f"{outcome.converted_script})" if outcome.converted_kept else "a temporary copy; -o OUT keeps it)"
+        ),
         _side_line("original, CPU:", outcome.cpu, outcome.cpu_records),
         _side_line("converted, simulated NPU:", outcome.npu, outcome.npu_records),
         f"  result: {verdict.message}",

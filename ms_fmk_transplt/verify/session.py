@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ms_fmk_transplt.verify import launch
-from ms_fmk_transplt.verify.records import RankRecord, read_records
+from ms_fmk_transplt.verify.records import RankRecord, RecordError, read_records
 from ms_fmk_transplt.verify.sites import original_site
 from ms_fmk_transplt.verify.verdict import OpFinding, SideResult, Verdict, judge, read_opcheck
 
@@ -53,6 +53,7 @@ class Outcome:
     ops: list[OpFinding] | None
     conversion_notes: tuple[str, ...]
     work_dir: Path | None
+    converted_kept: bool = True  # False: the conversion was made in the temporary work folder, now gone
 
 
 def verify(request: Request, say: Callable[[str], None] = lambda line: None) -> Outcome:
@@ -69,6 +70,8 @@ def verify(request: Request, say: Callable[[str], None] = lambda line: None) -> 
     try:
         work.mkdir(parents=True, exist_ok=True)
         return _verify(request, target, work.resolve(), say, keep)
+    except RecordError as exc:
+        raise VerifyError(str(exc)) from None
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -117,6 +120,7 @@ def _verify(
         ops,
         notes,
         work if keep else None,
+        keep or request.output is not None or request.converted is not None,
     )
 
 
