@@ -23,7 +23,7 @@ Once torch is loaded:
   both runs alike.
 
 Reading the records back never runs torch: the converter's ``verify`` package parses the
-lines. This module imports only torch and the standard library.
+lines. This module imports only torch, numpy when installed (to seed it) and the standard library.
 """
 
 from __future__ import annotations

@@ -33,6 +33,8 @@ FORBIDDEN = {
         "openpyxl",
     ),
     "reports": ("ms_fmk_transplt.engine", "ms_fmk_transplt.rules", "ms_fmk_transplt.cli", "typer", "rich"),
+    # verify drives the runtime in subprocesses: it never imports torch or the runtime itself
+    "verify": ("torch", "runtime_shim", "ms_fmk_transplt.cli", "typer", "rich"),
 }
 
 
