@@ -231,10 +231,10 @@ def verify(
 ) -> None:
     """Run the original on the CPU and the converted script on the simulated NPU; compare every step.
 
-    Exit codes: 0 identical; 1 different (first step and parameter reported); 2 usage error or
-    failed conversion; 3 the converted script failed; 4 the original failed on the CPU; 5 the
-    original needs CUDA (the converted script ran alone); 6 with --fail-on-ops, unsupported
-    operators; 7 no training step seen.
+    Exit codes: 0 identical, 1 different (the first step and parameter are reported),
+    2 usage error or failed conversion, 3 the converted script failed,
+    4 the original failed on the CPU, 5 the original needs CUDA (the port ran alone),
+    6 --fail-on-ops and the operator check found something, 7 no training step seen.
     """
     from ms_fmk_transplt.verify import Request, VerifyError
     from ms_fmk_transplt.verify import verify as run_verify
