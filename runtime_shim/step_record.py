@@ -50,10 +50,21 @@ def digest(tensor: Any) -> str:
     """Hex blake2b digest of a tensor's values (its dtype's bytes, row-major), read on the host."""
     import torch
 
+    to_local = getattr(tensor, "to_local", None)
+    if callable(to_local):  # a DTensor (FSDP2, tensor parallel): this rank's shard
+        tensor = to_local()
     with torch.no_grad():
         host = tensor.to("cpu").contiguous().reshape(-1)
         data = host.view(torch.uint8) if host.numel() else host
         return hashlib.blake2b(data.numpy().tobytes(), digest_size=16).hexdigest()
+
+
+def _digest_or_why(tensor: Any) -> str:
+    """digest(), or why the tensor could not be read (recording must never break the script)."""
+    try:
+        return digest(tensor)
+    except Exception as exc:  # a tensor subclass or layout the host copy does not handle
+        return f"unreadable: {type(exc).__name__}"
 
 
 def _loss_value(tensor: Any) -> float | str:
@@ -62,8 +73,10 @@ def _loss_value(tensor: Any) -> float | str:
 
     with torch.no_grad():
         if tensor.numel() == 1 and tensor.dtype.is_floating_point:
-            return float(tensor.to("cpu").reshape(()).item())
-    return "digest:" + digest(tensor)
+            to_local = getattr(tensor, "to_local", None)
+            value = to_local() if callable(to_local) else tensor
+            return float(value.to("cpu").reshape(()).item())
+    return "digest:" + _digest_or_why(tensor)
 
 
 class ParameterNames:
@@ -170,7 +183,8 @@ class Recorder:
             "optimizer": optimizer,
             "losses": self.losses,
             "params": [
-                [name, list(p.shape), str(p.dtype).removeprefix("torch."), digest(p)] for name, p in named
+                [name, list(p.shape), str(p.dtype).removeprefix("torch."), _digest_or_why(p)]
+                for name, p in named
             ],
             "memory": device_memory(),
         }

@@ -422,3 +422,12 @@ def test_run_timeout_kills_the_whole_run(tmp_path):
         time.sleep(0.1)
     else:
         raise AssertionError(f"process {grandchild} outlived the timeout")
+
+
+def test_unreadable_parameters_are_noted(tmp_path):
+    params = [["w", [2], "float32", "unreadable: RuntimeError"]]
+    cpu = _side(tmp_path, "c", [_step(1, params=params)])
+    npu = _side(tmp_path, "n", [_step(1, params=params)])
+    verdict = judge(cpu, npu)
+    assert verdict.status is Status.IDENTICAL
+    assert verdict.notes == ("parameters the recorder could not read, so not compared: w",)

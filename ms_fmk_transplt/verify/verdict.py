@@ -143,6 +143,18 @@ def _compare(cpu: SideResult | None, npu: SideResult) -> Verdict:
         )
     if cpu.teardown_abort and cpu.returncode != 0 and cpu.completed(reference=True):
         notes.append("the CPU reference's stock gloo aborted while tearing down, after its last step")
+    unreadable = sorted(
+        {
+            p.name
+            for side in (cpu, npu)
+            for r in side.records.values()
+            for st in r.steps
+            for p in st.params
+            if p.digest.startswith("unreadable")
+        }
+    )
+    if unreadable:
+        notes.append(f"parameters the recorder could not read, so not compared: {', '.join(unreadable[:5])}")
     difference = first_difference(cpu.records, npu.records)
     if difference is not None:
         return Verdict(
