@@ -280,6 +280,84 @@ def distributed(
     _finish(run, top["quiet"], gate, top["strict"])
 
 
+@app.command("verify", context_settings={"allow_interspersed_args": False})
+def verify(
+    command: list[str] = typer.Argument(
+        ..., help="The original run: -- python SCRIPT.py ARGS", show_default=False
+    ),
+    steps: int = typer.Option(10, "--steps", min=0, help="Optimizer steps to compare; 0 runs to the end."),
+    nproc: int = typer.Option(
+        1, "--nproc", min=1, help="Run both sides under torchrun with this many ranks."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed torch, random and numpy with this as each run starts."),
+    input: Path | None = typer.Option(
+        None, "-i", "--input", help="Project to convert (default: the script's folder)."
+    ),
+    output: Path | None = typer.Option(None, "-o", "--output", help="Convert into this folder and keep it."),
+    converted: Path | None = typer.Option(
+        None, "--converted", help="Use this <name>_msft folder; convert nothing."
+    ),
+    rule: list[Path] | None = typer.Option(None, "-r", "--rule", help="User rule file (JSON); may repeat."),
+    opt_in: list[str] | None = typer.Option(None, "--opt-in", help="Rewrites that need a human check."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing <name>_msft in -o."),
+    timeout: float | None = typer.Option(None, "--timeout", help="Seconds each run may take."),
+    fail_on_ops: bool = typer.Option(
+        False, "--fail-on-ops", help="Exit 6 when the operator check finds anything."
+    ),
+    work_dir: Path | None = typer.Option(None, "--work-dir", help="Keep the runs' output and records here."),
+    report: Path | None = typer.Option(None, "--report", help="Write the JSON report here (- for stdout)."),
+    quiet: bool = typer.Option(False, "-q", "--quiet", help="Only the result line."),
+) -> None:
+    """Run the original on the CPU and the converted script on the simulated NPU; compare every step.
+
+    Exit codes: 0 identical, 1 different (the first step and parameter are reported),
+    2 usage error or failed conversion, 3 the converted script failed,
+    4 the original failed on the CPU, 5 the original needs CUDA (the port ran alone),
+    6 --fail-on-ops and the operator check found something, 7 no training step seen.
+    """
+    from ms_fmk_transplt.verify import Request, VerifyError
+    from ms_fmk_transplt.verify import verify as run_verify
+    from ms_fmk_transplt.verify.report import json_document, text_lines
+
+    if converted is not None and (output is not None or rule):
+        _fail("--converted uses an existing conversion: it takes no -o or -r")
+    request = Request(
+        command=command,
+        steps=steps,
+        nproc=nproc,
+        seed=seed,
+        timeout=timeout,
+        source=input,
+        output=output,
+        converted=converted,
+        rule_files=tuple(rule or ()),
+        opt_ins=tuple(opt_in or ()),
+        force=force,
+        work_dir=work_dir,
+        fail_on_ops=fail_on_ops,
+    )
+    try:
+        outcome = run_verify(
+            request,
+            say=(lambda line: None)
+            if quiet
+            else lambda line: err.print(line, markup=False, highlight=False, soft_wrap=True),
+        )
+    except VerifyError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        raise typer.Exit(130) from None
+    lines = text_lines(outcome)
+    typer.echo(f"result: {outcome.verdict.message}" if quiet else "\n".join(lines))
+    if report is not None:
+        if str(report) == "-":
+            sys.stdout.buffer.write(json_document(outcome))
+        else:
+            _write(report, json_document(outcome))
+    raise typer.Exit(outcome.verdict.exit_code)
+
+
 class _Gate:
     """The report and gate options, checked before any work is done."""
 

@@ -150,3 +150,20 @@ KIND_SPECIFIC = (
 def test_engine_holds_no_kind_specific_code(path: str) -> None:
     text = (PACKAGE / path).read_text(encoding="utf-8")
     assert [name for name in KIND_SPECIFIC if name in text] == []
+
+
+def test_registry_is_complete_after_a_kind_module_was_imported_alone() -> None:
+    """Unpickling cached rule tables imports their hooks' kind modules first; the registry must
+    still hold every kind afterwards (it once held only those, and rejected the built-in rules)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import ms_fmk_transplt.rules.kinds.env_var_rule\n"
+        "from ms_fmk_transplt.rules.registry import all_kinds\n"
+        "print(len(all_kinds()))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    from ms_fmk_transplt.rules.registry import all_kinds
+
+    assert int(done.stdout) == len(all_kinds()) > 1

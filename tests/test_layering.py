@@ -34,6 +34,8 @@ FORBIDDEN = {
     ),
     "distributed": ("ms_fmk_transplt.cli", "ms_fmk_transplt.reports", "typer", "rich", "openpyxl", "torch"),
     "reports": ("ms_fmk_transplt.engine", "ms_fmk_transplt.rules", "ms_fmk_transplt.cli", "typer", "rich"),
+    # verify drives the runtime in subprocesses: it never imports torch or the runtime itself
+    "verify": ("torch", "runtime_shim", "ms_fmk_transplt.cli", "typer", "rich"),
 }
 
 

@@ -1,8 +1,9 @@
 """The main job: convert the sample models, then train converted scripts on the simulated NPU.
 
-Each chosen script runs twice with the same seed: the original on the CPU, the converted copy
-under `python -m runtime_shim` (a simulated Ascend NPU). Their per-step losses must be
-bit-identical. Run from the repository root after tools/setup.sh:
+Step 2 is `ms_fmk_transplt verify` on each chosen script, as a user would run it on their own:
+the original on the CPU and the converted copy (the conversion of step 1, reused) on the
+simulated NPU, with the same seed and arguments; the loss and every parameter are compared
+after each optimizer step, bit for bit. Run from the repository root after tools/setup.sh:
 
     .venv/bin/python tools/demo.py [--steps N] [--out DIR] [--scripts mnist_mlp/main.py ...]
 """
@@ -10,10 +11,11 @@ bit-identical. Run from the repository root after tools/setup.sh:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
-import time
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,24 +31,24 @@ SCRIPTS = {
 }
 
 
-def _steps(output: str) -> list[str]:
-    return [line for line in output.splitlines() if line.startswith("step=")]
-
-
-# stock torch's gloo now and then aborts while a process tears its groups down on a loaded machine
-TEARDOWN_ABORT = "terminate called without an active exception"
-
-
-def _run(command: list[str], cwd: Path, reference: bool = False) -> tuple[list[str], float, str]:
-    """The step lines a run printed; a failed run gives none, except a CPU reference (`reference`)
-    that printed every step and then hit stock torch's teardown abort: its losses are complete."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
-    started = time.perf_counter()
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env)
-    seconds = time.perf_counter() - started
-    if done.returncode != 0 and not (reference and TEARDOWN_ABORT in done.stderr):
-        return [], seconds, f"exit {done.returncode}: {' '.join(command)}\n{done.stderr[-2500:]}"
-    return _steps(done.stdout), seconds, done.stderr
+def _verify(script: str, converted: Path, steps: int, seed: int, out: Path) -> tuple[int, dict, str]:
+    """`ms_fmk_transplt verify` on one sample, reusing the conversion: exit code, JSON report, output."""
+    original = ROOT / "sample_models" / script
+    common = ["--steps", str(steps), "--seed", str(seed), *SCRIPTS.get(script, [])]
+    ckpt = out / "ckpt" / Path(script).parent
+    ckpt.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.json"
+        command = [
+            *(sys.executable, "-m", "ms_fmk_transplt", "verify"),
+            *("--converted", str(converted), "-i", str(ROOT / "sample_models")),
+            *("--steps", str(steps), "--seed", str(seed), "--report", str(report), "-q"),
+            *("--", "python", str(original), *common, "--out-dir", str(ckpt)),
+        ]
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        done = subprocess.run(command, cwd=original.parent, capture_output=True, text=True, env=env)
+        document = json.loads(report.read_text()) if report.exists() else {}
+    return done.returncode, document, done.stdout + done.stderr
 
 
 def main() -> int:
@@ -73,45 +75,42 @@ def main() -> int:
         ],
         check=True,
     )
+    args.out = args.out.resolve()  # the runs start in each script's folder
     converted = args.out / "sample_models_msft"
     log = (converted / "msFmkTranspltlog.txt").read_text()
     totals = log.split("== totals ==")[-1].strip().replace("\n", ", ")
     print(f"   {totals}")
 
-    print("2. training: original on CPU vs converted on the simulated NPU (same seed)")
+    print("2. ms_fmk_transplt verify: original on the CPU vs converted on the simulated NPU (same seed)")
     failures = 0
     for script in args.scripts:
-        extra = SCRIPTS.get(script, [])
-        common = ["--steps", str(args.steps), "--seed", str(args.seed), *extra]
-        original = ROOT / "sample_models" / script
-        port = converted / script
-        cpu, cpu_s, cpu_stderr = _run(
-            [python, str(original), *common, "--out-dir", str(args.out / "ckpt_cpu")],
-            original.parent,
-            reference=True,
-        )
-        npu, npu_s, stderr = _run(
-            [python, "-m", "runtime_shim", str(port), *common, "--out-dir", str(args.out / "ckpt_npu")],
-            port.parent,
-        )
-        same = cpu == npu and len(cpu) == args.steps
-        failures += not same
-        verdict = "bit-identical" if same else "DIFFERENT"
+        code, report, output = _verify(script, converted, args.steps, args.seed, args.out)
+        failures += code != 0
+        if not report:
+            print(
+                f"   {script:30s} verify failed (exit {code})\n      "
+                + "\n      ".join(output.strip().splitlines()[-8:])
+            )
+            continue
+        cpu, npu = report["cpu"] or {}, report["npu"]
+        steps = max(npu["steps"].values(), default=0)
+        peaks = [d["allocated"] for devices in report["npu_peak_memory"].values() for d in devices.values()]
+        peak = f"{max(peaks) / 2**20:6.2f} MiB" if peaks else "     -    "
         print(
-            f"   {script:30s} {len(npu):3d} steps  cpu {cpu_s:5.1f}s  npu(sim) {npu_s:5.1f}s  losses {verdict}"
+            f"   {script:30s} {steps:3d} steps  cpu {cpu.get('seconds', 0):5.1f}s  npu(sim) {npu['seconds']:5.1f}s"
+            f"  peak {peak}  ops flagged {len(report['operator_check'] or [])}  {report['status'].upper()}"
         )
-        if cpu:
-            print(f"      last: {cpu[-1]}  |  {npu[-1] if npu else '(none)'}")
-        if TEARDOWN_ABORT in cpu_stderr:
-            print("      (the CPU reference's stock gloo aborted at teardown, after its last step)")
-        if not same:
-            for a, b in zip(cpu, npu):
-                if a != b:
-                    print(f"      first difference: {a}  vs  {b}")
-                    break
-            print("      " + "\n      ".join(stderr.strip().splitlines()[-5:]))
+        losses = [step for rank in sorted(npu["losses"]) for step in npu["losses"][rank]][-1:]
+        if losses:
+            print(f"      last loss(es): {losses[0]}")
+        if code != 0:
+            print(f"      {report['message']}")
+        for note in report["notes"]:
+            print(f"      note: {note}")
     print(
-        "done: all converted scripts trained identically" if not failures else f"{failures} script(s) differ"
+        "done: all converted scripts trained identically (losses and every parameter, every step)"
+        if not failures
+        else f"{failures} script(s) differ or failed"
     )
     return 1 if failures else 0
 

@@ -55,9 +55,15 @@ def kind(**attrs: Any) -> Callable[[Any], Any]:
     return register
 
 
+_ALL_IMPORTED: list[bool] = []
+
+
 def all_kinds() -> dict[str, Kind]:
     """Every registered kind, importing the kind modules on first use."""
-    if not _KINDS:
+    # not `if not _KINDS`: unpickling cached rule tables imports the kind modules of their hooks
+    # alone, and a registry holding only those would then reject every other kind
+    if not _ALL_IMPORTED:
         for info in pkgutil.iter_modules(_kinds_pkg.__path__):
             importlib.import_module(f"{_kinds_pkg.__name__}.{info.name}")
+        _ALL_IMPORTED.append(True)
     return _KINDS

@@ -4,7 +4,8 @@ This directory is put on PYTHONPATH by runtime_shim.activate(). When the
 interpreter starts with RUNTIME_SHIM_ACTIVE=1, the ``torch_npu`` import hook is
 installed (cheap: torch is not imported until ``import torch_npu`` runs). Any
 other sitecustomize further along sys.path is run afterwards, so this one never
-hides it.
+hides it. With RUNTIME_SHIM_RECORD set (``ms_fmk_transplt verify``), the step
+recorder (step_record.py) is installed too, whether or not the NPU is active.
 """
 
 import importlib.machinery
@@ -29,6 +30,19 @@ def _install_hook() -> None:
         enable()
 
 
+def _install_recorder() -> None:
+    # `ms_fmk_transplt verify` records steps in both of its runs, the CPU one included: the
+    # recorder waits for `import torch` and never activates the simulated NPU itself.
+    if not os.environ.get("RUNTIME_SHIM_RECORD"):
+        return
+    try:
+        from runtime_shim.step_record import install_when_torch_loads
+    except ImportError as exc:
+        sys.stderr.write(f"runtime_shim: cannot record steps in this process: {exc}\n")
+        return
+    install_when_torch_loads()
+
+
 def _run_next_sitecustomize() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     others = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
@@ -40,4 +54,5 @@ def _run_next_sitecustomize() -> None:
 
 
 _install_hook()
+_install_recorder()
 _run_next_sitecustomize()

@@ -1,0 +1,186 @@
+"""Reading the step records one run of `verify` leaves behind, and comparing two runs.
+
+The records are JSON lines written by ``runtime_shim/step_record.py`` (one file per process,
+``rank<R>.pid<P>.jsonl``): ``{"step", "rank", "optimizer", "losses", "params", "memory"}`` per
+step, ``{"end": "limit"|"exit", "steps", "memory"}`` last. This module never imports torch.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class RecordError(Exception):
+    """A record file that cannot be read: names the file and line."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter after a step: its name, shape, dtype and the digest of its values."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    digest: str
+
+
+@dataclass(frozen=True)
+class Step:
+    """One optimizer step (or hand-written update) of one rank."""
+
+    number: int
+    rank: int
+    optimizer: int | None
+    losses: tuple[float | str, ...]
+    params: tuple[Param, ...]
+
+
+@dataclass
+class RankRecord:
+    """Everything one rank recorded: its steps, how it ended, its simulated devices' peaks."""
+
+    steps: list[Step] = field(default_factory=list)
+    ended: str | None = None  # "limit", "exit", or None when the process died first
+    memory: dict[str, tuple[int, int]] = field(default_factory=dict)  # device -> (allocated, reserved)
+
+    def note_memory(self, memory: dict[str, list[int]]) -> None:
+        """Keep the largest peaks seen per device."""
+        for device, (allocated, reserved) in memory.items():
+            old = self.memory.get(device, (0, 0))
+            self.memory[device] = (max(old[0], int(allocated)), max(old[1], int(reserved)))
+
+
+def read_records(folder: Path) -> dict[int, RankRecord]:
+    """Every rank's record in ``folder`` (empty when no process made a step)."""
+    ranks: dict[int, RankRecord] = {}
+    if not folder.is_dir():
+        return ranks
+    for path in sorted(folder.glob("rank*.jsonl")):
+        text = path.read_text(encoding="utf-8")
+        # a process killed mid-write (a timeout) leaves a last line without its newline: not a step
+        lines = text.split("\n")[:-1]
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+                _add(ranks, entry, path)
+            except (ValueError, KeyError, TypeError) as exc:
+                raise RecordError(f"{path}:{number}: unreadable step record: {exc}") from None
+    for record in ranks.values():
+        record.steps.sort(key=lambda step: step.number)
+    return ranks
+
+
+def _add(ranks: dict[int, RankRecord], entry: dict, path: Path) -> None:
+    if "end" in entry:
+        rank = _rank_of_file(path)
+        record = ranks.setdefault(rank, RankRecord())
+        record.ended = str(entry["end"])
+        record.note_memory(entry.get("memory", {}))
+        return
+    step = Step(
+        number=int(entry["step"]),
+        rank=int(entry["rank"]),
+        optimizer=entry.get("optimizer"),
+        losses=tuple(entry["losses"]),
+        params=tuple(
+            Param(str(n), tuple(shape), str(dtype), str(d)) for n, shape, dtype, d in entry["params"]
+        ),
+    )
+    record = ranks.setdefault(step.rank, RankRecord())
+    record.steps.append(step)
+    record.note_memory(entry.get("memory", {}))
+
+
+def _rank_of_file(path: Path) -> int:
+    # the end line carries no rank: the file's name does (rank<R>.pid<P>.jsonl)
+    return int(path.name.split(".", 1)[0].removeprefix("rank"))
+
+
+@dataclass(frozen=True)
+class Difference:
+    """The first place two runs part: a step of a rank, with the loss and/or parameter that differ."""
+
+    step: int
+    rank: int
+    what: str  # one line: the loss, the parameter, or the step counts
+    loss: tuple[float | str, float | str] | None = None
+    param: str | None = None
+
+
+def same_value(a: float | str, b: float | str) -> bool:
+    """Bit-for-bit equality of two recorded loss values (NaN equals NaN)."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return type(a) is type(b) and a == b
+
+
+def _param_difference(cpu: tuple[Param, ...], npu: tuple[Param, ...]) -> tuple[str, str] | None:
+    """(parameter, why) of the first parameter that differs, or None."""
+    by_name = {p.name: p for p in npu}
+    for mine in cpu:
+        theirs = by_name.get(mine.name)
+        if theirs is None:
+            return mine.name, f"parameter {mine.name} is missing from the converted run's step"
+        if (mine.shape, mine.dtype) != (theirs.shape, theirs.dtype):
+            return mine.name, (
+                f"parameter {mine.name}: {mine.dtype}{list(mine.shape)} on the CPU, "
+                f"{theirs.dtype}{list(theirs.shape)} on the simulated NPU"
+            )
+        if mine.digest != theirs.digest:
+            return mine.name, f"parameter {mine.name} {mine.dtype}{list(mine.shape)} has different values"
+    extra = [p.name for p in npu if p.name not in {q.name for q in cpu}]
+    if extra:
+        return extra[0], f"parameter {extra[0]} is only in the converted run's step"
+    return None
+
+
+def compare_step(cpu: Step, npu: Step) -> Difference | None:
+    """How two runs' records of the same step and rank differ, or None when identical."""
+    loss = None
+    if len(cpu.losses) != len(npu.losses) or not all(map(same_value, cpu.losses, npu.losses)):
+        pairs = [(a, b) for a, b in zip(cpu.losses, npu.losses) if not same_value(a, b)]
+        loss = pairs[0] if pairs else (_losses_text(cpu.losses), _losses_text(npu.losses))
+    param = _param_difference(cpu.params, npu.params)
+    if loss is None and param is None:
+        return None
+    parts = []
+    if loss is not None:
+        parts.append(f"loss {loss[0]!r} on the CPU, {loss[1]!r} on the simulated NPU")
+    if param is not None:
+        parts.append(param[1])
+    return Difference(cpu.number, cpu.rank, "; ".join(parts), loss, param[0] if param else None)
+
+
+def _losses_text(losses: tuple[float | str, ...]) -> str:
+    return f"{len(losses)} backward() call(s)"
+
+
+def first_difference(cpu: dict[int, RankRecord], npu: dict[int, RankRecord]) -> Difference | None:
+    """The earliest step (then lowest rank) at which the runs differ, among steps both recorded."""
+    found: list[Difference] = []
+    for rank in sorted(set(cpu) & set(npu)):
+        for mine, theirs in zip(cpu[rank].steps, npu[rank].steps):
+            difference = compare_step(mine, theirs)
+            if difference is not None:
+                found.append(difference)
+                break
+    return min(found, key=lambda d: (d.step, d.rank)) if found else None
+
+
+def step_count_difference(cpu: dict[int, RankRecord], npu: dict[int, RankRecord]) -> Difference | None:
+    """The first rank whose two runs made different numbers of steps, or None."""
+    for rank in sorted(set(cpu) | set(npu)):
+        mine = len(cpu[rank].steps) if rank in cpu else 0
+        theirs = len(npu[rank].steps) if rank in npu else 0
+        if mine != theirs:
+            return Difference(
+                min(mine, theirs) + 1,
+                rank,
+                f"rank {rank} made {mine} step(s) on the CPU and {theirs} on the simulated NPU",
+            )
+    return None

@@ -1,0 +1,216 @@
+"""What a verification concludes from its two runs, and the exit code that says it to a CI job.
+
+Pure functions of the runs' outcomes (exit codes, records, operator findings): no process is
+started here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+
+from ms_fmk_transplt.verify.records import Difference, RankRecord, first_difference, step_count_difference
+
+
+class Status(Enum):
+    """A verification's result; the value is the exit code."""
+
+    IDENTICAL = 0
+    DIFFERENT = 1
+    NPU_FAILED = 3
+    CPU_FAILED = 4
+    NEEDS_CUDA = 5
+    UNSUPPORTED_OPS = 6
+    NO_STEPS = 7
+
+
+#: exit code 2 is the command line's: a usage error, a missing script, a failed conversion
+EXIT_USAGE = 2
+
+
+@dataclass(frozen=True)
+class SideResult:
+    """One run as the verdict sees it."""
+
+    returncode: int
+    records: dict[int, RankRecord]
+    timed_out: bool = False
+    needs_cuda: str | None = None  # the stderr line saying the script needs CUDA
+    teardown_abort: bool = False  # stock gloo's abort while tearing down, after the last step
+
+    @property
+    def steps(self) -> int:
+        """Steps of the rank that made the most."""
+        return max((len(r.steps) for r in self.records.values()), default=0)
+
+    def completed(self, reference: bool) -> bool:
+        """Exited cleanly; a CPU reference (``reference``) whose every rank wrote its end line and
+        that then hit stock gloo's teardown abort counts too (the simulated NPU gets no such allowance)."""
+        if self.timed_out:
+            return False
+        if self.returncode == 0:
+            return True
+        return (
+            reference
+            and self.teardown_abort
+            and bool(self.records)
+            and all(r.ended is not None for r in self.records.values())
+        )
+
+
+@dataclass(frozen=True)
+class OpFinding:
+    """An operator the operator check says a real NPU would not run as the script asks."""
+
+    op: str
+    count: int
+    status: str  # unsupported or unsupported_dtype
+    dtypes: str
+    site: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The result, its one-line explanation, the first difference if any, and notes."""
+
+    status: Status
+    message: str
+    difference: Difference | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def exit_code(self) -> int:
+        """The code the command exits with."""
+        return self.status.value
+
+
+def read_opcheck(path: Path) -> list[OpFinding] | None:
+    """The operator report's unsupported rows (ops and dtypes), or None when no report was written."""
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))["ops"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return [
+        OpFinding(
+            str(r["op"]),
+            int(r["count"]),
+            str(r["status"]),
+            str(r.get("unsupported_dtypes", "")),
+            str(r.get("first_call_site", "")),
+        )
+        for r in rows
+        if r.get("status") in ("unsupported", "unsupported_dtype")
+    ]
+
+
+def judge(
+    cpu: SideResult | None,
+    npu: SideResult,
+    ops: list[OpFinding] | None = None,
+    fail_on_ops: bool = False,
+) -> Verdict:
+    """The verdict on a CPU run (None: not run) and a simulated-NPU run of the converted script."""
+    verdict = _compare(cpu, npu)
+    if fail_on_ops and ops and verdict.status in (Status.IDENTICAL, Status.NEEDS_CUDA):
+        names = ", ".join(sorted({f.op for f in ops}))
+        return Verdict(
+            Status.UNSUPPORTED_OPS,
+            f"{verdict.message}; but the operator check found {len(ops)} operator(s) a real NPU "
+            f"lacks or runs on the CPU: {names}",
+            verdict.difference,
+            verdict.notes,
+        )
+    return verdict
+
+
+def _compare(cpu: SideResult | None, npu: SideResult) -> Verdict:
+    notes: list[str] = []
+    npu_ok = npu.completed(reference=False)
+    npu_failure = "timed out" if npu.timed_out else f"exited {npu.returncode}"
+    if cpu is None or (cpu.needs_cuda and not cpu.records):
+        why = f" ({cpu.needs_cuda})" if cpu is not None and cpu.needs_cuda else ""
+        if not npu_ok:
+            return Verdict(
+                Status.NPU_FAILED,
+                f"the converted script {npu_failure} on the simulated NPU after {npu.steps} step(s); the original cannot run on the CPU{why}",
+            )
+        return Verdict(
+            Status.NEEDS_CUDA,
+            f"not compared: the original cannot run on the CPU{why}; the converted script made "
+            f"{npu.steps} step(s) on the simulated NPU",
+        )
+    if cpu.teardown_abort and cpu.returncode != 0 and cpu.completed(reference=True):
+        notes.append("the CPU reference's stock gloo aborted while tearing down, after its last step")
+    unreadable = sorted(
+        {
+            p.name
+            for side in (cpu, npu)
+            for r in side.records.values()
+            for st in r.steps
+            for p in st.params
+            if p.digest.startswith("unreadable")
+        }
+    )
+    if unreadable:
+        notes.append(f"parameters the recorder could not read, so not compared: {', '.join(unreadable[:5])}")
+    difference = first_difference(cpu.records, npu.records)
+    if difference is not None:
+        return Verdict(
+            Status.DIFFERENT,
+            f"different at step {difference.step}, rank {difference.rank}: {difference.what}",
+            difference,
+            tuple(notes),
+        )
+    common = min(cpu.steps, npu.steps)
+    alike = f" (the {common} step(s) both runs made are identical)" if common else ""
+    cpu_failure = "timed out" if cpu.timed_out else f"exited {cpu.returncode}"
+    if not cpu.completed(reference=True) and cpu.needs_cuda:
+        if not npu_ok:
+            return Verdict(
+                Status.NPU_FAILED,
+                f"the converted script {npu_failure} on the simulated NPU after {npu.steps} step(s); the original stopped at step {cpu.steps} needing CUDA ({cpu.needs_cuda})",
+                None,
+                tuple(notes),
+            )
+        return Verdict(
+            Status.NEEDS_CUDA,
+            f"identical for the {common} step(s) the original made on the CPU before it needed CUDA ({cpu.needs_cuda})",
+            None,
+            tuple(notes),
+        )
+    if not cpu.completed(reference=True):
+        # the original is broken here (an input, a package, a torch version): that comes first
+        also = f"; the converted script {npu_failure} too" if not npu_ok else ""
+        return Verdict(
+            Status.CPU_FAILED,
+            f"the original {cpu_failure} on the CPU after {cpu.steps} step(s){also}{alike}",
+            None,
+            tuple(notes),
+        )
+    if not npu_ok:
+        return Verdict(
+            Status.NPU_FAILED,
+            f"the converted script {npu_failure} on the simulated NPU after {npu.steps} step(s){alike}",
+            None,
+            tuple(notes),
+        )
+    if not cpu.records and not npu.records:
+        return Verdict(
+            Status.NO_STEPS,
+            "no optimizer step or backward() was seen in either run: nothing to compare",
+            None,
+            tuple(notes),
+        )
+    counts = step_count_difference(cpu.records, npu.records)
+    if counts is not None:
+        return Verdict(Status.DIFFERENT, f"different: {counts.what}", counts, tuple(notes))
+    ranks = len(npu.records)
+    where = f" on each of {ranks} ranks" if ranks > 1 else ""
+    return Verdict(
+        Status.IDENTICAL,
+        f"identical: {common} step(s){where}, losses and every parameter bit for bit",
+        None,
+        tuple(notes),
+    )

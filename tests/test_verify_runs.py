@@ -1,0 +1,124 @@
+"""`ms_fmk_transplt verify` end to end on small scripts (tests/data/verify/): identical, different
+(device-dependent), hard-coded CUDA, hand-written updates with a reused conversion, and 2 ranks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow  # each case is two training runs in subprocesses
+
+SCRIPTS = Path(__file__).resolve().parent / "data" / "verify"
+TIMEOUT_S = 600
+
+# id -> (verify options, script and its arguments)
+CASES = {
+    "identical": (["--steps", "6"], ["python", "train_mlp.py", "--epochs", "2"]),
+    "different": (["--steps", "5"], ["python", "device_dependent.py"]),
+    "cuda_only": (["--steps", "4"], ["python", "cuda_only.py"]),
+    "by_hand": (["--steps", "3", "--converted", "{converted}"], ["python", "manual_sgd.py"]),
+    "ddp": (["--steps", "3", "--nproc", "2"], ["python", "ddp_train.py"]),
+}
+
+
+def _verify(case: str, tmp: Path) -> tuple[subprocess.CompletedProcess, dict]:
+    options, command = CASES[case]
+    report = tmp / f"{case}.json"
+    options = [o.replace("{converted}", str(tmp / "converted" / "verify_msft")) for o in options]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ms_fmk_transplt",
+            "verify",
+            *options,
+            "--report",
+            str(report),
+            "--",
+            *command,
+        ],
+        cwd=SCRIPTS,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
+    document = json.loads(report.read_text()) if report.exists() else {}
+    return done, document
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("verify")
+    subprocess.run(
+        [sys.executable, "-m", "ms_fmk_transplt", "-i", str(SCRIPTS), "-o", str(tmp / "converted"), "-q"],
+        check=True,
+    )
+    with ThreadPoolExecutor(2) as pool:  # CI has two cores
+        futures = {case: pool.submit(_verify, case, tmp) for case in CASES}
+        return {case: future.result() for case, future in futures.items()}
+
+
+def _check(runs, case, code):
+    done, document = runs[case]
+    assert done.returncode == code, done.stdout + done.stderr
+    assert document["exit_code"] == code
+    return done, document
+
+
+def test_identical(runs):
+    done, document = _check(runs, "identical", 0)
+    assert "result: identical: 6 step(s), losses and every parameter bit for bit" in done.stdout
+    assert document["cpu"]["losses"] == document["npu"]["losses"] and len(document["npu"]["losses"]["0"]) == 6
+    assert document["operator_check"] == []
+    assert document["npu_peak_memory"]["0"]["npu:0"]["allocated"] > 0
+
+
+def test_device_dependent_script_is_reported_at_its_first_difference(runs):
+    done, document = _check(runs, "different", 1)
+    assert document["first_difference"] == {
+        "step": 3,
+        "rank": 0,
+        "what": "parameter head.weight float32[1, 12] has different values",
+        "loss": None,
+        "parameter": "head.weight",
+    }
+    assert "      first parameter that differs: head.weight" in done.stdout
+
+
+def test_hard_coded_cuda_runs_the_converted_script_alone(runs):
+    done, document = _check(runs, "cuda_only", 5)
+    assert (
+        "not compared: the original cannot run on the CPU (AssertionError: Torch not compiled" in done.stdout
+    )
+    assert document["npu"]["steps"] == {"0": 4} and document["cpu"]["steps"] == {}
+    mm = [row for row in document["operator_check"] if row["op"] == "mm"]
+    assert mm == [
+        {
+            "op": "mm",
+            "count": 8,
+            "status": "unsupported_dtype",
+            "dtypes": "fp64",
+            "first_call_site": "cuda_only.py:16",
+        }
+    ]
+
+
+def test_hand_written_updates_in_a_reused_conversion(runs):
+    done, document = _check(runs, "by_hand", 0)
+    assert "using the conversion in" in done.stderr
+    assert document["npu"]["steps"] == {"0": 3}
+
+
+def test_two_ranks_under_torchrun(runs):
+    done, document = _check(runs, "ddp", 0)
+    assert "identical: 3 step(s) on each of 2 ranks" in done.stdout
+    assert document["npu"]["steps"] == document["cpu"]["steps"] == {"0": 3, "1": 3}
+    assert set(document["npu_peak_memory"]) == {"0", "1"}
