@@ -52,7 +52,7 @@ def test_guide_example_loads(tmp_path: Path) -> None:
             {"rules": {"RenameRule": []}},
             "FILE: /rules: unknown rule kind 'RenameRule'; valid kinds: ApiSupportRule, "
             "ArgsModifyRule, AttributeRenameRule, CudaSourceRule, EnvVarRule, FuncNameModifyRule, ImportInsertRule, KeywordDefaultRule, "
-            "KeywordRenameRule, "
+            "KeywordRenameRule, MapLocationRule, "
             "MethodRenameRule, ModuleMemberRule, ModuleNameModifyRule, ResultUseRule, StringLiteralRule, TextScanRule, UnsupportedApiRule",
         ),
         (
