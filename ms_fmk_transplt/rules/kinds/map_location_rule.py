@@ -141,9 +141,9 @@ class MapLocation:
         for call in nodes.of(cst.Call):
             name = site.qualify(call.func)
             if name is None or name not in positions:  # any other loader's map_location= (Lightning's...)
-                arg = next((a for a in call.args if a.keyword and a.keyword.value == self.keyword), None)
-                if arg is not None:
-                    self._claim_value(site, arg.value, claims, names, bound=False)
+                given = next((a for a in call.args if a.keyword and a.keyword.value == self.keyword), None)
+                if given is not None:
+                    self._claim_value(site, given.value, claims, names, bound=False)
                 continue
             arg = self._find(call, positions[name])
             if arg is None and name in self.report_missing:
@@ -244,9 +244,13 @@ class MapLocation:
                 return None
             value = first.value
             start = len(first.prefix) + len(first.quote)
-            new = first.with_changes(value=value[:start] + self.new + value[start + len(self.old) :])
+            new: cst.BaseExpression = first.with_changes(
+                value=value[:start] + self.new + value[start + len(self.old) :]
+            )
         elif isinstance(first, cst.FormattedString):
-            template = "".join(p.value if isinstance(p, cst.FormattedStringText) else "{}" for p in first.parts)
+            template = "".join(
+                p.value if isinstance(p, cst.FormattedStringText) else "{}" for p in first.parts
+            )
             head = first.parts[0] if first.parts else None
             if not (self.pattern.fullmatch(template) and isinstance(head, cst.FormattedStringText)):
                 return None
@@ -256,7 +260,7 @@ class MapLocation:
             new = first.with_changes(parts=[new_head, *first.parts[1:]])
         else:
             return None
-        return new if first is key else key.deep_replace(first, new)  # type: ignore[return-value]
+        return new if first is key else key.deep_replace(first, new)
 
     def rewrite_value(self, site: Site, original: cst.Dict, updated: cst.Dict) -> cst.BaseExpression:
         """The dict with an NPU key beside each CUDA key that lacks one, mapped to the same value."""
@@ -265,8 +269,11 @@ class MapLocation:
         added = False
         last = len(original.elements) - 1
         for i, (before, after) in enumerate(zip(original.elements, updated.elements, strict=True)):
-            npu_key = self._npu_key(before.key) if isinstance(before, cst.DictElement) else None
-            if npu_key is None or _code(npu_key) in keys or not isinstance(after, cst.DictElement):
+            if not isinstance(before, cst.DictElement) or not isinstance(after, cst.DictElement):
+                elements.append(after)
+                continue
+            npu_key = self._npu_key(before.key)
+            if npu_key is None or _code(npu_key) in keys:
                 elements.append(after)
                 continue
             keys.add(_code(npu_key))
