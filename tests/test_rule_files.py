@@ -60,6 +60,23 @@ def test_guide_example_loads(tmp_path: Path) -> None:
             "FILE: /rules/StringLiteralRule/0/pattern: not a valid regular expression (missing ), unterminated subpattern",
         ),
         (
+            {
+                "rules": {
+                    "MapLocationRule": [
+                        {
+                            "calls": {"torch.load": 1},
+                            "report_missing": ["torch.jit.load"],
+                            "pattern": "cuda(:\\d+)?",
+                            "old": "cuda",
+                            "new": "npu",
+                            "suggestion": "pass map_location",
+                        }
+                    ]
+                }
+            },
+            "FILE: /rules/MapLocationRule/0/report_missing[0]: 'torch.jit.load' is not one of the calls",
+        ),
+        (
             {"rules": {"EnvVarRule": [{"name": "NCCL_*", "new_name": "HCCL_X"}]}},
             "FILE: /rules/EnvVarRule/0/new_name: a prefix rule can only report; new_name must be a plain variable name",
         ),

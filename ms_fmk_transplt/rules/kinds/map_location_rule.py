@@ -18,13 +18,13 @@ a `cuda` tag fails to load ("Attempting to deserialize object on a CUDA device")
 
 The calls are matched by qualified name with the position of `map_location` among their
 positional arguments (`calls`); a `map_location=` keyword counts in any call (Lightning's
-`load_from_checkpoint`, a runner's `load_checkpoint`), since the name means the same everywhere. A dict bound to a name
-that some such call receives (`map_location = {"cuda:%d" % 0: "cuda:%d" % rank}`, as in the DDP
-tutorial) is treated where it is written, matched by the name alone (a heuristic). A call listed
-in `report_missing` that passes no `map_location` is reported with the fix: it loads a CUDA-saved
-checkpoint onto CUDA, which the NPU machine lacks. It is not added automatically: whether the
-data should land on the NPU (`map_location="npu"`) or stay on the host (`"cpu"`) is the
-program's choice, and picking one silently moves CPU-saved objects too.
+`load_from_checkpoint`, a runner's `load_checkpoint`): the name means the same everywhere. A
+dict bound to a name that such a call receives (`map_location = {"cuda:%d" % 0: "cuda:%d" %
+rank}`, as in the DDP tutorial) is treated where it is written, matched by the name alone (a
+heuristic). A call listed in `report_missing` that passes no `map_location` is reported with the
+fix: it restores a CUDA-saved checkpoint onto CUDA, which the NPU machine lacks. It is not added
+automatically: whether the data should land on the NPU (`map_location="npu"`) or stay on the
+host (`"cpu"`) is the program's choice, and either one silently moves CPU-saved objects too.
 
 Code: `MapLocation.claim` / `rewrite_value`, a value hook (engine/hooks.py): it claims the
 `map_location` arguments and dicts before the traversal, keeps the key literals from the string
