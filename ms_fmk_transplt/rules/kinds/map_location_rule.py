@@ -164,6 +164,11 @@ class MapLocation:
             for assign in nodes.of(cst.Assign):
                 if any(isinstance(t.target, cst.Name) and t.target.value in names for t in assign.targets):
                     self._claim_value(site, assign.value, claims, set(), bound=True)
+            for bound in nodes.of_any(cst.AnnAssign, cst.Param):  # `map_location: dict = {...}`, defaults
+                target = bound.target if isinstance(bound, cst.AnnAssign) else bound.name
+                value = bound.value if isinstance(bound, cst.AnnAssign) else bound.default
+                if isinstance(target, cst.Name) and target.value in names and value is not None:
+                    self._claim_value(site, value, claims, set(), bound=True)
             for function in nodes.of(cst.FunctionDef):
                 if function.name.value in names:
                     self._claim_tests(site, function.params, function.body, claims)
