@@ -121,11 +121,17 @@ def test_npu_checkpoint_loads_with_stock_torch_on_the_cpu(tmp_path: Path) -> Non
         "import sys, torch\n"
         "state = torch.load(sys.argv[1], map_location='cpu')\n"
         "print(sorted({str(v.device) for v in state.values()}), sum(v.sum().item() for v in state.values()))\n"
+        "try:\n"
+        "    torch.load(sys.argv[1])\n"
+        "except RuntimeError as error:\n"
+        "    print(error)\n"
     )
     proc = run_python(["-c", code, str(path)])  # no runtime_shim: stock torch, no npu device
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split()[0] == "['cpu']"
-    assert float(proc.stdout.split()[1]) == pytest.approx(sum(v.sum().item() for v in _state().values()))
+    first, refused = proc.stdout.splitlines()[:2]
+    assert first.split()[0] == "['cpu']"
+    assert float(first.split()[1]) == pytest.approx(sum(v.sum().item() for v in _state().values()))
+    assert "tagged with npu:0" in refused  # without map_location stock torch cannot place an npu tag
 
 
 def _convert(script: Path, tables, out_dir: Path) -> Path:
