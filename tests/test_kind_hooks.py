@@ -28,7 +28,14 @@ USER_RULES = [
     Path(__file__).resolve().parent / "fixtures" / "user_rules" / case / "rules.json"
     for case in ("args_modify", "module_name")
 ]
-PROTOCOLS = (hooks.CallHook, hooks.StringHook, hooks.EnvHook, hooks.ResultHook, hooks.TextHook)
+PROTOCOLS = (
+    hooks.CallHook,
+    hooks.StringHook,
+    hooks.EnvHook,
+    hooks.ResultHook,
+    hooks.TextHook,
+    hooks.ValueHook,
+)
 
 
 def _module(kind_name: str) -> ModuleType:

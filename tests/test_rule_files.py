@@ -52,12 +52,29 @@ def test_guide_example_loads(tmp_path: Path) -> None:
             {"rules": {"RenameRule": []}},
             "FILE: /rules: unknown rule kind 'RenameRule'; valid kinds: ApiSupportRule, "
             "ArgsModifyRule, AttributeRenameRule, CudaSourceRule, EnvVarRule, FuncNameModifyRule, ImportInsertRule, KeywordDefaultRule, "
-            "KeywordRenameRule, "
+            "KeywordRenameRule, MapLocationRule, "
             "MethodRenameRule, ModuleMemberRule, ModuleNameModifyRule, ResultUseRule, StringLiteralRule, TextScanRule, UnsupportedApiRule",
         ),
         (
             {"rules": {"StringLiteralRule": [{"pattern": "cuda(", "old": "cuda", "new": "npu"}]}},
             "FILE: /rules/StringLiteralRule/0/pattern: not a valid regular expression (missing ), unterminated subpattern",
+        ),
+        (
+            {
+                "rules": {
+                    "MapLocationRule": [
+                        {
+                            "calls": {"torch.load": 1},
+                            "report_missing": ["torch.jit.load"],
+                            "pattern": "cuda(:\\d+)?",
+                            "old": "cuda",
+                            "new": "npu",
+                            "suggestion": "pass map_location",
+                        }
+                    ]
+                }
+            },
+            "FILE: /rules/MapLocationRule/0/report_missing[0]: 'torch.jit.load' is not one of the calls",
         ),
         (
             {"rules": {"EnvVarRule": [{"name": "NCCL_*", "new_name": "HCCL_X"}]}},

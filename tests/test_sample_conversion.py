@@ -53,7 +53,9 @@ def _leftovers(path: Path) -> list[tuple[int, str]]:
                 found.append((tok.start[0], line.strip()))
         elif tok.type == tokenize.STRING:
             body = re.sub(r"^[a-zA-Z]*('''|\"\"\"|'|\")", "", tok.string).rstrip("'\"")
-            if DEVICE_VALUE.fullmatch(body) and not PROSE_LINE.search(line):
+            # a map_location key names where a checkpoint was saved: kept beside its npu twin
+            source_key = tok.string.replace("cuda", "npu", 1) in line and tokens[i + 1].string in (":", "%")
+            if DEVICE_VALUE.fullmatch(body) and not PROSE_LINE.search(line) and not source_key:
                 found.append((tok.start[0], line.strip()))
         elif tok.type == getattr(tokenize, "FSTRING_START", -1):
             rest = tokens[i + 1].string if i + 1 < len(tokens) else ""

@@ -14,6 +14,7 @@ into plain tables (`engine/tables.py`) instead; their module docstrings say wher
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -24,6 +25,7 @@ from ms_fmk_transplt.model import Finding, Operation
 
 if TYPE_CHECKING:
     from ms_fmk_transplt.engine.context import DeviceContext
+    from ms_fmk_transplt.engine.walk import NodeIndex
 
 
 class Site(Protocol):
@@ -42,6 +44,10 @@ class Site(Protocol):
     @property
     def device_depth(self) -> int:
         """Above zero inside an argument that takes a device (`device=`, `.to(...)`)."""
+        ...
+
+    def qualify(self, node: cst.CSTNode) -> str | None:
+        """The qualified name an original Name/Attribute chain refers to, if the imports tell."""
         ...
 
     def report(
@@ -125,6 +131,33 @@ class ResultHook(Protocol):
 
     def result_used(self, site: Site, node: cst.CSTNode, name: str, use: ResultUse, through: str) -> None:
         """`through` is the variable the result was bound to, or '' for a direct use."""
+        ...
+
+
+@dataclass
+class Claims:
+    """What a value hook marks in a module before the traversal (original nodes)."""
+
+    device_args: list[cst.Arg] = field(default_factory=list)  # their strings are devices, as `device=`'s
+    devices: list[cst.CSTNode] = field(default_factory=list)  # string literals that are devices
+    kept: list[cst.CSTNode] = field(default_factory=list)  # string literals no string hook may touch
+    values: list[cst.Dict] = field(default_factory=list)  # handed to `rewrite_value` on the way up
+
+
+class ValueHook(Protocol):
+    """A rewrite of values that reach some calls' arguments, wherever the value is written.
+
+    `claim` reads the whole module first (a dict bound to a name and passed on later is claimed
+    where it is written); the engine then keeps the claimed literals from the string hooks and
+    calls `rewrite_value` for each claimed node, after its children were rewritten.
+    """
+
+    def claim(self, site: Site, nodes: NodeIndex) -> Claims:
+        """The nodes this hook takes charge of in the module `nodes` indexes."""
+        ...
+
+    def rewrite_value(self, site: Site, original: cst.Dict, updated: cst.Dict) -> cst.BaseExpression:
+        """A claimed value, rewritten (or `updated` as it is)."""
         ...
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ms_fmk_transplt.engine.context import DeviceSpec
-from ms_fmk_transplt.engine.hooks import CallHook, EnvHook, ResultHook, StringHook, TextHook
+from ms_fmk_transplt.engine.hooks import CallHook, EnvHook, ResultHook, StringHook, TextHook, ValueHook
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.model import Support
 
@@ -74,6 +74,7 @@ class Tables:
     env_prefix_hooks: dict[str, EnvHook] = field(default_factory=dict)  # by a prefix of the name
     result_hooks: dict[str, ResultHook] = field(default_factory=dict)  # calls whose result breaks when used
     text_hooks: list[TextHook] = field(default_factory=list)  # line scans of copied non-Python files
+    value_hooks: list[ValueHook] = field(default_factory=list)  # values reaching some calls' arguments
     opt_ins: frozenset[str] = frozenset()
     import_insert: Rule | None = None
     needs_module: set[str] = field(default_factory=set)  # using these needs the inserted import

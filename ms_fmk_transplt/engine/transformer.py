@@ -19,7 +19,7 @@ import libcst as cst
 
 from ms_fmk_transplt.engine.bindings import Bindings, collect_bindings
 from ms_fmk_transplt.engine.context import DeviceContext
-from ms_fmk_transplt.engine.hooks import CallHook, EnvHook, ResultHook, ResultUse
+from ms_fmk_transplt.engine.hooks import CallHook, EnvHook, ResultHook, ResultUse, ValueHook
 from ms_fmk_transplt.engine.imports import (
     insert_module_import,
     plan_function_imports,
@@ -126,6 +126,14 @@ class Converter(cst.CSTTransformer):
         nodes = NodeIndex(module)
         if tables.string_hooks:
             self.context.scan(nodes)
+        self._kept_literals: set[int] = set()  # a value hook's: no string hook touches them
+        self._claimed: dict[int, ValueHook] = {}
+        for value_hook in tables.value_hooks:
+            claims = value_hook.claim(self, nodes)
+            self._device_args.update(id(a) for a in claims.device_args)
+            self.context.devices.update(id(n) for n in claims.devices)
+            self._kept_literals.update(id(n) for n in claims.kept)
+            self._claimed.update((id(n), value_hook) for n in claims.values)
         self._quiet_saved: list[int] = []
         # `self.is_cuda = ...`: an attribute the file assigns is the user's, never Tensor.is_cuda
         # (object as code, attribute)
@@ -328,8 +336,6 @@ class Converter(cst.CSTTransformer):
                 self._env_dict(arg.value)
         if name == "to" or qualified == "torch.device":
             self._device_args.update(id(a) for a in positional[:1])
-        elif qualified == "torch.load" and len(positional) > 1:
-            self._device_args.add(id(positional[1]))
         return True
 
     # ---- results that break on the NPU: torch_npu's get_device_capability() returns None --------
@@ -480,6 +486,8 @@ class Converter(cst.CSTTransformer):
         self, original_node: cst.SimpleString, updated_node: cst.SimpleString
     ) -> cst.BaseExpression:
         key = id(original_node)
+        if key in self._kept_literals:
+            return updated_node
         keyed = key in self._keys and not self._device_depth
         if key not in self._env_keys and (self._quiet_depth or (keyed and not self.t.keyed_strings)):
             return updated_node
@@ -505,7 +513,7 @@ class Converter(cst.CSTTransformer):
         return updated_node
 
     def leave_FormattedString(self, original_node: cst.FormattedString, updated_node: cst.FormattedString):
-        if self._quiet_depth or not updated_node.parts:
+        if self._quiet_depth or not updated_node.parts or id(original_node) in self._kept_literals:
             return updated_node
         template = "".join(
             p.value if isinstance(p, cst.FormattedStringText) else "{}" for p in original_node.parts
@@ -515,6 +523,10 @@ class Converter(cst.CSTTransformer):
             if result is not None:
                 return result
         return updated_node
+
+    def leave_Dict(self, original_node: cst.Dict, updated_node: cst.Dict) -> cst.BaseExpression:
+        hook = self._claimed.get(id(original_node))
+        return updated_node if hook is None else hook.rewrite_value(self, original_node, updated_node)
 
     def _env_hook(self, name: str) -> EnvHook | None:
         """The hook for an environment variable's name: by the whole name, else by a prefix."""

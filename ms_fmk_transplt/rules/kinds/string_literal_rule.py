@@ -4,8 +4,9 @@ A heuristic: a literal (or f-string, with `{...}` standing for each expression) 
 matches `pattern` has its leading `old` replaced by `new`, wherever it is code rather than the
 user's words. Never changed: docstrings and bare string statements, arguments of print / logging /
 warnings / exceptions, `help=`-like keywords, option names given to add_argument, attribute names
-given to getattr, dict keys and subscripts (except inside `map_location=`). Partial matches
-("cuda is slow", "--cuda", "use_cuda") never match.
+given to getattr, dict keys and subscripts (a `map_location` dict's keys, which name where a
+checkpoint was saved, are MapLocationRule's). Partial matches ("cuda is slow", "--cuda",
+"use_cuda") never match.
 
 With `device_context` (the device rule has one) a bare `"cuda"` is changed only where it is
 provably a device (engine/context.py): an argument of a device-taking call or keyword listed in
