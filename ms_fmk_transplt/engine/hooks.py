@@ -23,7 +23,7 @@ from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.model import Finding, Operation
 
 if TYPE_CHECKING:
-    from ms_fmk_transplt.engine.context import DeviceContext
+    from ms_fmk_transplt.engine.roles import LiteralRoles
 
 
 class Site(Protocol):
@@ -32,7 +32,7 @@ class Site(Protocol):
     Nodes given to the report functions are original nodes: positions refer to the input file.
     """
 
-    context: DeviceContext  # is this string literal a device? (engine/context.py)
+    roles: LiteralRoles  # what is this string literal: a device, prose, a key? (engine/roles.py)
 
     @property
     def release(self) -> str:
@@ -40,8 +40,8 @@ class Site(Protocol):
         ...
 
     @property
-    def device_depth(self) -> int:
-        """Above zero inside an argument that takes a device (`device=`, `.to(...)`)."""
+    def imports_torch(self) -> bool:
+        """The file imports torch itself (a kept device-looking literal is then reported)."""
         ...
 
     def report(
@@ -93,6 +93,10 @@ class StringHook(Protocol):
         self, site: Site, original: cst.FormattedString, updated: cst.FormattedString, template: str
     ) -> cst.BaseExpression | None:
         """The same for an f-string, `template` being its text with `{}` for each expression."""
+        ...
+
+    def report_kept(self, site: Site, original: cst.SimpleString, value: str, why: str) -> bool:
+        """A literal the engine keeps as the user's text (`why`): report it if it looks like a match."""
         ...
 
 

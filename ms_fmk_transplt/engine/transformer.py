@@ -18,8 +18,8 @@ from typing import Any
 import libcst as cst
 
 from ms_fmk_transplt.engine.bindings import Bindings, collect_bindings
-from ms_fmk_transplt.engine.context import DeviceContext
-from ms_fmk_transplt.engine.hooks import CallHook, EnvHook, ResultHook, ResultUse
+from ms_fmk_transplt.engine.environment import Environment
+from ms_fmk_transplt.engine.hooks import CallHook, ResultHook, ResultUse
 from ms_fmk_transplt.engine.imports import (
     insert_module_import,
     plan_function_imports,
@@ -28,6 +28,7 @@ from ms_fmk_transplt.engine.imports import (
 )
 from ms_fmk_transplt.engine.messages import join_clauses, support_message
 from ms_fmk_transplt.engine.names import alias_table, build_dotted, dotted, iter_imports
+from ms_fmk_transplt.engine.roles import LiteralRoles, Role
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Match, Tables
 from ms_fmk_transplt.engine.walk import NodeIndex
@@ -108,23 +109,22 @@ class Converter(cst.CSTTransformer):
         self._inner: set[int] = set()
         self._not_loads: set[int] = set()
         self._qualified: dict[int, str | None] = {}
-        # where string literals are the user's words (messages, docstrings, keys), not devices
-        self._quiet_args: set[int] = set()
-        self._quiet_depth = 0
-        self._keys: set[int] = set()
-        self._env_keys: set[int] = set()
-        self._device_args: set[int] = set()
-        self._device_depth = 0
         self._extra_lines: list[cst.BaseSmallStatement] = []
         self._anchor_updated: cst.SimpleStatementLine | None = None
         self.imports = plan_imports(tables, module, imports, self.aliases)
         self.renamed_names = self.imports.renamed_names
-        self.context = DeviceContext(tables.device_spec, self.qualify)
-        # the look-ahead passes share one cheap walk (engine/walk.py)
+        spec = tables.device_spec
+        self.environment = Environment(
+            tables.env_hooks,
+            tables.env_prefix_hooks,
+            frozenset(spec.env_calls),
+            frozenset(spec.env_setters),
+            self.qualify,
+        )
+        # what each string literal is (engine/roles.py); the look-ahead passes share one cheap walk
+        self.roles = LiteralRoles(spec, self.qualify, self.environment)
         nodes = NodeIndex(module)
-        if tables.string_hooks:
-            self.context.scan(nodes)
-        self._quiet_saved: list[int] = []
+        self.roles.scan(nodes, devices=bool(tables.string_hooks))
         # `self.is_cuda = ...`: an attribute the file assigns is the user's, never Tensor.is_cuda
         # (object as code, attribute)
         self.assigned_attributes = _assigned_attributes(nodes) if tables.attributes else set()
@@ -145,8 +145,6 @@ class Converter(cst.CSTTransformer):
         # `cap = torch.cuda.get_device_capability()`: name -> (hook, qualified name of the call)
         self._result_names: dict[str, tuple[ResultHook, str]] = {}
         self._result_reported: set[tuple[int, str, ResultUse]] = set()
-        self._env_names: set[str] = set()  # names bound to os.environ or a copy of it
-        self._env_keyword_calls: set[int] = set()
         self._statement: cst.CSTNode | None = None  # the statement line being visited
         # bound name -> new name; id(import alias) -> (new name, name kept bound or None, why kept)
         self.function_renames, self._function_imports = plan_function_imports(tables, imports, self.bindings)
@@ -211,9 +209,9 @@ class Converter(cst.CSTTransformer):
         return self.t.release
 
     @property
-    def device_depth(self) -> int:
-        """Above zero inside an argument that takes a device (hooks.Site)."""
-        return self._device_depth
+    def imports_torch(self) -> bool:
+        """The file imports torch itself (hooks.Site)."""
+        return self._imports_torch
 
     # ---- support classification ------------------------------------------------------------
     def classify(self, node: cst.CSTNode, name: str, heuristic: bool = False) -> None:
@@ -281,27 +279,7 @@ class Converter(cst.CSTTransformer):
     def visit_Arg(self, node: cst.Arg) -> bool:
         if node.keyword is not None:
             self._not_loads.add(id(node.keyword))
-            if node.keyword.value in _MESSAGE_KEYWORDS:
-                self._quiet_depth += 1
-            elif node.keyword.value in _DEVICE_KEYWORDS:
-                self._device_depth += 1
-        if id(node) in self._quiet_args:
-            self._quiet_depth += 1
-        if id(node) in self._device_args:
-            self._device_depth += 1
         return True
-
-    def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
-        if original_node.keyword is not None:
-            if original_node.keyword.value in _MESSAGE_KEYWORDS:
-                self._quiet_depth -= 1
-            elif original_node.keyword.value in _DEVICE_KEYWORDS:
-                self._device_depth -= 1
-        if id(original_node) in self._quiet_args:
-            self._quiet_depth -= 1
-        if id(original_node) in self._device_args:
-            self._device_depth -= 1
-        return updated_node
 
     def visit_Call(self, node: cst.Call) -> bool:
         func = node.func
@@ -315,36 +293,8 @@ class Converter(cst.CSTTransformer):
         positional = [a for a in node.args if a.keyword is None]
         self._call_funcs.add(id(func))
         self._invoked.add(id(func))
-        # code nested in a message's arguments is still code: print(torch.zeros(2, device="cuda"))
-        self._quiet_saved.append(self._quiet_depth)
-        if name not in _MESSAGE_CONTINUES:
-            self._quiet_depth = 0
-        if name in _MESSAGE_CALLS or name.endswith(("Error", "Exception", "Warning")):
-            self._quiet_args.update(id(a) for a in node.args)
-        elif name in _OPTION_CALLS or name in _ATTRIBUTE_NAME_CALLS:
-            self._quiet_args.update(id(a) for a in positional[: None if name in _OPTION_CALLS else 2])
-        qualified = self.qualify(func)
-        if qualified in _ENV_CALLS and positional:
-            self._env_keys.add(id(positional[0].value))
-        if name in _ATTRIBUTE_NAME_CALLS and len(positional) > 1:
+        if name in self.t.device_spec.attribute_name_calls and len(positional) > 1:
             self._attribute_by_name(node, positional[0].value, positional[1].value)
-        if isinstance(func, cst.Attribute) and self._is_environ(func.value):
-            method = func.attr.value
-            if method in ("get", "setdefault", "pop", "__contains__") and positional:
-                self._env_keys.add(id(positional[0].value))
-            elif method == "update":  # env.update({"CUDA_VISIBLE_DEVICES": ...}) or update(CUDA_...=...)
-                if positional and isinstance(positional[0].value, cst.Dict):
-                    self._env_dict(positional[0].value)
-                self._env_keyword_calls.add(id(node))
-        elif name == "dict" and positional and self._is_environ(positional[0].value):
-            self._env_keyword_calls.add(id(node))  # dict(os.environ, CUDA_VISIBLE_DEVICES="1")
-        for arg in node.args:  # subprocess.run(..., env={...}): the child's whole environment
-            if arg.keyword is not None and arg.keyword.value == "env" and isinstance(arg.value, cst.Dict):
-                self._env_dict(arg.value)
-        if name == "to" or qualified == "torch.device":
-            self._device_args.update(id(a) for a in positional[:1])
-        elif qualified == "torch.load" and len(positional) > 1:
-            self._device_args.add(id(positional[1]))
         return True
 
     # ---- results that break on the NPU: torch_npu's get_device_capability() returns None --------
@@ -372,8 +322,6 @@ class Converter(cst.CSTTransformer):
         hook.result_used(self, node, name, use, through)
 
     def visit_Assign(self, node: cst.Assign) -> bool:
-        if self.t.env_hooks and self._environ_copy(node.value):
-            self._env_names.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
         if self.t.result_hooks:
             found = self._breaking_result(node.value) if isinstance(node.value, cst.Call) else None
             for target in node.targets:
@@ -390,12 +338,6 @@ class Converter(cst.CSTTransformer):
     def visit_Expr(self, node: cst.Expr) -> bool:
         # a bare string statement (docstring) is prose
         return not isinstance(node.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
-
-    def visit_Dict(self, node: cst.Dict) -> bool:
-        # an environment built for a child process: {**os.environ, "CUDA_VISIBLE_DEVICES": "0"}
-        if any(isinstance(e, cst.StarredDictElement) and self._is_environ(e.value) for e in node.elements):
-            self._env_dict(node)
-        return True
 
     def _attribute_by_name(self, call: cst.Call, owner: cst.BaseExpression, attr: cst.BaseExpression) -> None:
         """`getattr(torch, "cuda")`: the name a rule rewrites, spelled as a string, is reported."""
@@ -418,61 +360,9 @@ class Converter(cst.CSTTransformer):
             )
         )
 
-    def _is_environ(self, expr: cst.BaseExpression) -> bool:
-        """os.environ, or a name the file binds to it or a copy of it (env = os.environ.copy())."""
-        if isinstance(expr, cst.Name) and expr.value in self._env_names:
-            return True
-        return self.qualify(expr) == "os.environ"
-
-    def _environ_copy(self, value: cst.BaseExpression) -> bool:
-        """os.environ, os.environ.copy(), dict(os.environ, ...), copy.copy(os.environ), {**os.environ, ...}."""
-        if isinstance(value, cst.Call):
-            func = value.func
-            if isinstance(func, cst.Attribute) and func.attr.value == "copy" and self._is_environ(func.value):
-                return True
-            copies = self.qualify(func) in ("copy.copy", "copy.deepcopy") or (
-                isinstance(func, cst.Name) and func.value == "dict"
-            )
-            first = value.args[0] if value.args else None
-            return copies and first is not None and first.keyword is None and self._is_environ(first.value)
-        if isinstance(value, cst.Dict):
-            return any(
-                isinstance(e, cst.StarredDictElement) and self._is_environ(e.value) for e in value.elements
-            )
-        return self._is_environ(value)
-
-    def _rename_env_keywords(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        """`os.environ.update(CUDA_VISIBLE_DEVICES="0")`, `dict(os.environ, CUDA_...=...)`: the keyword is the name."""
-        args = list(updated.args)
-        for i, arg in enumerate(original.args):
-            if arg.keyword is None:
-                continue
-            hook = self._env_hook(arg.keyword.value)
-            if hook is not None:
-                args[i] = hook.rewrite_env_keyword(self, arg, args[i], arg.keyword.value)
-        return updated.with_changes(args=args)
-
-    def _env_dict(self, node: cst.Dict) -> None:
-        for element in node.elements:
-            if isinstance(element, cst.DictElement):
-                self._env_keys.add(id(element.key))
-
-    def visit_DictElement(self, node: cst.DictElement) -> bool:
-        if self._device_depth == 0:
-            self._keys.add(id(node.key))
-        return True
-
     def visit_Subscript(self, node: cst.Subscript) -> bool:
         self._report_result_use(node, node.value, ResultUse.INDEX)
-        environ = self._is_environ(node.value)
-        for element in node.slice:
-            if isinstance(element.slice, cst.Index):
-                (self._env_keys if environ else self._keys).add(id(element.slice.value))
         return True
-
-    def leave_Comparison(self, original_node: cst.Comparison, updated_node: cst.Comparison):
-        self._quiet_depth = self._quiet_saved.pop()
-        return updated_node
 
     def visit_Comparison(self, node: cst.Comparison) -> bool:
         if self.t.result_hooks and not all(
@@ -482,30 +372,26 @@ class Converter(cst.CSTTransformer):
             use = ResultUse.COMPARE_EQUAL if equality else ResultUse.ORDER
             for operand in (node.left, *(c.comparator for c in node.comparisons)):
                 self._report_result_use(node, operand, use)
-        # a comparison in a message's arguments is code: print(dist.get_backend() in ("nccl", "gloo"))
-        self._quiet_saved.append(self._quiet_depth)
-        self._quiet_depth = 0
-        for target in node.comparisons:
-            if isinstance(target.operator, (cst.In, cst.NotIn)) and self._is_environ(target.comparator):
-                self._env_keys.add(id(node.left))
         return True
 
     # ---- string literals: devices, backends, environment variables ------------------------------
     def leave_SimpleString(
         self, original_node: cst.SimpleString, updated_node: cst.SimpleString
     ) -> cst.BaseExpression:
-        key = id(original_node)
-        keyed = key in self._keys and not self._device_depth
-        if key not in self._env_keys and (self._quiet_depth or (keyed and not self.t.keyed_strings)):
+        role = self.roles.of(original_node).role
+        keyed = role is Role.DATA_KEY
+        if role is Role.PROSE:
             return updated_node
+        if keyed and not self.t.keyed_strings:
+            return self._kept(original_node, updated_node)
         try:
             value = original_node.evaluated_value
         except Exception:  # an escape libcst cannot evaluate: leave it alone
             return updated_node
         if not isinstance(value, str):
             return updated_node
-        if key in self._env_keys:
-            hook = self._env_hook(value)
+        if role is Role.ENV_NAME:
+            hook = self.environment.hook(value)
             return (
                 updated_node
                 if hook is None
@@ -517,10 +403,20 @@ class Converter(cst.CSTTransformer):
             result = string_hook.rewrite_string(self, original_node, updated_node, value)
             if result is not None:
                 return result
-        return updated_node
+        return self._kept(original_node, updated_node) if keyed else updated_node
+
+    def _kept(self, original: cst.SimpleString, updated: cst.SimpleString) -> cst.SimpleString:
+        """A dict key or subscript kept as the user's: a device-looking one in a torch file is still reported."""
+        if self._imports_torch and self.t.string_hooks:
+            value = original.evaluated_value
+            if isinstance(value, str):
+                for hook in self.t.string_hooks:
+                    if hook.report_kept(self, original, value, self.roles.of(original).why):
+                        break
+        return updated
 
     def leave_FormattedString(self, original_node: cst.FormattedString, updated_node: cst.FormattedString):
-        if self._quiet_depth or not updated_node.parts:
+        if self.roles.of(original_node).role is Role.PROSE or not updated_node.parts:
             return updated_node
         template = "".join(
             p.value if isinstance(p, cst.FormattedStringText) else "{}" for p in original_node.parts
@@ -530,13 +426,6 @@ class Converter(cst.CSTTransformer):
             if result is not None:
                 return result
         return updated_node
-
-    def _env_hook(self, name: str) -> EnvHook | None:
-        """The hook for an environment variable's name: by the whole name, else by a prefix."""
-        hook = self.t.env_hooks.get(name)
-        if hook is None:
-            hook = next((h for prefix, h in self.t.env_prefix_hooks.items() if name.startswith(prefix)), None)
-        return hook
 
     def visit_Param(self, node: cst.Param) -> bool:
         self._not_loads.add(id(node.name))
@@ -669,9 +558,7 @@ class Converter(cst.CSTTransformer):
 
     # ---- calls ------------------------------------------------------------------------------------
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        self._quiet_depth = self._quiet_saved.pop()
-        if id(original_node) in self._env_keyword_calls:
-            updated_node = self._rename_env_keywords(original_node, updated_node)
+        updated_node = self.environment.rename_keywords(self, original_node, updated_node)
         func = original_node.func
         name = self.qualify(func)
         resolved = name is not None and self.t.lookup(name) is not None
@@ -929,47 +816,6 @@ def _assigned_attributes(nodes: NodeIndex) -> set[tuple[str, str]]:
     for node in nodes.of_any(cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For):
         add(node.target)
     return found
-
-
-_MESSAGE_KEYWORDS = frozenset(
-    {"help", "description", "epilog", "usage", "msg", "message", "desc", "title", "prog"}
-)
-_DEVICE_KEYWORDS = frozenset({"device", "map_location", "device_type", "output_device", "backend"})
-_MESSAGE_CALLS = frozenset(
-    {
-        "print",
-        "debug",
-        "info",
-        "warning",
-        "warn",
-        "error",
-        "critical",
-        "exception",
-        "log",
-        "write",
-        "set_description",
-        "set_postfix_str",
-        "echo",
-        "fail",
-        "skip",
-        "xfail",
-    }
-)
-# calls whose arguments are still part of the message they sit in
-_MESSAGE_CONTINUES = _MESSAGE_CALLS | frozenset({"format", "join", "str", "repr", "getattr", "hasattr"})
-_OPTION_CALLS = frozenset({"add_argument", "add_option", "DEFINE_string", "DEFINE_bool", "DEFINE_boolean"})
-_ATTRIBUTE_NAME_CALLS = frozenset({"getattr", "setattr", "hasattr", "delattr"})
-_ENV_CALLS = frozenset(
-    {
-        "os.getenv",
-        "os.putenv",
-        "os.unsetenv",
-        "os.environ.get",
-        "os.environ.setdefault",
-        "os.environ.pop",
-        "os.environ.__contains__",
-    }
-)
 
 
 # receivers that are never tensors: "a,b".split(",") is str.split
