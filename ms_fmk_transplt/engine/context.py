@@ -34,10 +34,12 @@ from typing import Any
 import libcst as cst
 
 from ms_fmk_transplt import data
-from ms_fmk_transplt.engine.walk import NodeIndex
+from ms_fmk_transplt.engine.walk import NodeIndex, children
 
 CONVENTION = " (convention)"
 PATH_PIECE = "a path piece given to "  # text that could still be a device: kept, reported
+ACCELERATOR = "a Lightning accelerator name "  # Lightning has no "npu" accelerator: kept, reported
+REPORTED_TEXT = (PATH_PIECE, ACCELERATOR)
 
 
 class Verdict(str, Enum):
@@ -60,6 +62,7 @@ class DeviceSpec:
     text_targets: set[str] = field(default_factory=set)  # __all__
     device_types: set[str] = field(default_factory=set)  # "cpu", "mps": a sibling makes it a device
     device_tests: list[re.Pattern[str]] = field(default_factory=list)  # torch.cuda.is_available()
+    accelerator_names: list[re.Pattern[str]] = field(default_factory=list)  # Lightning's accelerator=
     # where literals are the user's words: the role pass reads these (engine/roles.py)
     message_calls: set[str] = field(default_factory=set)
     message_keywords: set[str] = field(default_factory=set)
@@ -82,6 +85,7 @@ class DeviceSpec:
             self.call_keywords.setdefault(name, set()).update(keywords)
         self.names.extend(re.compile(p, re.IGNORECASE) for p in params.get("names", ()))
         self.device_tests.extend(re.compile(p, re.IGNORECASE) for p in params.get("device_tests", ()))
+        self.accelerator_names.extend(re.compile(p) for p in params.get("accelerator_names", ()))
         for key in (
             "keywords",
             "option_keywords",
@@ -103,6 +107,10 @@ class DeviceSpec:
     def device_named(self, code: str) -> bool:
         """Does this expression, as code, name a device (`device`, `args.device`, `cfg.MODEL.DEVICE`)?"""
         return any(p.fullmatch(code) for p in self.names)
+
+    def accelerator_named(self, code: str) -> bool:
+        """Does this expression hold a Lightning accelerator name (`accelerator`, `self._accelerator_flag`)?"""
+        return any(p.fullmatch(code) for p in self.accelerator_names)
 
 
 def code_of(node: cst.CSTNode) -> str:
@@ -166,6 +174,7 @@ class DeviceContext:
         self.text: dict[int, str] = {}
         self.flow_names: set[str] = set()  # variables the file passes to a device-taking API
         self.prefixes: set[int] = set()  # "cuda:" + str(rank): the left operand of a concatenation
+        self.tables: set[str] = set()  # dicts the file looks up by a device type: their keys are devices
 
     # ---- the module-wide pass: which variables flow into device-taking APIs ----------------------
     def scan(self, module: cst.Module | NodeIndex) -> None:
@@ -176,6 +185,20 @@ class DeviceContext:
             for arg, _ in self.device_slots(call):
                 if isinstance(arg.value, cst.Name):
                     self.flow_names.add(arg.value.value)
+        for call in calls:  # then the tables looked up by a device: BACKENDS.get(device.type)
+            func = call.func
+            if (
+                isinstance(func, cst.Attribute)
+                and func.attr.value == "get"
+                and isinstance(func.value, cst.Name)
+            ):
+                if call.args and self.device_typed(call.args[0].value):
+                    self.tables.add(func.value.value)
+        for subscript in nodes.of(cst.Subscript):
+            index = subscript.slice[0].slice if len(subscript.slice) == 1 else None
+            if isinstance(subscript.value, cst.Name) and isinstance(index, cst.Index):
+                if self.device_typed(index.value):
+                    self.tables.add(subscript.value.value)
         marker = _Marker(self)
         handlers: tuple[tuple[type[cst.CSTNode], Callable[[Any], None]], ...] = (
             (cst.Call, marker.visit_Call),
@@ -193,6 +216,7 @@ class DeviceContext:
             (cst.List, marker.visit_sequence),
             (cst.Tuple, marker.visit_sequence),
             (cst.Set, marker.visit_sequence),
+            (cst.FunctionDef, marker.visit_FunctionDef),
         )
         for cls, mark in handlers:
             for node in nodes.of(cls):
@@ -228,10 +252,19 @@ class DeviceContext:
         """`x.device`, `x.device.type`, `args.device`, `str(x.device)`, a variable fed to a device API."""
         if isinstance(node, cst.Call) and short_name(node.func) == "str" and len(node.args) == 1:
             return self.device_typed(node.args[0].value)
-        if isinstance(node, cst.Subscript):  # devices[0]
-            return self.device_typed(node.value)
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            if node.func.attr.value in ("lower", "strip") and self.device_typed(node.func.value):
+                return True  # str(device).lower()
+        if isinstance(node, cst.Subscript):  # devices[0], state["device"]
+            index = node.slice[0].slice if len(node.slice) == 1 else None
+            key = _string(index.value) if isinstance(index, cst.Index) else None
+            return self.device_typed(node.value) or (key is not None and self.spec.device_named(key))
+        if isinstance(node, cst.Call):  # get_accelerator().device_name(), torch.device(d)
+            return self.spec.device_named(short_name(node.func)) or self.qualify(node.func) == "torch.device"
         if not isinstance(node, (cst.Name, cst.Attribute)):
             return False
+        if isinstance(node, cst.Attribute) and node.attr.value == "type" and self.device_typed(node.value):
+            return True  # torch.device(d).type, parallel_devices[0].type
         if isinstance(node, cst.Name) and node.value in self.flow_names:
             return True
         return self.spec.device_named(code_of(node))
@@ -293,9 +326,29 @@ class _Marker:
                     a.value for a in node.args if a.keyword and a.keyword.value in c.spec.option_keywords
                 )
                 c.mark(chosen, c.devices, "a value of a --device option")
-        elif short in ("startswith", "endswith") and isinstance(node.func, cst.Attribute):
-            if c.device_typed(node.func.value):  # args.device.startswith("cuda")
+        elif short in ("startswith", "endswith", "replace", "removeprefix", "split") and isinstance(
+            node.func, cst.Attribute
+        ):
+            if c.device_typed(node.func.value):  # args.device.startswith("cuda"), device.startswith("cuda:")
                 c.mark(positional[:1], c.devices, f"tested against {code_of(node.func.value)}")
+                piece = _string(positional[0]) if positional else None
+                if piece is not None and piece.endswith(":"):
+                    c.prefixes.add(id(positional[0]))
+        elif short in ("assertEqual", "assertNotEqual", "assertIn", "assertNotIn"):
+            typed = next((p for p in positional if c.device_typed(p)), None)
+            if typed is not None:  # self.assertEqual(p.device.type, "cuda")
+                c.mark(positional, c.devices, f"compared with {code_of(typed)}")
+        elif short == "parametrize" and len(positional) > 1:
+            names = _string(positional[0]) or ""
+            if any(c.spec.device_named(n.strip()) for n in names.split(",")) and "," not in names:
+                values = positional[1]
+                params = values.elements if isinstance(values, (cst.List, cst.Tuple)) else []
+                c.mark(positional[1:2], c.devices, f"a value of the parameter {names!r}")
+                for element in params:  # pytest.param("cuda", marks=...)
+                    if isinstance(element.value, cst.Call) and element.value.args:
+                        c.mark(
+                            [element.value.args[0].value], c.devices, f"a value of the parameter {names!r}"
+                        )
         elif short == "setattr" and len(positional) > 2:  # setattr(ns, "device", "cuda")
             attribute = _string(positional[1])
             if attribute is not None and c.spec.device_named(attribute):
@@ -313,6 +366,12 @@ class _Marker:
         typed = next((p for p in parts if self.c.device_typed(p)), None)
         if typed is not None:
             self.c.mark(parts, self.c.devices, f"compared with {code_of(typed)}")
+        accelerator = next((p for p in parts if self._accelerator(p)), None)
+        if accelerator is not None:
+            self.c.mark(parts, self.c.text, f"{ACCELERATOR}(compared with {code_of(accelerator)})")
+
+    def _accelerator(self, node: cst.BaseExpression) -> bool:
+        return isinstance(node, (cst.Name, cst.Attribute)) and self.c.spec.accelerator_named(code_of(node))
 
     def _bind(self, targets: Iterable[cst.BaseExpression], value: cst.BaseExpression | None) -> None:
         if value is None:
@@ -324,6 +383,13 @@ class _Marker:
                         self._bind([t.value], v.value)
             elif isinstance(target, cst.Name) and target.value in self.c.spec.text_targets:
                 self.c.mark([value], self.c.text, f"an entry of {target.value}")
+            elif self._accelerator(target):
+                self.c.mark([value], self.c.text, f"{ACCELERATOR}(bound to {code_of(target)})")
+            elif (
+                isinstance(target, cst.Name) and target.value in self.c.tables and isinstance(value, cst.Dict)
+            ):
+                keys = [e.key for e in value.elements if isinstance(e, cst.DictElement)]
+                self.c.mark(keys, self.c.devices, f"a key of {target.value}, looked up by a device")
             elif self.c.device_typed(target):
                 self.c.mark([value], self.c.devices, f"bound to {code_of(target)}")
 
@@ -341,12 +407,34 @@ class _Marker:
         key = _string(node.key)
         if key is not None and self.c.spec.device_named(key):
             self.c.mark([node.value], self.c.devices, f"the value of the key {key!r}")
+        elif key is not None and self.c.spec.accelerator_named(key):
+            self.c.mark([node.value], self.c.text, f"{ACCELERATOR}(the value of the key {key!r})")
 
     def visit_Arg(self, node: cst.Arg) -> None:
         if node.keyword is not None and self.c.spec.device_named(node.keyword.value):
             self.c.mark([node.value], self.c.devices, f"given as {node.keyword.value}=")
+        elif node.keyword is not None and self.c.spec.accelerator_named(node.keyword.value):
+            self.c.mark([node.value], self.c.text, f"{ACCELERATOR}(given as {node.keyword.value}=)")
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        # def infer_device(): ... return "cuda"
+        if not self.c.spec.device_named(node.name.value):
+            return
+        stack: list[cst.CSTNode] = [node.body]
+        while stack:
+            current = stack.pop()
+            if isinstance(current, cst.Return) and current.value is not None:
+                self.c.mark([current.value], self.c.devices, f"returned by {node.name.value}()")
+            elif not isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                stack.extend(children(current))
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
+        if isinstance(node.value, cst.Name) and node.value.value in self.c.tables and len(node.slice) == 1:
+            index = node.slice[0].slice  # DEVICE_CONFIG["cuda"] of a table looked up by a device
+            if isinstance(index, cst.Index):
+                self.c.mark(
+                    [index.value], self.c.devices, f"a key of {node.value.value}, looked up by a device"
+                )
         # {"cuda": "nccl", "cpu": "gloo"}[device.type]: the keys are device types
         if isinstance(node.value, cst.Dict) and len(node.slice) == 1:
             index = node.slice[0].slice

@@ -46,6 +46,8 @@ class Environment:
         self.names: set[str] = set()  # variables bound to os.environ or a copy of it
         self.found: dict[int, str] = {}  # id(literal) -> evidence
         self.keyword_calls: dict[int, str] = {}  # id(call) -> evidence: NAME= keywords are names
+        self.dict_names: set[str] = set()  # variables holding a child's environment: env=env
+        self.key_names: set[str] = set()  # variables holding a variable's name: os.environ[key]
 
     def hook(self, name: str) -> EnvHook | None:
         """The hook for an environment variable's name: by the whole name, else by a prefix."""
@@ -100,23 +102,36 @@ class Environment:
                 continue
             for element in subscript.slice:
                 if isinstance(element.slice, cst.Index):
-                    self.found[id(element.slice.value)] = _ENVIRON
+                    self._found(element.slice.value, _ENVIRON)
         for comparison in nodes.of(cst.Comparison):
             for target in comparison.comparisons:
                 if isinstance(target.operator, (cst.In, cst.NotIn)) and self.is_environ(target.comparator):
                     self.found[id(comparison.left)] = "tested with `in os.environ`"
         # env = {"CUDA_VISIBLE_DEVICES": "0"}; subprocess.run(cmd, env=env): a child's environment
-        passed = {
-            a.value.value
-            for call in nodes.of(cst.Call)
-            for a in call.args
-            if a.keyword is not None and a.keyword.value == "env" and isinstance(a.value, cst.Name)
-        }
+        # key, value = "NCCL_DEBUG", "INFO"; os.environ[key] = value: a variable's name
         for node in assigns:
-            if isinstance(node.value, cst.Dict) and any(
-                isinstance(t.target, cst.Name) and t.target.value in passed for t in node.targets
-            ):
-                self._dict(node.value, "a key of a dict the file passes as env=")
+            for target in node.targets:
+                self._bind(target.target, node.value)
+
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)):
+            if len(target.elements) == len(value.elements):
+                for t, v in zip(target.elements, value.elements):
+                    self._bind(t.value, v.value)
+        elif isinstance(target, cst.Name) and target.value in self.dict_names and isinstance(value, cst.Dict):
+            self._dict(value, f"a key of {target.value}, passed on as an environment")
+        elif (
+            isinstance(target, cst.Name)
+            and target.value in self.key_names
+            and isinstance(value, cst.SimpleString)
+        ):
+            self.found[id(value)] = f"bound to {target.value}, used as an environment variable's name"
+
+    def _found(self, node: cst.BaseExpression, why: str) -> None:
+        if isinstance(node, cst.Name):
+            self.key_names.add(node.value)
+        else:
+            self.found[id(node)] = why
 
     def _dict(self, node: cst.Dict, why: str) -> None:
         for element in node.elements:
@@ -128,11 +143,11 @@ class Environment:
         positional = [a for a in node.args if a.keyword is None]
         qualified = self.qualify(func)
         if qualified in self.calls and positional:
-            self.found[id(positional[0].value)] = _CALL.format(name=qualified)
+            self._found(positional[0].value, _CALL.format(name=qualified))
         if isinstance(func, cst.Attribute) and self.is_environ(func.value):
             method = func.attr.value
             if method in ("get", "setdefault", "pop", "__contains__") and positional:
-                self.found[id(positional[0].value)] = _CALL.format(name=f"os.environ.{method}")
+                self._found(positional[0].value, _CALL.format(name=f"os.environ.{method}"))
             elif method == "update":  # env.update({"CUDA_VISIBLE_DEVICES": ...}) or update(CUDA_...=...)
                 if positional and isinstance(positional[0].value, cst.Dict):
                     self._dict(positional[0].value, "a key given to os.environ.update")
@@ -141,7 +156,7 @@ class Environment:
             if self.is_environ(positional[0].value):
                 self.keyword_calls[id(node)] = "a keyword of dict(os.environ, ...)"
         elif isinstance(func, cst.Attribute) and func.attr.value in self.setters and positional:
-            self.found[id(positional[0].value)] = _CALL.format(name=func.attr.value)
+            self._found(positional[0].value, _CALL.format(name=func.attr.value))
         elif isinstance(func, cst.Attribute) and func.attr.value == "dict" and positional:
             # mock.patch.dict(os.environ, {...}) / patch.dict("os.environ", ...)
             target = positional[0].value
@@ -149,10 +164,14 @@ class Environment:
             if named or self.is_environ(target):
                 if len(positional) > 1 and isinstance(positional[1].value, cst.Dict):
                     self._dict(positional[1].value, "a key given to patch.dict(os.environ, ...)")
+                elif len(positional) > 1 and isinstance(positional[1].value, cst.Name):
+                    self.dict_names.add(positional[1].value.value)
                 self.keyword_calls[id(node)] = "a keyword of patch.dict(os.environ, ...)"
         for arg in node.args:  # subprocess.run(..., env={...}): the child's whole environment
             if arg.keyword is not None and arg.keyword.value == "env" and isinstance(arg.value, cst.Dict):
                 self._dict(arg.value, "a key of env= (a child's environment)")
+            elif arg.keyword is not None and arg.keyword.value == "env" and isinstance(arg.value, cst.Name):
+                self.dict_names.add(arg.value.value)
 
     # ---- the rewrite -----------------------------------------------------------------------------
     def rename_keywords(self, site: Site, original: cst.Call, updated: cst.Call) -> cst.Call:

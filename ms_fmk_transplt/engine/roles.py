@@ -184,3 +184,44 @@ class LiteralRoles:
 def describe(node: cst.CSTNode) -> str:
     """A literal as code, for messages."""
     return code_of(node)
+
+
+# The policy, as the rules reference prints it (docs/rules.md); the code above is its letter.
+POLICY = """\
+Every string literal gets one role before anything is rewritten, with the evidence for it;
+`ms_fmk_transplt explain FILE[:LINE]` prints both. The lists behind each role are rule data
+(`device_context` of TP103, the TP4xx variable names); the torch functions that take a device
+are read from the pinned torch's signatures by `tools/derive_device_apis.py`.
+
+- **Converted as a device**, in any file: `"cuda"` / `"cuda:N"` (and `f"cuda:{i}"`, `"cuda:%d"`,
+  `"cuda:" + str(i)`, `"cuda:{}".format(i)`) where a device goes: an argument a torch function
+  takes as `device` / `device_type` (positional or keyword, `functools.partial` too),
+  `device=` / `device_map=` / `map_location=` anywhere, `.to(...)`; compared with something
+  device-typed (`x.device.type`, `str(x.device)`, `devices[0]`, `torch.device(d).type`,
+  `get_accelerator().device_name()`, `match dev.type: case "cuda":`, `assertEqual(p.device.type,
+  ...)`, `.startswith(...)` of a device); bound to a device-named variable, attribute, parameter,
+  dict key, dataclass field, `setattr(ns, "device", ...)`, `--device` option, Enum named like a
+  device, or returned by a function named like one; keys of a dict the file looks up by a device
+  type. An index (`"cuda:0"`) is proof on its own: nobody names a folder that.
+- **Converted by convention** (marked *heuristic* in the log): a literal beside another device
+  type (`"cuda" if ok else "cpu"`, `["cpu", "cuda"]`, a `parametrize("device", [...])` list) or
+  picked by a CUDA test (`"cuda" if torch.cuda.is_available() else x`, `if ngpu > 0`). Why: in
+  code that uses torch these shapes are devices in every real occurrence we labelled, and a
+  missed device fails on the NPU at once ("Torch not compiled with CUDA enabled"), so the port
+  would need a hand edit for nothing.
+- **Kept, the user's text**: docstrings, messages (print, logging, warnings, exceptions and the
+  `format` / `join` inside them), `help=` and similar keywords, option names, `dest=`, `__all__`,
+  attribute names given to `getattr` and its kin, path pieces, dict keys and subscripts that
+  label data, and Lightning accelerator names (`Trainer(accelerator="cuda")`: Lightning's own
+  registry, which has no "npu" entry). Why: renaming a user's key, label or path breaks a
+  program that ran before, silently; code nested in a message (`print(x.to("cuda"))`) is code.
+- **Always reported when kept in a file that imports torch**: a device-looking literal (exact
+  `"cuda"` / `"cuda:N"`) that is a dict key, a subscript, a path piece or an accelerator name,
+  and every one with no evidence either way ("not provably a device"). Why: a silent miss is the
+  worst outcome; a reported one costs the user one look. Messages, option names, attribute
+  names and `__all__` entries are not reported: they cannot be used as a device.
+- **Environment variables**: renamed where the environment is read or written (os.environ and its
+  methods, `os.getenv`, `env={...}` and dicts passed as `env=`, `monkeypatch.setenv`,
+  `mock.patch.dict(os.environ, ...)`, a variable used as a name in these); the same name in any
+  other dict is the user's.
+"""

@@ -34,7 +34,7 @@ from typing import Any
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.context import CONVENTION, PATH_PIECE, Verdict
+from ms_fmk_transplt.engine.context import CONVENTION, REPORTED_TEXT, Verdict
 from ms_fmk_transplt.engine.hooks import Site
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.model import Operation
@@ -75,6 +75,7 @@ from ms_fmk_transplt.rules.registry import kind
                             "text_targets",
                             "device_types",
                             "device_tests",
+                            "accelerator_names",
                             "message_calls",
                             "message_keywords",
                             "message_continues",
@@ -103,7 +104,7 @@ class StringLiteralRule:
             starts or regex.fullmatch(entry["old"] + _sample_suffix(regex, entry["old"]))
         ):
             return [("old", f"the pattern must match strings that start with {entry['old']!r}")]
-        for field in ("names", "device_tests"):
+        for field in ("names", "device_tests", "accelerator_names"):
             for i, name in enumerate(entry.get("device_context", {}).get(field, ())):
                 if p := checks.regex(name):
                     return [(f"device_context.{field}[{i}]", p)]
@@ -161,7 +162,7 @@ class StringRewrite:
             else site.roles.device(original, value, self.old)
         )
         if verdict is not Verdict.DEVICE:
-            if verdict is Verdict.UNKNOWN or why.startswith(PATH_PIECE):
+            if verdict is Verdict.UNKNOWN or why.startswith(REPORTED_TEXT):
                 self.report_kept(site, original, value, why, unknown=verdict is Verdict.UNKNOWN)
             return updated
         new_value = self.new + value[len(self.old) :]
