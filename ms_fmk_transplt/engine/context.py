@@ -191,14 +191,19 @@ class DeviceContext:
                 isinstance(func, cst.Attribute)
                 and func.attr.value == "get"
                 and isinstance(func.value, cst.Name)
+                and call.args
+                and self.device_typed(call.args[0].value)
             ):
-                if call.args and self.device_typed(call.args[0].value):
-                    self.tables.add(func.value.value)
+                self.tables.add(func.value.value)
         for subscript in nodes.of(cst.Subscript):
             index = subscript.slice[0].slice if len(subscript.slice) == 1 else None
-            if isinstance(subscript.value, cst.Name) and isinstance(index, cst.Index):
-                if self.device_typed(index.value):
-                    self.tables.add(subscript.value.value)
+            table = subscript.value
+            if (
+                isinstance(table, cst.Name)
+                and isinstance(index, cst.Index)
+                and self.device_typed(index.value)
+            ):
+                self.tables.add(table.value)
         marker = _Marker(self)
         handlers: tuple[tuple[type[cst.CSTNode], Callable[[Any], None]], ...] = (
             (cst.Call, marker.visit_Call),
@@ -252,9 +257,13 @@ class DeviceContext:
         """`x.device`, `x.device.type`, `args.device`, `str(x.device)`, a variable fed to a device API."""
         if isinstance(node, cst.Call) and short_name(node.func) == "str" and len(node.args) == 1:
             return self.device_typed(node.args[0].value)
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-            if node.func.attr.value in ("lower", "strip") and self.device_typed(node.func.value):
-                return True  # str(device).lower()
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in ("lower", "strip")
+            and self.device_typed(node.func.value)
+        ):
+            return True  # str(device).lower()
         if isinstance(node, cst.Subscript):  # devices[0], state["device"]
             index = node.slice[0].slice if len(node.slice) == 1 else None
             key = _string(index.value) if isinstance(index, cst.Index) else None

@@ -109,9 +109,9 @@ class Environment:
                     self.found[id(comparison.left)] = "tested with `in os.environ`"
         # env = {"CUDA_VISIBLE_DEVICES": "0"}; subprocess.run(cmd, env=env): a child's environment
         # key, value = "NCCL_DEBUG", "INFO"; os.environ[key] = value: a variable's name
-        for node in assigns:
-            for target in node.targets:
-                self._bind(target.target, node.value)
+        for assign in assigns:
+            for assign_target in assign.targets:
+                self._bind(assign_target.target, assign.value)
 
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)):
