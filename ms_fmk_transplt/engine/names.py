@@ -102,3 +102,34 @@ def build_dotted(name: str, root: cst.Name | None = None) -> cst.Name | cst.Attr
     for part in parts[1:]:
         node = cst.Attribute(value=node, attr=cst.Name(part))
     return node
+
+
+def assignment_aliases(assigns: Iterable[cst.Assign], aliases: dict[str, str]) -> dict[str, str]:
+    """The alias table after the file's own assignments (any scope, in no order):
+    `T = torch` makes `T` an alias of torch; `torch = object()` makes `torch` the user's
+    (`torch = None`, the optional-import fallback, keeps it). Each name bound both ways is the user's."""
+    result = dict(aliases)
+    made: dict[str, str | None] = {}
+    for assign in assigns:
+        value = assign.value
+        resolved = None
+        if isinstance(value, (cst.Name, cst.Attribute)):
+            path = dotted(value)
+            head, _, rest = (path or "").partition(".")
+            if head in aliases:
+                resolved = aliases[head] + ("." + rest if rest else "")
+        for target in assign.targets:
+            if not isinstance(target.target, cst.Name):
+                continue
+            name = target.target.value
+            if isinstance(value, cst.Name) and value.value == "None" and name in aliases:
+                continue
+            if resolved is None and name not in aliases:
+                continue
+            made[name] = resolved if name not in made or made[name] == resolved else None
+    for name, qualified in made.items():
+        if qualified is None:
+            result.pop(name, None)
+        else:
+            result[name] = qualified
+    return result

@@ -27,7 +27,7 @@ from ms_fmk_transplt.engine.imports import (
     strip_last_comma,
 )
 from ms_fmk_transplt.engine.messages import join_clauses, support_message
-from ms_fmk_transplt.engine.names import alias_table, build_dotted, dotted, iter_imports
+from ms_fmk_transplt.engine.names import alias_table, assignment_aliases, build_dotted, dotted, iter_imports
 from ms_fmk_transplt.engine.roles import LiteralRoles, Role
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Match, Tables
@@ -99,7 +99,9 @@ class Converter(cst.CSTTransformer):
         super().__init__()
         self.t = tables
         imports = list(iter_imports(module, lines=True))
-        self.aliases = alias_table(statement for _, statement in imports)
+        # the look-ahead passes share one cheap walk (engine/walk.py)
+        nodes = NodeIndex(module)
+        self.aliases = assignment_aliases(nodes.of(cst.Assign), alias_table(s for _, s in imports))
         self.pending: list[Pending] = []
         self.needs_torch_npu = False
         self.uses_needed_api = (
@@ -123,7 +125,6 @@ class Converter(cst.CSTTransformer):
         )
         # what each string literal is (engine/roles.py); the look-ahead passes share one cheap walk
         self.roles = LiteralRoles(spec, self.qualify, self.environment)
-        nodes = NodeIndex(module)
         self.roles.scan(nodes, devices=bool(tables.string_hooks))
         # `self.is_cuda = ...`: an attribute the file assigns is the user's, never Tensor.is_cuda
         # (object as code, attribute)
@@ -140,6 +141,8 @@ class Converter(cst.CSTTransformer):
         )
         # user rules renaming a bare function name: the import that binds it, then its uses
         self.bindings = collect_bindings(nodes) if tables.functions else Bindings()
+        # method name -> the classes of this file that define it: `self.cuda()` there is the user's
+        self.own_methods = _own_methods(nodes) if tables.methods else {}
         self._call_funcs: set[int] = set()
         self._kept_functions: set[str] = set()
         # `cap = torch.cuda.get_device_capability()`: name -> (hook, qualified name of the call)
@@ -573,7 +576,7 @@ class Converter(cst.CSTTransformer):
             self.classify(original_node, f"torch.Tensor.{func.attr.value}", heuristic=True)
         if isinstance(func, cst.Attribute) and not resolved and isinstance(updated_node.func, cst.Attribute):
             entry = self.t.methods.get(func.attr.value)
-            if entry is not None and entry.new is not None and func.attr.value in self.bindings.defined:
+            if entry is not None and entry.new is not None and self._own_method(func):
                 self._keep_function(original_node, entry, func.attr.value)
             elif entry is not None and entry.new is not None:
                 self.report(
@@ -619,6 +622,20 @@ class Converter(cst.CSTTransformer):
             for hook in hooks:
                 result = hook.rewrite_call(self, original_node, result, name)
         return result
+
+    def _own_method(self, func: cst.Attribute) -> bool:
+        """`self.cuda()` in a file whose class defines `cuda`, `Wrapper().cuda()` of such a class."""
+        owners = self.own_methods.get(func.attr.value)
+        if not owners:
+            return False
+        receiver = func.value
+        if isinstance(receiver, cst.Name):
+            return receiver.value in ("self", "cls")
+        return (
+            isinstance(receiver, cst.Call)
+            and isinstance(receiver.func, cst.Name)
+            and receiver.func.value in owners
+        )
 
     def _keep_function(self, node: cst.CSTNode, entry: Any, name: str) -> None:
         """A call of a name the file defines itself: it is not the library's function, say so once."""
@@ -738,7 +755,8 @@ class Converter(cst.CSTTransformer):
             return updated
         rewritten = [n for n, e in self.t.renames.items() if e.new is not None]
         rewritten += [n for n, m in self.t.modules.items() if m.new_module is not None]
-        covered = sorted(name for name in rewritten if name.startswith(module + "."))
+        # names the star binds: members one level below the module (torch.nn.Module.cuda is not one)
+        covered = sorted(name for name in rewritten if name.rpartition(".")[0] == module)
         if covered:
             rule = (
                 self.t.renames[covered[0]] if covered[0] in self.t.renames else self.t.modules[covered[0]]
@@ -800,6 +818,15 @@ class Converter(cst.CSTTransformer):
                 )
             )
         return result
+
+
+def _own_methods(nodes: NodeIndex) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for cls in nodes.of(cst.ClassDef):
+        for statement in cls.body.body:
+            if isinstance(statement, cst.FunctionDef):
+                found.setdefault(statement.name.value, set()).add(cls.name.value)
+    return found
 
 
 def _assigned_attributes(nodes: NodeIndex) -> set[tuple[str, str]]:
