@@ -18,6 +18,7 @@ hooks ask `device(...)`; `explain` prints `explain(...)`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
@@ -168,11 +169,14 @@ class LiteralRoles:
             return Verdict.DEVICE, why
         return self.context.verdict(node, value, old)
 
-    def explain(self, node: cst.CSTNode, value: str, old: str = "cuda") -> Evidence:
-        """The role with the device evidence spelled out (for `ms_fmk_transplt explain`)."""
+    def explain(self, node: cst.CSTNode, value: str, pattern: re.Pattern[str], old: str) -> Evidence:
+        """The role with the device evidence spelled out (for `ms_fmk_transplt explain`); `pattern`
+        and `old` are the device rule's."""
         evidence = self.of(node)
         if evidence.role is not Role.CODE or not isinstance(node, cst.SimpleString):
             return evidence
+        if not self.context.matches(node, value, pattern, old):
+            return Evidence(Role.CODE, "not device-looking; rules matching its text decide")
         verdict, why = self.device(node, value, old)
         if verdict is Verdict.DEVICE:
             return Evidence(Role.DEVICE, why)
