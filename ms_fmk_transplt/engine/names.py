@@ -7,7 +7,7 @@ two different meanings is not resolved at all.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import libcst as cst
 
@@ -133,3 +133,33 @@ def assignment_aliases(assigns: Iterable[cst.Assign], aliases: dict[str, str]) -
         else:
             result[name] = qualified
     return result
+
+
+def chain_root(node: cst.BaseExpression) -> cst.Name:
+    """`a` of `a.b.c`."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    assert isinstance(node, cst.Name)
+    return node
+
+
+def _chain_len(node: cst.BaseExpression) -> int:
+    count = 0
+    while isinstance(node, cst.Attribute):
+        count += 1
+        node = node.value
+    return count
+
+
+def set_segments(chain: cst.BaseExpression, segments: Sequence[str]) -> cst.BaseExpression:
+    """Give `chain` (root.a.b) the attribute names `segments`, keeping its layout when it can."""
+    if _chain_len(chain) == len(segments):
+        if not segments:
+            return chain
+        assert isinstance(chain, cst.Attribute)
+        inner = set_segments(chain.value, segments[:-1])
+        attr = chain.attr if chain.attr.value == segments[-1] else chain.attr.with_changes(value=segments[-1])
+        if inner is chain.value and attr is chain.attr:
+            return chain
+        return chain.with_changes(value=inner, attr=attr)
+    return build_dotted(".".join(["_", *segments]), root=chain_root(chain)) if segments else chain_root(chain)

@@ -11,8 +11,6 @@ planning and the order in which several hooks meet on one node.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import libcst as cst
@@ -20,14 +18,22 @@ import libcst as cst
 from ms_fmk_transplt.engine.bindings import Bindings, collect_bindings
 from ms_fmk_transplt.engine.environment import Environment
 from ms_fmk_transplt.engine.hooks import CallHook, ResultHook, ResultUse
+from ms_fmk_transplt.engine.import_statements import ImportStatements
 from ms_fmk_transplt.engine.imports import (
     insert_module_import,
     plan_function_imports,
     plan_imports,
-    strip_last_comma,
 )
 from ms_fmk_transplt.engine.messages import join_clauses, support_message
-from ms_fmk_transplt.engine.names import alias_table, assignment_aliases, build_dotted, dotted, iter_imports
+from ms_fmk_transplt.engine.names import (
+    alias_table,
+    assignment_aliases,
+    build_dotted,
+    chain_root,
+    iter_imports,
+    set_segments,
+)
+from ms_fmk_transplt.engine.pending import Pending
 from ms_fmk_transplt.engine.roles import LiteralRoles, Role
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Match, Tables
@@ -35,61 +41,6 @@ from ms_fmk_transplt.engine.walk import NodeIndex
 from ms_fmk_transplt.model import Operation, Support
 
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
-
-
-@dataclass
-class Pending:
-    """A finding waiting for its position, which is computed only if the file has any."""
-
-    node: cst.CSTNode
-    rule: Rule
-    operation: Operation
-    message: str
-    heuristic: bool = False
-    line_offset: int = 0
-    noop: bool = False
-    api: str = ""  # the API the finding is about, when there is one
-    support: Support | None = None
-    dtypes: str = ""
-    suggestion: str = ""  # what to do instead
-
-
-def _asname(alias: cst.ImportAlias) -> str | None:
-    """The `as` name of an import alias, when it is a plain name."""
-    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-        return alias.asname.name.value
-    return None
-
-
-def _chain_root(node: cst.BaseExpression) -> cst.Name:
-    while isinstance(node, cst.Attribute):
-        node = node.value
-    assert isinstance(node, cst.Name)
-    return node
-
-
-def _chain_len(node: cst.BaseExpression) -> int:
-    count = 0
-    while isinstance(node, cst.Attribute):
-        count += 1
-        node = node.value
-    return count
-
-
-def _set_segments(chain: cst.BaseExpression, segments: Sequence[str]) -> cst.BaseExpression:
-    """Give `chain` (root.a.b) the attribute names `segments`, keeping its layout when it can."""
-    if _chain_len(chain) == len(segments):
-        if not segments:
-            return chain
-        assert isinstance(chain, cst.Attribute)
-        inner = _set_segments(chain.value, segments[:-1])
-        attr = chain.attr if chain.attr.value == segments[-1] else chain.attr.with_changes(value=segments[-1])
-        if inner is chain.value and attr is chain.attr:
-            return chain
-        return chain.with_changes(value=inner, attr=attr)
-    return (
-        build_dotted(".".join(["_", *segments]), root=_chain_root(chain)) if segments else _chain_root(chain)
-    )
 
 
 class Converter(cst.CSTTransformer):
@@ -151,6 +102,7 @@ class Converter(cst.CSTTransformer):
         self._statement: cst.CSTNode | None = None  # the statement line being visited
         # bound name -> new name; id(import alias) -> (new name, name kept bound or None, why kept)
         self.function_renames, self._function_imports = plan_function_imports(tables, imports, self.bindings)
+        self.import_statements = ImportStatements(self)
 
     # ---- name resolution -------------------------------------------------------------------
     def qualify(self, node: cst.CSTNode) -> str | None:
@@ -546,10 +498,10 @@ class Converter(cst.CSTTransformer):
         assert name is not None  # a match implies a dotted name
         target = match.new if match.new is not None else match.prefix
         new_full = target + name[len(match.prefix) :]
-        _, root_target = self._binding(_chain_root(original_node).value)
+        _, root_target = self._binding(chain_root(original_node).value)
         if root_target and (new_full == root_target or new_full.startswith(root_target + ".")):
             segments = new_full[len(root_target) + 1 :].split(".") if new_full != root_target else []
-            return _set_segments(updated_node, segments)
+            return set_segments(updated_node, segments)
         self._need_import_for(new_full)
         return build_dotted(new_full)
 
@@ -558,6 +510,13 @@ class Converter(cst.CSTTransformer):
         needed = self.imports.needed_import(target)
         if needed is not None:
             self.imports_needed.add(needed)
+
+    # ---- imports: engine/import_statements.py ----------------------------------------------------
+    def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
+        return self.import_statements.rewrite_import(original_node, updated_node)
+
+    def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom):
+        return self.import_statements.rewrite_import_from(original_node, updated_node)
 
     # ---- calls ------------------------------------------------------------------------------------
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
@@ -652,125 +611,6 @@ class Converter(cst.CSTTransformer):
                 heuristic=True,
             )
         )
-
-    # ---- imports ----------------------------------------------------------------------------------
-    def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
-        names = []
-        changed = False
-        for alias in updated_node.names:
-            full = dotted(alias.name)
-            match = self.t.lookup(full) if full else None
-            if match is None or full is None:
-                names.append(alias)
-                continue
-            self._report_match(original_node, match)
-            if match.new is None:
-                names.append(alias)
-                continue
-            names.append(alias.with_changes(name=build_dotted(match.new + full[len(match.prefix) :])))
-            changed = True
-        return updated_node.with_changes(names=names) if changed else updated_node
-
-    def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom):
-        if self._function_imports and not isinstance(original_node.names, cst.ImportStar):
-            updated_node = self._rename_function_imports(original_node, updated_node)
-        module = dotted(updated_node.module) if not updated_node.relative else None
-        if module is None:
-            return updated_node
-        if isinstance(updated_node.names, cst.ImportStar):
-            return self._star_import(original_node, updated_node, module)
-        kept: list[cst.ImportAlias] = []
-        moved: dict[str, list[cst.ImportAlias]] = {}
-        for alias in updated_node.names:
-            name = dotted(alias.name)
-            full = f"{module}.{name}"
-            match = self.t.lookup(full)
-            if match is None or not name:
-                kept.append(alias)
-                continue
-            self._report_match(original_node, match)
-            if match.new is None:
-                kept.append(alias)
-                continue
-            new_full = match.new + full[len(match.prefix) :]
-            parent, _, last = new_full.rpartition(".")
-            bound = _asname(alias) or name
-            new_bound, _ = self._binding(bound)
-            new_alias = alias.with_changes(name=cst.Name(last))
-            if new_bound != last:
-                new_alias = new_alias.with_changes(asname=cst.AsName(name=cst.Name(new_bound)))
-            elif _asname(alias) == last:
-                new_alias = new_alias.with_changes(asname=None)
-            moved.setdefault(parent, []).append(new_alias)
-        if not moved:
-            return updated_node
-        if not kept and len(moved) == 1:
-            parent, aliases = next(iter(moved.items()))
-            return updated_node.with_changes(module=build_dotted(parent), names=aliases)
-        extra = [
-            cst.ImportFrom(module=build_dotted(parent), names=strip_last_comma(aliases))
-            for parent, aliases in moved.items()
-        ]
-        if not kept:
-            first, extra = extra[0], extra[1:]
-        else:
-            first = updated_node.with_changes(names=strip_last_comma(kept))
-        self._extra_lines.extend(extra)
-        return first
-
-    def _rename_function_imports(self, original: cst.ImportFrom, updated: cst.ImportFrom) -> cst.ImportFrom:
-        assert not isinstance(original.names, cst.ImportStar) and not isinstance(
-            updated.names, cst.ImportStar
-        )
-        names = list(updated.names)
-        for i, alias in enumerate(original.names):
-            plan = self._function_imports.get(id(alias))
-            if plan is None:
-                continue
-            new, keep, reason = plan
-            entry = self.t.functions[dotted(alias.name) or ""]
-            message = entry.rule.render(old=dotted(alias.name), new=new, release=self.t.release)
-            if reason:
-                message += f" (imported as {keep}: {reason})"
-            self.pending.append(Pending(original, entry.rule, Operation.MODIFY, message))
-            changed = names[i].with_changes(name=cst.Name(new))
-            if keep is not None and _asname(alias) is None:
-                changed = changed.with_changes(asname=cst.AsName(name=cst.Name(keep)))
-            elif keep is None:  # `import func as func`: the binding itself is renamed
-                changed = changed.with_changes(asname=None)
-            names[i] = changed
-        return updated.with_changes(names=names)
-
-    def _star_import(self, original: cst.ImportFrom, updated: cst.ImportFrom, module: str) -> cst.ImportFrom:
-        """`from torch.cuda.amp import *`: the module's counterpart, or a report; never silence."""
-        match = self.t.lookup(module)
-        if match is not None and match.prefix == module:
-            self._report_match(original, match)
-            if match.new is None:
-                return updated
-            self._need_import_for(match.new)
-            return updated.with_changes(module=build_dotted(match.new))
-        if match is not None:  # a member of a module the rules cover: `from torch.cuda.nvtx import *`
-            self.report_unsupported(original, match.rule, f"from {module} import *", match.suggestion)
-            return updated
-        rewritten = [n for n, e in self.t.renames.items() if e.new is not None]
-        rewritten += [n for n, m in self.t.modules.items() if m.new_module is not None]
-        # names the star binds: members one level below the module (torch.nn.Module.cuda is not one)
-        covered = sorted(name for name in rewritten if name.rpartition(".")[0] == module)
-        if covered:
-            rule = (
-                self.t.renames[covered[0]] if covered[0] in self.t.renames else self.t.modules[covered[0]]
-            ).rule
-            self.pending.append(
-                Pending(
-                    original,
-                    rule,
-                    Operation.UNSUPPORTED,
-                    f"from {module} import * binds names the converter cannot see ({', '.join(covered[:3])}"
-                    f"{', ...' if len(covered) > 3 else ''} need rewriting); import them by name",
-                )
-            )
-        return updated
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
         self._extra_lines = []
