@@ -17,7 +17,7 @@ import libcst as cst
 
 from ms_fmk_transplt.engine.bindings import Bindings, collect_bindings
 from ms_fmk_transplt.engine.environment import Environment
-from ms_fmk_transplt.engine.hooks import CallHook, ResultHook, ResultUse
+from ms_fmk_transplt.engine.hooks import CallHook, ResultUse
 from ms_fmk_transplt.engine.import_statements import ImportStatements
 from ms_fmk_transplt.engine.imports import (
     insert_module_import,
@@ -34,6 +34,7 @@ from ms_fmk_transplt.engine.names import (
     set_segments,
 )
 from ms_fmk_transplt.engine.pending import Pending
+from ms_fmk_transplt.engine.results import ResultUses
 from ms_fmk_transplt.engine.roles import LiteralRoles, Role
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Match, Tables
@@ -97,9 +98,8 @@ class Converter(cst.CSTTransformer):
         self._call_funcs: set[int] = set()
         self._kept_functions: set[str] = set()
         # `cap = torch.cuda.get_device_capability()`: name -> (hook, qualified name of the call)
-        self._result_names: dict[str, tuple[ResultHook, str]] = {}
-        self._result_reported: set[tuple[int, str, ResultUse]] = set()
-        self._statement: cst.CSTNode | None = None  # the statement line being visited
+        # `cap = torch.cuda.get_device_capability()`, then `cap[0]`: engine/results.py
+        self.results = ResultUses(tables.result_hooks, self.qualify, self)
         # bound name -> new name; id(import alias) -> (new name, name kept bound or None, why kept)
         self.function_renames, self._function_imports = plan_function_imports(tables, imports, self.bindings)
         self.import_statements = ImportStatements(self)
@@ -252,42 +252,13 @@ class Converter(cst.CSTTransformer):
             self._attribute_by_name(node, positional[0].value, positional[1].value)
         return True
 
-    # ---- results that break on the NPU: torch_npu's get_device_capability() returns None --------
-    def _breaking_result(self, expr: cst.BaseExpression) -> tuple[ResultHook, str] | None:
-        if isinstance(expr, cst.Call):
-            name = self.qualify(expr.func)
-            hook = self.t.result_hooks.get(name) if name else None
-            return (hook, name) if hook is not None and name else None
-        if isinstance(expr, cst.Name):
-            return self._result_names.get(expr.value)
-        return None
-
-    def _report_result_use(self, node: cst.CSTNode, expr: cst.BaseExpression, use: ResultUse) -> None:
-        found = self._breaking_result(expr) if self.t.result_hooks else None
-        if found is None:
-            return
-        hook, name = found
-        through = ""
-        if isinstance(expr, cst.Name):
-            key = (id(self._statement), expr.value, use)  # `sm[0] * 10 + sm[1]`: one report
-            if key in self._result_reported:
-                return
-            self._result_reported.add(key)
-            through = expr.value
-        hook.result_used(self, node, name, use, through)
-
+    # ---- results that break on the NPU: engine/results.py -------------------------------------------
     def visit_Assign(self, node: cst.Assign) -> bool:
-        if self.t.result_hooks:
-            found = self._breaking_result(node.value) if isinstance(node.value, cst.Call) else None
-            for target in node.targets:
-                if isinstance(target.target, (cst.Tuple, cst.List)):
-                    self._report_result_use(node, node.value, ResultUse.UNPACK)
-                elif found is not None and isinstance(target.target, cst.Name):
-                    self._result_names[target.target.value] = found
+        self.results.assign(node)
         return True
 
     def visit_For(self, node: cst.For) -> bool:
-        self._report_result_use(node.iter, node.iter, ResultUse.ITERATE)
+        self.results.use(node.iter, node.iter, ResultUse.ITERATE)
         return True
 
     def visit_Expr(self, node: cst.Expr) -> bool:
@@ -316,17 +287,11 @@ class Converter(cst.CSTTransformer):
         )
 
     def visit_Subscript(self, node: cst.Subscript) -> bool:
-        self._report_result_use(node, node.value, ResultUse.INDEX)
+        self.results.use(node, node.value, ResultUse.INDEX)
         return True
 
     def visit_Comparison(self, node: cst.Comparison) -> bool:
-        if self.t.result_hooks and not all(
-            isinstance(c.operator, (cst.Is, cst.IsNot)) for c in node.comparisons
-        ):
-            equality = all(isinstance(c.operator, (cst.Equal, cst.NotEqual)) for c in node.comparisons)
-            use = ResultUse.COMPARE_EQUAL if equality else ResultUse.ORDER
-            for operand in (node.left, *(c.comparator for c in node.comparisons)):
-                self._report_result_use(node, operand, use)
+        self.results.compare(node)
         return True
 
     # ---- string literals: devices, backends, environment variables ------------------------------
@@ -614,7 +579,7 @@ class Converter(cst.CSTTransformer):
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
         self._extra_lines = []
-        self._statement = node
+        self.results.enter_statement(node)
         return True
 
     def leave_SimpleStatementLine(
