@@ -15,7 +15,7 @@ from typing import Any
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.bindings import Bindings, collect_bindings
+from ms_fmk_transplt.engine.bindings import Bindings, assigned_attributes, collect_bindings, own_methods
 from ms_fmk_transplt.engine.environment import Environment
 from ms_fmk_transplt.engine.hooks import CallHook, ResultUse
 from ms_fmk_transplt.engine.import_statements import ImportStatements
@@ -80,7 +80,7 @@ class Converter(cst.CSTTransformer):
         self.roles.scan(nodes, devices=bool(tables.string_hooks))
         # `self.is_cuda = ...`: an attribute the file assigns is the user's, never Tensor.is_cuda
         # (object as code, attribute)
-        self.assigned_attributes = _assigned_attributes(nodes) if tables.attributes else set()
+        self.assigned_attributes = assigned_attributes(nodes) if tables.attributes else set()
         # support classification: which references are invoked (called, decorating, subclassed)
         self._invoked: set[int] = set()
         self._annotation_depth = 0
@@ -94,7 +94,7 @@ class Converter(cst.CSTTransformer):
         # user rules renaming a bare function name: the import that binds it, then its uses
         self.bindings = collect_bindings(nodes) if tables.functions else Bindings()
         # method name -> the classes of this file that define it: `self.cuda()` there is the user's
-        self.own_methods = _own_methods(nodes) if tables.methods else {}
+        self.own_methods = own_methods(nodes) if tables.methods else {}
         self._call_funcs: set[int] = set()
         self._kept_functions: set[str] = set()
         # `cap = torch.cuda.get_device_capability()`: name -> (hook, qualified name of the call)
@@ -623,31 +623,6 @@ class Converter(cst.CSTTransformer):
                 )
             )
         return result
-
-
-def _own_methods(nodes: NodeIndex) -> dict[str, set[str]]:
-    found: dict[str, set[str]] = {}
-    for cls in nodes.of(cst.ClassDef):
-        for statement in cls.body.body:
-            if isinstance(statement, cst.FunctionDef):
-                found.setdefault(statement.name.value, set()).add(cls.name.value)
-    return found
-
-
-def _assigned_attributes(nodes: NodeIndex) -> set[tuple[str, str]]:
-    """The attributes the module assigns, as (object as code, name): `obj.name = ...`, `obj.name += ...`."""
-    found: set[tuple[str, str]] = set()
-
-    def add(target: cst.BaseExpression) -> None:
-        if isinstance(target, cst.Attribute):
-            found.add((_code(target.value), target.attr.value))
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                add(element.value)
-
-    for node in nodes.of_any(cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For):
-        add(node.target)
-    return found
 
 
 # receivers that are never tensors: "a,b".split(",") is str.split
