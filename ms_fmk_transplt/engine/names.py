@@ -104,11 +104,17 @@ def build_dotted(name: str, root: cst.Name | None = None) -> cst.Name | cst.Attr
     return node
 
 
-def assignment_aliases(assigns: Iterable[cst.Assign], aliases: dict[str, str]) -> dict[str, str]:
-    """The alias table after the file's own assignments (any scope, in no order):
-    `T = torch` makes `T` an alias of torch; `torch = object()` makes `torch` the user's
-    (`torch = None`, the optional-import fallback, keeps it). Each name bound both ways is the user's."""
-    result = dict(aliases)
+def assignment_aliases(
+    assigns: Iterable[cst.Assign], aliases: dict[str, str], modules: Iterable[str] = ()
+) -> dict[str, str]:
+    """The alias table after the file's own assignments (any scope, in no order).
+
+    `T = torch`, `cuda = torch.cuda`: a name assigned only a module (one the file imports, or one
+    in `modules`) is an alias of it; `torch = object()` makes an imported name the user's
+    (`torch = None`, the optional-import fallback, keeps it). A name assigned anything else too,
+    or a class or function (`norm_layer = nn.LayerNorm`), is left as it was.
+    """
+    known = set(aliases.values()) | set(modules)
     made: dict[str, str | None] = {}
     for assign in assigns:
         value = assign.value
@@ -118,20 +124,21 @@ def assignment_aliases(assigns: Iterable[cst.Assign], aliases: dict[str, str]) -
             head, _, rest = (path or "").partition(".")
             if head in aliases:
                 resolved = aliases[head] + ("." + rest if rest else "")
+        if resolved not in known:
+            resolved = None
         for target in assign.targets:
             if not isinstance(target.target, cst.Name):
                 continue
             name = target.target.value
             if isinstance(value, cst.Name) and value.value == "None" and name in aliases:
                 continue
-            if resolved is None and name not in aliases:
-                continue
             made[name] = resolved if name not in made or made[name] == resolved else None
+    result = dict(aliases)
     for name, qualified in made.items():
-        if qualified is None:
-            result.pop(name, None)
-        else:
+        if qualified is not None:
             result[name] = qualified
+        elif name in aliases:
+            del result[name]
     return result
 
 

@@ -53,7 +53,9 @@ class Converter(cst.CSTTransformer):
         imports = list(iter_imports(module, lines=True))
         # the look-ahead passes share one cheap walk (engine/walk.py)
         nodes = NodeIndex(module)
-        self.aliases = assignment_aliases(nodes.of(cst.Assign), alias_table(s for _, s in imports))
+        self.aliases = assignment_aliases(
+            nodes.of(cst.Assign), alias_table(s for _, s in imports), tables.modules
+        )
         self.pending: list[Pending] = []
         self.needs_torch_npu = False
         self.uses_needed_api = (
