@@ -144,3 +144,27 @@ def _shipped() -> dict:
 )
 def test_verdict_with_the_shipped_data(source: str, expected: list[Verdict]) -> None:
     assert _verdicts(source, _shipped()) == expected
+
+
+def test_the_derived_device_apis_are_shipped() -> None:
+    """data/torch_device_apis.json (tools/derive_device_apis.py) holds what torch's signatures say."""
+    from ms_fmk_transplt import data
+
+    calls = data.torch_device_apis()["calls"]
+    assert calls["torch.device"] == {"keywords": ["device", "type"], "positions": [0]}
+    assert calls["torch.get_autocast_dtype"]["positions"] == [0]
+    assert calls["torch.zeros"] == {"keywords": ["device"], "positions": []}
+
+
+@pytest.mark.slow
+def test_the_derived_device_apis_are_current() -> None:
+    """Regenerating from the pinned torch gives the committed file (imports torch: slow tier)."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("torch")
+    root = Path(__file__).parent.parent
+    done = subprocess.run(
+        [sys.executable, "tools/derive_device_apis.py", "--check"], cwd=root, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

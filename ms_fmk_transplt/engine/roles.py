@@ -25,7 +25,7 @@ from enum import Enum
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.context import DeviceContext, DeviceSpec, Verdict, code_of, short_name
+from ms_fmk_transplt.engine.context import DeviceContext, DeviceSpec, Verdict, short_name
 from ms_fmk_transplt.engine.environment import Environment
 from ms_fmk_transplt.engine.walk import NodeIndex, children
 
@@ -183,11 +183,6 @@ class LiteralRoles:
         if verdict is Verdict.TEXT:
             return Evidence(Role.USER_TEXT, why)
         return Evidence(Role.CODE, why)
-
-
-def describe(node: cst.CSTNode) -> str:
-    """A literal as code, for messages."""
-    return code_of(node)
 
 
 # The policy, as the rules reference prints it (docs/rules.md); the code above is its letter.
