@@ -512,6 +512,22 @@ def _summary(run, found, gate: _Gate) -> None:
         err.print(f"[red]{result.status.value}:[/] {result.path}: {result.reason}", soft_wrap=True)
 
 
+@app.command("explain")
+def explain(
+    target: str = typer.Argument(..., help="FILE or FILE:LINE"),
+    rule: list[Path] | None = typer.Option(None, "-r", "--rule", help="Also apply the rules of this file."),
+) -> None:
+    """Why did (or didn't) this change? Each string literal's role and evidence, each rewrite's rule."""
+    from ms_fmk_transplt.explain import explain_target
+    from ms_fmk_transplt.rules import RuleFileError
+
+    try:
+        lines = explain_target(target, tuple(str(r) for r in rule or ()))
+    except (ValueError, RuleFileError) as exc:
+        _fail(str(exc))
+    sys.stdout.write("".join(line + "\n" for line in lines))
+
+
 @rules_app.command("list")
 def rules_list(
     rule: list[Path] | None = typer.Option(None, "-r", "--rule", help="Also list the rules of this file."),

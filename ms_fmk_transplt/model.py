@@ -36,7 +36,7 @@ class Support(str, enum.Enum):
     UNSUPPORTED = "unsupported"  # the release's support list marks it unsupported, or CUDA-only
     DTYPE = "unsupported-dtype"  # a partial API used, in the code as written, with a dtype it lacks
     NO_EFFECT = "no-effect"  # a CUDA knob kept as written: it runs and does nothing on the NPU
-    PARTIAL = "partial"  # supported for some dtypes only (the finding names them)
+    PARTIAL = "partial"  # supported with a condition: some dtypes only (named), an argument it needs
     NOT_VERIFIED = "not-verified"  # absent from the release's lists, no NPU kernel found: we don't guess
     SUPPORTED = "supported"
 

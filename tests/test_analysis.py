@@ -368,7 +368,7 @@ def test_sarif_levels_follow_what_will_not_run(tmp_path: Path) -> None:
     root.mkdir()
     (root / "a.py").write_text(
         "import torch\ntorch.backends.cudnn.benchmark = True\nc = torch.matmul(x.double(), y)\n"
-        "d = torch.matmul(x, y)\ne = torch.jit.load(p)\ns = x.to_sparse()\n"
+        "d = torch.matmul(x, y)\ne = torch.jit.load(p, map_location='cpu')\ns = x.to_sparse()\n"
     )
     sarif = json.loads(_analyse(root, "--report-format", "sarif").stdout)
     jsonschema.validate(sarif, SCHEMA, cls=jsonschema.Draft4Validator)

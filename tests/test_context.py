@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import libcst as cst
 import pytest
 
@@ -19,7 +22,7 @@ SPEC = {
 }
 
 
-def _verdicts(source: str) -> list[Verdict]:
+def _verdicts(source: str, params: dict | None = None) -> list[Verdict]:
     """The verdict of every "cuda"/"cuda:..." literal in `source`, in order."""
     module = cst.parse_module("import os\nimport torch\n" + source)
     aliases = alias_table(statement for _, statement in iter_imports(module, lines=True))
@@ -33,7 +36,7 @@ def _verdicts(source: str) -> list[Verdict]:
         return None
 
     spec = DeviceSpec()
-    spec.add(SPEC)
+    spec.add(SPEC if params is None else params)
     context = DeviceContext(spec, qualify)
     context.scan(module)
     found: list[cst.SimpleString] = []
@@ -44,7 +47,7 @@ def _verdicts(source: str) -> list[Verdict]:
                 found.append(node)
 
     module.visit(Collect())
-    return [context.verdict(node, str(node.evaluated_value), "cuda") for node in found]
+    return [context.verdict(node, str(node.evaluated_value), "cuda")[0] for node in found]
 
 
 D, T, U = Verdict.DEVICE, Verdict.TEXT, Verdict.UNKNOWN
@@ -84,3 +87,84 @@ def test_a_new_api_is_data() -> None:
         assert _verdicts('mesh = init_device_mesh("cuda", (2,))') == [D]
     finally:
         del SPEC["calls"]["init_device_mesh"]
+
+
+def _shipped() -> dict:
+    """The device rule's `device_context` as shipped (rules/builtin/device.json)."""
+    document = json.loads((Path(__file__).parent.parent / "rules" / "builtin" / "device.json").read_text())
+    (rule,) = [r for r in document["rules"]["StringLiteralRule"] if r["id"] == "TP103"]
+    return rule["device_context"]
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        # class 1: APIs derived from torch's signatures (data/torch_device_apis.json)
+        ('torch.device(type="cuda", index=i)', [D]),
+        ('torch.device(index=i, type=kind)\nx = dict(type="cuda")', [U]),
+        ('torch.is_autocast_enabled("cuda")', [D]),
+        ('torch.get_autocast_dtype("cuda")', [D]),
+        ('import functools\nf = functools.partial(torch.autocast, "cuda")', [D]),
+        ('import functools\nf = functools.partial(print, "cuda")', [U]),
+        ('torch.Generator(device="cuda")', [D]),
+        ('m = AutoModel.from_pretrained(p, device_map="cuda")', [D]),
+        ('m = AutoModel.from_pretrained(p, revision="cuda")', [U]),
+        ('loader = torch.utils.data.DataLoader(ds, pin_memory_device="cuda")', [D]),
+        # class 2: shapes the flow analysis follows
+        ('def pick():\n    return "cuda" if torch.cuda.is_available() else "cpu"', [D]),
+        ('def pick():\n    return "cuda" if fast else "slow"', [U]),
+        ('x = "cuda" if ngpu > 0 else other', [D]),
+        ('match dev.type:\n    case "cuda":\n        pass', [D]),
+        ('match mode:\n    case "cuda":\n        pass', [U]),
+        ('@pytest.mark.parametrize("device", ["cpu", "cuda"])\ndef test(device): pass', [D]),
+        ('@pytest.mark.parametrize("name", ["cuda", "other"])\ndef test(name): pass', [U]),
+        ('assert x.device.type == "cuda"', [D]),
+        ('setattr(ns, "device", "cuda")', [D]),
+        ('setattr(ns, "flavour", "cuda")', [U]),
+        ('device, backend = "cuda", "nccl"', [D]),
+        ('name, backend = "cuda", "nccl"', [U]),
+        ('class Device(enum.Enum):\n    CUDA = "cuda"', [D]),
+        ('class Kind(enum.Enum):\n    CUDA = "cuda"', [U]),
+        ('class C:\n    device: str = "cuda"', [D]),
+        ('class C:\n    device: str = field(default="cuda")', [D]),
+        ('class C:\n    label: str = field(default="cuda")', [U]),
+        ('DEFAULT_DEVICE = "cuda"\nGPU = "cuda"', [D, D]),
+        ('DEFAULT_NAME = "cuda"', [U]),
+        ('cfg.MODEL.DEVICE = "cuda"', [D]),
+        ('ok = devices[0] == "cuda"', [D]),
+        ('ok = names[0] == "cuda"', [U]),
+        ('ok = args.device.startswith("cuda")', [D]),
+        ('ok = args.name.startswith("cuda")', [U]),
+        ('ok = dev.type == "cuda"', [D]),
+        ('ok = str(x.device) == "cuda"', [D]),
+        ('b = {"cuda": "nccl", "cpu": "gloo"}[device.type]', [D]),
+        ('b = {"cuda": "nccl", "cpu": "gloo"}[name]', [U]),
+        ('__all__ = ["cuda", "cpu"]', [T]),
+    ],
+)
+def test_verdict_with_the_shipped_data(source: str, expected: list[Verdict]) -> None:
+    assert _verdicts(source, _shipped()) == expected
+
+
+def test_the_derived_device_apis_are_shipped() -> None:
+    """data/torch_device_apis.json (tools/derive_device_apis.py) holds what torch's signatures say."""
+    from ms_fmk_transplt import data
+
+    calls = data.torch_device_apis()["calls"]
+    assert calls["torch.device"] == {"keywords": ["device", "type"], "positions": [0]}
+    assert calls["torch.get_autocast_dtype"]["positions"] == [0]
+    assert calls["torch.zeros"] == {"keywords": ["device"], "positions": []}
+
+
+@pytest.mark.slow
+def test_the_derived_device_apis_are_current() -> None:
+    """Regenerating from the pinned torch gives the committed file (imports torch: slow tier)."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("torch")
+    root = Path(__file__).parent.parent
+    done = subprocess.run(
+        [sys.executable, "tools/derive_device_apis.py", "--check"], cwd=root, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -8,7 +8,7 @@ import ast
 import pytest
 
 from ms_fmk_transplt.engine.convert import convert_source
-from ms_fmk_transplt.engine.normalise import normalise, restore
+from ms_fmk_transplt.engine.normalise import normalise, odd_tail, restore, tail
 from ms_fmk_transplt.model import Status
 
 
@@ -47,11 +47,6 @@ def test_backslash_line_that_libcst_would_move_into_the_block(builtin_tables) ->
 @pytest.mark.parametrize(
     ("source", "lines"),
     [
-        (
-            b"import torch\n        \x0cif x:\n  \n\x0c    x = torch.cuda.is_available()\n\x0cfor i in y:\n    \\\n"
-            b"y = 'cuda:0'\n \\\n\n",
-            "(6, 8)",
-        ),
         (b"import torch\nfor i in y:\n    \\\nz = 1 + \\\n \\\n3\nw = torch.cuda.is_available()\n", "(3, 5)"),
     ],
 )
@@ -76,3 +71,23 @@ def test_normalise_keeps_string_contents_and_restore_inverts_it() -> None:
 
 def test_nothing_to_normalise() -> None:
     assert normalise(b"import torch\nif x:\n    y = 1\n") is None
+
+
+def test_indented_lines_after_the_last_code_line_are_the_tail() -> None:
+    lines = b"def f():\n    return 1\n  # a\n # b\n\x0c\n   \n# c\n".splitlines(keepends=True)
+    assert sorted(tail(lines)) == [2, 3, 4, 5]
+    assert odd_tail(b"".join(lines))
+    assert not odd_tail(b"def f():\n    return 1\n# a\n\n")
+
+
+def test_final_backslash_line_converts_once_the_tail_is_normalised(builtin_tables) -> None:
+    """A lone backslash before the last blank line: the blank line it leaves is the file's tail."""
+    source = (
+        b"import torch\n        \x0cif x:\n  \n\x0c    x = torch.cuda.is_available()\n\x0cfor i in y:\n    \\\n"
+        b"y = 'cuda:0'\n \\\n\n"
+    )
+    result = convert_source("t.py", source, builtin_tables)
+    assert result.status is Status.CONVERTED
+    assert result.output == source.replace(b"import torch\n", b"import torch\nimport torch_npu\n").replace(
+        b"cuda", b"npu"
+    )

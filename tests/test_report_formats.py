@@ -95,7 +95,10 @@ def _compare_every_format(source: Path, tmp_path: Path) -> RunResult:
         (i.finding.api or i.finding.message, i.status.value) for i in found if not i.status.blocks
     )
     assert per_api == dict(checks), "Check on NPU: one row per API, its uses counted"
-    assert len({api for api, _ in per_api}) == len(per_api), "an API on two rows of Check on NPU"
+    # an API has two rows only where a rule gives some of its uses a status of their own
+    # (torch.jit.load: not verified by the list; partial where TP120 finds no map_location)
+    two = {api for api, _ in per_api if sum(a == api for a, _ in per_api) > 1}
+    assert all(any(i.finding.api == api and i.finding.rule_id != "TP901" for i in found) for api in two)
     _no_row_names_a_rewritten_api(run, found)
     return run
 

@@ -106,7 +106,7 @@ def test_log_lists_what_will_not_run_then_changes_then_the_uses_to_check(tmp_pat
     source = tmp_path / "proj"
     source.mkdir()
     (source / "a.py").write_text(
-        "import torch\nz = torch.zeros(2)\nx = torch.jit.load('m.pt')\ny = z.cuda()\ns = z.to_sparse()\n"
+        "import torch\nz = torch.zeros(2)\nx = torch.jit.load('m.pt', map_location='cpu')\ny = z.cuda()\ns = z.to_sparse()\n"
         "torch.backends.cudnn.benchmark = True\n"
     )
     run = convert_project(Options(source=source, output=tmp_path / "out", use_cache=False))

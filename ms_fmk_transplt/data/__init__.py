@@ -34,3 +34,11 @@ def release(version: str | None = None) -> dict[str, Any]:
 def members(list_name: str, version: str | None = None) -> list[str]:
     """The public names of a torch_npu module in a release."""
     return list(release(version)[MEMBER_LISTS[list_name]])
+
+
+@lru_cache(maxsize=1)
+def torch_device_apis() -> dict[str, Any]:
+    """The torch callables that take a device (tools/derive_device_apis.py)."""
+    return json.loads(
+        resources.files(__name__).joinpath("torch_device_apis.json").read_text(encoding="utf-8")
+    )

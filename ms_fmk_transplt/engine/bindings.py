@@ -80,3 +80,34 @@ def _bound_name(alias: cst.ImportAlias, root: bool) -> str:
             return name.attr.value
         name = name.value
     return name.value if isinstance(name, cst.Name) else ""
+
+
+def own_methods(nodes: NodeIndex) -> dict[str, set[str]]:
+    """Method name -> the classes of the module that define it."""
+    found: dict[str, set[str]] = {}
+    for cls in nodes.of(cst.ClassDef):
+        for statement in cls.body.body:
+            if isinstance(statement, cst.FunctionDef):
+                found.setdefault(statement.name.value, set()).add(cls.name.value)
+    return found
+
+
+def assigned_attributes(nodes: NodeIndex) -> set[tuple[str, str]]:
+    """The attributes the module assigns, as (object as code, name): `obj.name = ...`, `obj.name += ...`."""
+    found: set[tuple[str, str]] = set()
+
+    def add(target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Attribute):
+            found.add((code_of(target.value), target.attr.value))
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                add(element.value)
+
+    for node in nodes.of_any(cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For):
+        add(node.target)
+    return found
+
+
+def code_of(node: cst.CSTNode) -> str:
+    """The node as source text."""
+    return cst.Module(body=[]).code_for_node(node)

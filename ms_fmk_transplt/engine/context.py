@@ -1,17 +1,26 @@
-"""Is this string literal a device? One place answers it, from the rule data.
+"""Is this string literal a device? The device evidence of the role pass (engine/roles.py).
 
 A literal that a StringLiteralRule's pattern matches (`"cuda"`, `"cuda:0"`) is a *device* when:
 - it carries an index (`"cuda:0"`, `"cuda:%d"`): nobody names a folder that;
-- it is an argument a device-taking API receives (`DeviceSpec.calls`, `DeviceSpec.keywords`);
-- it is compared with something device-typed (`x.device.type == "cuda"`, `"cuda" in args.device`);
-- it is bound to a device-named thing (`device = "cuda"`, `def f(device="cuda")`,
-  `{"device": "cuda"}`, `add_argument("--device", default="cuda")`), or to a variable that the file
-  passes to a device-taking API (`kind = "cuda"; torch.device(kind)`).
+- it is an argument a device-taking API receives (`DeviceSpec.calls`, the torch callables
+  derived from the pinned torch in data/torch_device_apis.json, `DeviceSpec.keywords`; also
+  through `functools.partial(torch.autocast, "cuda")`);
+- it is compared with something device-typed (`x.device.type == "cuda"`, `"cuda" in args.device`,
+  `devices[0] == "cuda"`, `args.device.startswith("cuda")`, `case "cuda":` of `match dev.type`);
+- it is bound to a device-named thing (`device = "cuda"`, `DEFAULT_DEVICE = "cuda"`,
+  `cfg.MODEL.DEVICE = "cuda"`, `def f(device="cuda")`, `device: str = field(default="cuda")`,
+  `{"device": "cuda"}`, `setattr(ns, "device", "cuda")`, `add_argument("--device",
+  default="cuda")`, a member of an Enum named like a device), or to a variable that the file
+  passes to a device-taking API (`kind = "cuda"; torch.device(kind)`);
+- by convention: it stands beside another device type (`"cuda" if ok else "cpu"`,
+  `["cpu", "cuda"]`), or a CUDA test picks it (`"cuda" if torch.cuda.is_available() else x`),
+  or a dict of device types is looked up by one (`{"cuda": "nccl"}[device.type]`).
 Anything else is the user's own text (`__all__ = ["cuda"]`, `dest="cuda"`,
-`os.path.join(here, "cuda")`): kept, and reported only when nothing marks it as text.
+`os.path.join(here, "cuda")`): kept.
 
 The device-taking APIs, the device-named patterns and the text positions are rule data
-(`device_context` of a StringLiteralRule), so a new API is a line of JSON.
+(`device_context` of a StringLiteralRule), so a new API is a line of JSON. Each mark carries the
+evidence, a short phrase `explain` prints; evidence that is convention, not proof, says so.
 """
 
 from __future__ import annotations
@@ -24,12 +33,18 @@ from typing import Any
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.walk import NodeIndex
+from ms_fmk_transplt import data
+from ms_fmk_transplt.engine.walk import NodeIndex, children
+
+CONVENTION = " (convention)"
+PATH_PIECE = "a path piece given to "  # text that could still be a device: kept, reported
+ACCELERATOR = "a Lightning accelerator name "  # Lightning has no "npu" accelerator: kept, reported
+REPORTED_TEXT = (PATH_PIECE, ACCELERATOR)
 
 
 class Verdict(str, Enum):
     DEVICE = "device"  # convert it
-    TEXT = "text"  # the user's words or names: keep it, say nothing
+    TEXT = "text"  # the user's words or names: keep it
     UNKNOWN = "unknown"  # keep it, report it for a look by hand
 
 
@@ -38,39 +53,87 @@ class DeviceSpec:
     """Where device values go, merged from every StringLiteralRule's `device_context`."""
 
     calls: dict[str, set[int]] = field(default_factory=dict)  # qualified or method name -> positions
+    call_keywords: dict[str, set[str]] = field(default_factory=dict)  # qualified name -> its own keywords
     keywords: set[str] = field(default_factory=set)
     names: list[re.Pattern[str]] = field(default_factory=list)  # device-typed expressions, as code
     option_keywords: set[str] = field(default_factory=set)  # add_argument(...) values: default=, choices=
     text_calls: set[str] = field(default_factory=set)  # every argument is text: os.path.join
     text_keywords: set[str] = field(default_factory=set)  # dest=
     text_targets: set[str] = field(default_factory=set)  # __all__
+    device_types: set[str] = field(default_factory=set)  # "cpu", "mps": a sibling makes it a device
+    device_tests: list[re.Pattern[str]] = field(default_factory=list)  # torch.cuda.is_available()
+    accelerator_names: list[re.Pattern[str]] = field(default_factory=list)  # Lightning's accelerator=
+    # where literals are the user's words: the role pass reads these (engine/roles.py)
+    message_calls: set[str] = field(default_factory=set)
+    message_keywords: set[str] = field(default_factory=set)
+    message_continues: set[str] = field(default_factory=set)
+    option_calls: set[str] = field(default_factory=set)
+    attribute_name_calls: set[str] = field(default_factory=set)
+    backend_keywords: set[str] = field(default_factory=set)
+    env_calls: set[str] = field(default_factory=set)
+    env_setters: set[str] = field(default_factory=set)
 
     def add(self, params: dict) -> None:
+        """Merge one rule's `device_context`."""
+        if params.get("calls_from") == "torch":
+            for name, entry in data.torch_device_apis()["calls"].items():
+                self.calls.setdefault(name, set()).update(entry["positions"])
+                self.call_keywords.setdefault(name, set()).update(entry["keywords"])
         for name, positions in params.get("calls", {}).items():
             self.calls.setdefault(name, set()).update(positions)
-        self.keywords.update(params.get("keywords", ()))
-        self.names.extend(re.compile(p) for p in params.get("names", ()))
-        self.option_keywords.update(params.get("option_keywords", ()))
-        self.text_calls.update(params.get("text_calls", ()))
-        self.text_keywords.update(params.get("text_keywords", ()))
-        self.text_targets.update(params.get("text_targets", ()))
+        for name, keywords in params.get("call_keywords", {}).items():
+            self.call_keywords.setdefault(name, set()).update(keywords)
+        self.names.extend(re.compile(p, re.IGNORECASE) for p in params.get("names", ()))
+        self.device_tests.extend(re.compile(p, re.IGNORECASE) for p in params.get("device_tests", ()))
+        self.accelerator_names.extend(re.compile(p) for p in params.get("accelerator_names", ()))
+        for key in (
+            "keywords",
+            "option_keywords",
+            "text_calls",
+            "text_keywords",
+            "text_targets",
+            "device_types",
+            "message_calls",
+            "message_keywords",
+            "message_continues",
+            "option_calls",
+            "attribute_name_calls",
+            "backend_keywords",
+            "env_calls",
+            "env_setters",
+        ):
+            getattr(self, key).update(params.get(key, ()))
 
     def device_named(self, code: str) -> bool:
+        """Does this expression, as code, name a device (`device`, `args.device`, `cfg.MODEL.DEVICE`)?"""
         return any(p.fullmatch(code) for p in self.names)
 
+    def accelerator_named(self, code: str) -> bool:
+        """Does this expression hold a Lightning accelerator name (`accelerator`, `self._accelerator_flag`)?"""
+        return any(p.fullmatch(code) for p in self.accelerator_names)
 
-def _code(node: cst.CSTNode) -> str:
+
+def code_of(node: cst.CSTNode) -> str:
+    """The node as source text (a Name without printing)."""
     if isinstance(node, cst.Name):  # the common case, without printing
         return node.value
     return cst.Module(body=[]).code_for_node(node)
 
 
-def _short(func: cst.BaseExpression) -> str:
+def short_name(func: cst.BaseExpression) -> str:
+    """`f` of `a.b.f` or `f`; '' for anything else."""
     if isinstance(func, cst.Attribute):
         return func.attr.value
     if isinstance(func, cst.Name):
         return func.value
     return ""
+
+
+def _string(node: cst.CSTNode) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
 
 
 def literals(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
@@ -94,27 +157,53 @@ def literals(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
         and node.func.attr.value == "format"
     ):
         yield from literals(node.func.value)  # "cuda:{}".format(rank)
+    elif isinstance(node, cst.Call) and short_name(node.func) in ("field", "Field"):
+        for arg in node.args:  # dataclasses.field(default="cuda"), pydantic Field("cuda")
+            if arg.keyword is None or arg.keyword.value == "default":
+                yield from literals(arg.value)
+                break
 
 
 class DeviceContext:
-    """Marks the literals of one module as devices or text; the transformer asks `verdict`."""
+    """Marks the literals of one module as devices or text, each with its evidence."""
 
     def __init__(self, spec: DeviceSpec, qualify: Callable[[cst.CSTNode], str | None]) -> None:
         self.spec = spec
         self.qualify = qualify
-        self.devices: set[int] = set()
-        self.text: set[int] = set()
+        self.devices: dict[int, str] = {}  # id(literal) -> evidence
+        self.text: dict[int, str] = {}
         self.flow_names: set[str] = set()  # variables the file passes to a device-taking API
         self.prefixes: set[int] = set()  # "cuda:" + str(rank): the left operand of a concatenation
+        self.tables: set[str] = set()  # dicts the file looks up by a device type: their keys are devices
 
     # ---- the module-wide pass: which variables flow into device-taking APIs ----------------------
     def scan(self, module: cst.Module | NodeIndex) -> None:
+        """Mark every literal of the module that its place shows to be a device or text."""
         nodes = module if isinstance(module, NodeIndex) else NodeIndex(module)
         calls = nodes.of(cst.Call)
         for call in calls:  # first every variable that reaches a device API, wherever it is used
-            for arg in self.device_slots(call):
+            for arg, _ in self.device_slots(call):
                 if isinstance(arg.value, cst.Name):
                     self.flow_names.add(arg.value.value)
+        for call in calls:  # then the tables looked up by a device: BACKENDS.get(device.type)
+            func = call.func
+            if (
+                isinstance(func, cst.Attribute)
+                and func.attr.value == "get"
+                and isinstance(func.value, cst.Name)
+                and call.args
+                and self.device_typed(call.args[0].value)
+            ):
+                self.tables.add(func.value.value)
+        for subscript in nodes.of(cst.Subscript):
+            index = subscript.slice[0].slice if len(subscript.slice) == 1 else None
+            table = subscript.value
+            if (
+                isinstance(table, cst.Name)
+                and isinstance(index, cst.Index)
+                and self.device_typed(index.value)
+            ):
+                self.tables.add(table.value)
         marker = _Marker(self)
         handlers: tuple[tuple[type[cst.CSTNode], Callable[[Any], None]], ...] = (
             (cst.Call, marker.visit_Call),
@@ -125,55 +214,93 @@ class DeviceContext:
             (cst.Param, marker.visit_Param),
             (cst.DictElement, marker.visit_DictElement),
             (cst.Arg, marker.visit_Arg),
+            (cst.Subscript, marker.visit_Subscript),
+            (cst.Match, marker.visit_Match),
+            (cst.ClassDef, marker.visit_ClassDef),
+            (cst.IfExp, marker.visit_IfExp),
+            (cst.List, marker.visit_sequence),
+            (cst.Tuple, marker.visit_sequence),
+            (cst.Set, marker.visit_sequence),
+            (cst.FunctionDef, marker.visit_FunctionDef),
         )
         for cls, mark in handlers:
             for node in nodes.of(cls):
                 mark(node)
 
-    def device_slots(self, call: cst.Call) -> Iterator[cst.Arg]:
-        """The arguments of `call` that take a device."""
-        positions = self.spec.calls.get(self.qualify(call.func) or "", set()) | self.spec.calls.get(
-            _short(call.func), set()
-        )
+    def device_slots(self, call: cst.Call) -> Iterator[tuple[cst.Arg, str]]:
+        """The arguments of `call` that take a device, each with the API that takes it."""
+        func: cst.BaseExpression = call.func
+        args: Iterable[cst.Arg] = call.args
+        qualified = self.qualify(func)
+        if qualified == "functools.partial" and call.args and call.args[0].keyword is None:
+            func, args = call.args[0].value, call.args[1:]  # partial(torch.autocast, "cuda")
+            qualified = self.qualify(func)
+        short = short_name(func)
+        name = qualified or short
+        positions = self.spec.calls.get(qualified or "", set()) | self.spec.calls.get(short, set())
+        own = self.spec.call_keywords.get(qualified or "", set())
         index = 0
-        for arg in call.args:
+        for arg in args:
             if arg.keyword is not None:
                 if arg.keyword.value in self.spec.keywords:
-                    yield arg
+                    yield arg, f"{arg.keyword.value}= takes a device"
+                elif arg.keyword.value in own:
+                    yield arg, f"{name}({arg.keyword.value}=) takes a device"
                 continue
             if arg.star:
                 break
             if index in positions:
-                yield arg
+                yield arg, f"argument {index + 1} of {name} takes a device"
             index += 1
 
     def device_typed(self, node: cst.BaseExpression) -> bool:
         """`x.device`, `x.device.type`, `args.device`, `str(x.device)`, a variable fed to a device API."""
-        if isinstance(node, cst.Call) and _short(node.func) == "str" and len(node.args) == 1:
+        if isinstance(node, cst.Call) and short_name(node.func) == "str" and len(node.args) == 1:
             return self.device_typed(node.args[0].value)
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in ("lower", "strip")
+            and self.device_typed(node.func.value)
+        ):
+            return True  # str(device).lower()
+        if isinstance(node, cst.Subscript):  # devices[0], state["device"]
+            index = node.slice[0].slice if len(node.slice) == 1 else None
+            key = _string(index.value) if isinstance(index, cst.Index) else None
+            return self.device_typed(node.value) or (key is not None and self.spec.device_named(key))
+        if isinstance(node, cst.Call):  # get_accelerator().device_name(), torch.device(d)
+            return self.spec.device_named(short_name(node.func)) or self.qualify(node.func) == "torch.device"
         if not isinstance(node, (cst.Name, cst.Attribute)):
             return False
+        if isinstance(node, cst.Attribute) and node.attr.value == "type" and self.device_typed(node.value):
+            return True  # torch.device(d).type, parallel_devices[0].type
         if isinstance(node, cst.Name) and node.value in self.flow_names:
             return True
-        return self.spec.device_named(_code(node))
+        return self.spec.device_named(code_of(node))
 
-    def mark(self, values: Iterable[cst.BaseExpression], into: set[int]) -> None:
+    def mark(self, values: Iterable[cst.BaseExpression], into: dict[int, str], why: str) -> None:
+        """Record `why` for every literal the values can evaluate to (the first evidence stays)."""
         for value in values:
             for literal in literals(value):
-                into.add(id(literal))
+                into.setdefault(id(literal), why)
 
     def matches(self, node: cst.BaseExpression, value: str, pattern: re.Pattern[str], old: str) -> bool:
         """Does the rule's pattern take this literal (a concatenation's `old + ":"` prefix too)?"""
         return bool(pattern.fullmatch(value)) or (id(node) in self.prefixes and value == old + ":")
 
-    def verdict(self, node: cst.BaseExpression, value: str, old: str) -> Verdict:
-        if id(node) in self.devices:
-            return Verdict.DEVICE
-        if id(node) in self.text:
-            return Verdict.TEXT
-        if value != old or id(node) in self.prefixes:  # "cuda:0", "cuda:%d", "cuda:" + str(rank)
-            return Verdict.DEVICE
-        return Verdict.UNKNOWN
+    def verdict(self, node: cst.BaseExpression, value: str, old: str) -> tuple[Verdict, str]:
+        """Device, text or unknown, with the evidence."""
+        key = id(node)
+        device = self.devices.get(key)
+        if device is not None and not (device.endswith(CONVENTION) and key in self.text):
+            return Verdict.DEVICE, device
+        if key in self.text:
+            return Verdict.TEXT, self.text[key]
+        if id(node) in self.prefixes:
+            return Verdict.DEVICE, "the prefix of a device joined with its index"
+        if value != old:  # "cuda:0", "cuda:%d"
+            return Verdict.DEVICE, "a device with its index"
+        return Verdict.UNKNOWN, "no device API, comparison or device-named variable takes it"
 
 
 class _Marker:
@@ -184,15 +311,22 @@ class _Marker:
 
     def visit_Call(self, node: cst.Call) -> None:
         c = self.c
-        c.mark((a.value for a in c.device_slots(node)), c.devices)
-        name = self.c.qualify(node.func) or _short(node.func)
-        if name in c.spec.text_calls or _short(node.func) in c.spec.text_calls:
-            c.mark((a.value for a in node.args), c.text)
-        c.mark((a.value for a in node.args if a.keyword and a.keyword.value in c.spec.text_keywords), c.text)
-        if _short(node.func) == "add_argument":
-            options = [
-                a.value for a in node.args if a.keyword is None and isinstance(a.value, cst.SimpleString)
-            ]
+        for arg, why in c.device_slots(node):
+            c.mark([arg.value], c.devices, why)
+            if isinstance(arg.value, cst.Dict):  # device_map={"": "cuda:0"}
+                c.mark(
+                    (e.value for e in arg.value.elements if isinstance(e, cst.DictElement)), c.devices, why
+                )
+        short = short_name(node.func)
+        name = self.c.qualify(node.func) or short
+        if name in c.spec.text_calls or short in c.spec.text_calls:
+            c.mark((a.value for a in node.args), c.text, PATH_PIECE + name)
+        for a in node.args:
+            if a.keyword and a.keyword.value in c.spec.text_keywords:
+                c.mark([a.value], c.text, f"{a.keyword.value}= names an option's attribute")
+        positional = [a.value for a in node.args if a.keyword is None]
+        if short == "add_argument":
+            options = [o for o in positional if isinstance(o, cst.SimpleString)]
             named = any(
                 c.spec.device_named(str(o.evaluated_value).lstrip("-").replace("-", "_")) for o in options
             )
@@ -200,7 +334,34 @@ class _Marker:
                 chosen = (
                     a.value for a in node.args if a.keyword and a.keyword.value in c.spec.option_keywords
                 )
-                c.mark(chosen, c.devices)
+                c.mark(chosen, c.devices, "a value of a --device option")
+        elif short in ("startswith", "endswith", "replace", "removeprefix", "split") and isinstance(
+            node.func, cst.Attribute
+        ):
+            if c.device_typed(node.func.value):  # args.device.startswith("cuda"), device.startswith("cuda:")
+                c.mark(positional[:1], c.devices, f"tested against {code_of(node.func.value)}")
+                piece = _string(positional[0]) if positional else None
+                if piece is not None and piece.endswith(":"):
+                    c.prefixes.add(id(positional[0]))
+        elif short in ("assertEqual", "assertNotEqual", "assertIn", "assertNotIn"):
+            typed = next((p for p in positional if c.device_typed(p)), None)
+            if typed is not None:  # self.assertEqual(p.device.type, "cuda")
+                c.mark(positional, c.devices, f"compared with {code_of(typed)}")
+        elif short == "parametrize" and len(positional) > 1:
+            names = _string(positional[0]) or ""
+            if any(c.spec.device_named(n.strip()) for n in names.split(",")) and "," not in names:
+                values = positional[1]
+                params = values.elements if isinstance(values, (cst.List, cst.Tuple)) else []
+                c.mark(positional[1:2], c.devices, f"a value of the parameter {names!r}")
+                for element in params:  # pytest.param("cuda", marks=...)
+                    if isinstance(element.value, cst.Call) and element.value.args:
+                        c.mark(
+                            [element.value.args[0].value], c.devices, f"a value of the parameter {names!r}"
+                        )
+        elif short == "setattr" and len(positional) > 2:  # setattr(ns, "device", "cuda")
+            attribute = _string(positional[1])
+            if attribute is not None and c.spec.device_named(attribute):
+                c.mark(positional[2:3], c.devices, f"set as the attribute {attribute!r}")
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         left = node.left
@@ -211,17 +372,35 @@ class _Marker:
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         parts = [node.left, *(t.comparator for t in node.comparisons)]
-        if any(self.c.device_typed(p) for p in parts):
-            self.c.mark(parts, self.c.devices)
+        typed = next((p for p in parts if self.c.device_typed(p)), None)
+        if typed is not None:
+            self.c.mark(parts, self.c.devices, f"compared with {code_of(typed)}")
+        accelerator = next((p for p in parts if self._accelerator(p)), None)
+        if accelerator is not None:
+            self.c.mark(parts, self.c.text, f"{ACCELERATOR}(compared with {code_of(accelerator)})")
+
+    def _accelerator(self, node: cst.BaseExpression) -> bool:
+        return isinstance(node, (cst.Name, cst.Attribute)) and self.c.spec.accelerator_named(code_of(node))
 
     def _bind(self, targets: Iterable[cst.BaseExpression], value: cst.BaseExpression | None) -> None:
         if value is None:
             return
         for target in targets:
-            if isinstance(target, cst.Name) and target.value in self.c.spec.text_targets:
-                self.c.mark([value], self.c.text)
+            if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)):
+                if len(target.elements) == len(value.elements):  # device, backend = "cuda", "nccl"
+                    for t, v in zip(target.elements, value.elements):
+                        self._bind([t.value], v.value)
+            elif isinstance(target, cst.Name) and target.value in self.c.spec.text_targets:
+                self.c.mark([value], self.c.text, f"an entry of {target.value}")
+            elif self._accelerator(target):
+                self.c.mark([value], self.c.text, f"{ACCELERATOR}(bound to {code_of(target)})")
+            elif (
+                isinstance(target, cst.Name) and target.value in self.c.tables and isinstance(value, cst.Dict)
+            ):
+                keys = [e.key for e in value.elements if isinstance(e, cst.DictElement)]
+                self.c.mark(keys, self.c.devices, f"a key of {target.value}, looked up by a device")
             elif self.c.device_typed(target):
-                self.c.mark([value], self.c.devices)
+                self.c.mark([value], self.c.devices, f"bound to {code_of(target)}")
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._bind((t.target for t in node.targets), node.value)
@@ -234,11 +413,77 @@ class _Marker:
             self._bind([node.name], node.default)
 
     def visit_DictElement(self, node: cst.DictElement) -> None:
-        if isinstance(node.key, cst.SimpleString):
-            key = node.key.evaluated_value
-            if isinstance(key, str) and self.c.spec.device_named(key):
-                self.c.mark([node.value], self.c.devices)
+        key = _string(node.key)
+        if key is not None and self.c.spec.device_named(key):
+            self.c.mark([node.value], self.c.devices, f"the value of the key {key!r}")
+        elif key is not None and self.c.spec.accelerator_named(key):
+            self.c.mark([node.value], self.c.text, f"{ACCELERATOR}(the value of the key {key!r})")
 
     def visit_Arg(self, node: cst.Arg) -> None:
         if node.keyword is not None and self.c.spec.device_named(node.keyword.value):
-            self.c.mark([node.value], self.c.devices)
+            self.c.mark([node.value], self.c.devices, f"given as {node.keyword.value}=")
+        elif node.keyword is not None and self.c.spec.accelerator_named(node.keyword.value):
+            self.c.mark([node.value], self.c.text, f"{ACCELERATOR}(given as {node.keyword.value}=)")
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        # def infer_device(): ... return "cuda"
+        if not self.c.spec.device_named(node.name.value):
+            return
+        stack: list[cst.CSTNode] = [node.body]
+        while stack:
+            current = stack.pop()
+            if isinstance(current, cst.Return) and current.value is not None:
+                self.c.mark([current.value], self.c.devices, f"returned by {node.name.value}()")
+            elif not isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                stack.extend(children(current))
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if isinstance(node.value, cst.Name) and node.value.value in self.c.tables and len(node.slice) == 1:
+            index = node.slice[0].slice  # DEVICE_CONFIG["cuda"] of a table looked up by a device
+            if isinstance(index, cst.Index):
+                self.c.mark(
+                    [index.value], self.c.devices, f"a key of {node.value.value}, looked up by a device"
+                )
+        # {"cuda": "nccl", "cpu": "gloo"}[device.type]: the keys are device types
+        if isinstance(node.value, cst.Dict) and len(node.slice) == 1:
+            index = node.slice[0].slice
+            if isinstance(index, cst.Index) and self.c.device_typed(index.value):
+                keys = [e.key for e in node.value.elements if isinstance(e, cst.DictElement)]
+                self.c.mark(keys, self.c.devices, f"a key looked up by {code_of(index.value)}")
+
+    def visit_Match(self, node: cst.Match) -> None:
+        if not self.c.device_typed(node.subject):
+            return
+        for case in node.cases:
+            pattern = case.pattern
+            options = pattern.patterns if isinstance(pattern, cst.MatchOr) else [pattern]
+            for option in options:
+                if isinstance(option, cst.MatchValue):
+                    self.c.mark([option.value], self.c.devices, f"a case of match {code_of(node.subject)}")
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        # class Device(Enum): CUDA = "cuda"
+        if not self.c.spec.device_named(node.name.value):
+            return
+        for statement in node.body.body:
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None:
+                        self.c.mark([small.value], self.c.devices, f"a member of class {node.name.value}")
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        # "cuda" if torch.cuda.is_available() else "cpu": a CUDA test picks it
+        test = code_of(node.test)
+        if any(p.search(test) for p in self.c.spec.device_tests):
+            self.c.mark([node.body, node.orelse], self.c.devices, "picked by a CUDA test" + CONVENTION)
+        self._siblings([node.body, node.orelse], "beside {other} in a choice")
+
+    def visit_sequence(self, node: cst.List | cst.Tuple | cst.Set) -> None:
+        self._siblings([e.value for e in node.elements], "listed with {other}")
+
+    def _siblings(self, values: list[cst.BaseExpression], why: str) -> None:
+        """A literal beside a device type ("cpu", "mps") is a device type too, by convention."""
+        found = [v for v in values if isinstance(v, cst.SimpleString)]
+        other = next((_string(v) for v in found if _string(v) in self.c.spec.device_types), None)
+        if other is not None:
+            self.c.mark(found, self.c.devices, why.format(other=repr(other)) + CONVENTION)

@@ -17,6 +17,7 @@ from ms_fmk_transplt.engine.normalise import (
     Normalised,
     libcst_limit,
     normalise,
+    odd_tail,
     restore,
     same_tree,
 )
@@ -110,7 +111,8 @@ def _convert(path: str, data: bytes, tables: Tables) -> FileResult:
         module: cst.Module | None = cst.parse_module(data)
         # libcst reads a backslash-only line into the wrong block and prints it back moved, and
         # drops some form feeds: those files must print back as read, or take the normalised path
-        if (b"\f" in data or LONE_BACKSLASH.search(data)) and module is not None and module.bytes != data:
+        odd = b"\f" in data or LONE_BACKSLASH.search(data) or odd_tail(data)
+        if odd and module is not None and module.bytes != data:
             module = None
     except cst.ParserSyntaxError as exc:
         module, problem = None, f"syntax error at line {exc.raw_line}: {exc.message}"
@@ -187,7 +189,9 @@ def _place(module: cst.Module, converter: Converter) -> tuple[Finding, ...]:
     explicit = {
         (lines.get(id(item), (1,))[0], item.api)
         for item in converter.pending
-        if item.api and item.rule.kind != "ApiSupportRule" and item.operation is Operation.UNSUPPORTED
+        if item.api
+        and item.rule.kind != "ApiSupportRule"
+        and (item.operation is Operation.UNSUPPORTED or item.support is not None)
     }
     findings = []
     for item in converter.pending:

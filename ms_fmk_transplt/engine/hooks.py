@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import libcst as cst
 
 from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.model import Finding, Operation
+from ms_fmk_transplt.model import Finding, Operation, Support
 
 if TYPE_CHECKING:
-    from ms_fmk_transplt.engine.context import DeviceContext
+    from ms_fmk_transplt.engine.roles import LiteralRoles
     from ms_fmk_transplt.engine.walk import NodeIndex
 
 
@@ -34,7 +34,7 @@ class Site(Protocol):
     Nodes given to the report functions are original nodes: positions refer to the input file.
     """
 
-    context: DeviceContext  # is this string literal a device? (engine/context.py)
+    roles: LiteralRoles  # what is this string literal: a device, prose, a key? (engine/roles.py)
 
     @property
     def release(self) -> str:
@@ -42,8 +42,8 @@ class Site(Protocol):
         ...
 
     @property
-    def device_depth(self) -> int:
-        """Above zero inside an argument that takes a device (`device=`, `.to(...)`)."""
+    def imports_torch(self) -> bool:
+        """The file imports torch itself (a kept device-looking literal is then reported)."""
         ...
 
     def qualify(self, node: cst.CSTNode) -> str | None:
@@ -63,9 +63,17 @@ class Site(Protocol):
         ...
 
     def report_message(
-        self, node: cst.CSTNode, rule: Rule, operation: Operation, message: str, heuristic: bool = False
+        self,
+        node: cst.CSTNode,
+        rule: Rule,
+        operation: Operation,
+        message: str,
+        heuristic: bool = False,
+        api: str = "",
+        support: Support | None = None,
     ) -> None:
-        """A finding with a message the hook wrote itself."""
+        """A finding with a message the hook wrote itself (`api` and `support` for an issue the
+        reports list under that API with that status)."""
         ...
 
 
@@ -99,6 +107,10 @@ class StringHook(Protocol):
         self, site: Site, original: cst.FormattedString, updated: cst.FormattedString, template: str
     ) -> cst.BaseExpression | None:
         """The same for an f-string, `template` being its text with `{}` for each expression."""
+        ...
+
+    def report_kept(self, site: Site, original: cst.SimpleString, value: str, why: str) -> bool:
+        """A literal the engine keeps as the user's text (`why`): report it if it looks like a match."""
         ...
 
 
@@ -142,6 +154,7 @@ class Claims:
     devices: list[cst.CSTNode] = field(default_factory=list)  # string literals that are devices
     kept: list[cst.CSTNode] = field(default_factory=list)  # string literals no string hook may touch
     values: list[cst.Dict] = field(default_factory=list)  # handed to `rewrite_value` on the way up
+    why: str = "a value hook keeps it"  # the evidence `explain` shows for the kept literals
 
 
 class ValueHook(Protocol):

@@ -7,7 +7,7 @@ two different meanings is not resolved at all.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import libcst as cst
 
@@ -102,3 +102,71 @@ def build_dotted(name: str, root: cst.Name | None = None) -> cst.Name | cst.Attr
     for part in parts[1:]:
         node = cst.Attribute(value=node, attr=cst.Name(part))
     return node
+
+
+def assignment_aliases(
+    assigns: Iterable[cst.Assign], aliases: dict[str, str], modules: Iterable[str] = ()
+) -> dict[str, str]:
+    """The alias table after the file's own assignments (any scope, in no order).
+
+    `T = torch`, `cuda = torch.cuda`: a name assigned only a module (one the file imports, or one
+    in `modules`) is an alias of it; `torch = object()` makes an imported name the user's
+    (`torch = None`, the optional-import fallback, keeps it). A name assigned anything else too,
+    or a class or function (`norm_layer = nn.LayerNorm`), is left as it was.
+    """
+    known = set(aliases.values()) | set(modules)
+    made: dict[str, str | None] = {}
+    for assign in assigns:
+        value = assign.value
+        resolved = None
+        if isinstance(value, (cst.Name, cst.Attribute)):
+            path = dotted(value)
+            head, _, rest = (path or "").partition(".")
+            if head in aliases:
+                resolved = aliases[head] + ("." + rest if rest else "")
+        if resolved not in known:
+            resolved = None
+        for target in assign.targets:
+            if not isinstance(target.target, cst.Name):
+                continue
+            name = target.target.value
+            if isinstance(value, cst.Name) and value.value == "None" and name in aliases:
+                continue
+            made[name] = resolved if name not in made or made[name] == resolved else None
+    result = dict(aliases)
+    for name, qualified in made.items():
+        if qualified is not None:
+            result[name] = qualified
+        elif name in aliases:
+            del result[name]
+    return result
+
+
+def chain_root(node: cst.BaseExpression) -> cst.Name:
+    """`a` of `a.b.c`."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    assert isinstance(node, cst.Name)
+    return node
+
+
+def _chain_len(node: cst.BaseExpression) -> int:
+    count = 0
+    while isinstance(node, cst.Attribute):
+        count += 1
+        node = node.value
+    return count
+
+
+def set_segments(chain: cst.BaseExpression, segments: Sequence[str]) -> cst.BaseExpression:
+    """Give `chain` (root.a.b) the attribute names `segments`, keeping its layout when it can."""
+    if _chain_len(chain) == len(segments):
+        if not segments:
+            return chain
+        assert isinstance(chain, cst.Attribute)
+        inner = set_segments(chain.value, segments[:-1])
+        attr = chain.attr if chain.attr.value == segments[-1] else chain.attr.with_changes(value=segments[-1])
+        if inner is chain.value and attr is chain.attr:
+            return chain
+        return chain.with_changes(value=inner, attr=attr)
+    return build_dotted(".".join(["_", *segments]), root=chain_root(chain)) if segments else chain_root(chain)

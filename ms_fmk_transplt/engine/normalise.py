@@ -13,6 +13,11 @@ worse, parses it into the wrong block and prints the file back with the backslas
 code moved into or out of a block. Folding the backslash line into a blank line and giving its
 indentation to the next line is the same program for CPython, and libcst reads it right.
 A final backslash continuation before the end of the file is reported.
+
+The lines after the last line of code, when some are indented (comments between column 0 and
+the enclosing block's indentation, whitespace-only lines after a form feed), are printed back by
+libcst with some of them gone. Their indentation means nothing to CPython: the normalised
+source has them at column 0, and the output gets the original bytes back.
 """
 
 from __future__ import annotations
@@ -73,6 +78,8 @@ def normalise(data: bytes) -> Normalised | None:
         ending = out[index][len(out[index].rstrip(b"\r\n")) :]
         out[index] = ending  # a blank line: the logical line starts on the next one, as CPython counts
         out[index + 1] = indent + out[index + 1][len(_leading(out[index + 1])) :]
+    for index in tail(out, strings):
+        out[index] = out[index].lstrip(b" \t\f")
     changes: dict[int, tuple[bytes, bytes]] = {}
     for index, (old, new) in enumerate(zip(lines, out)):
         if old != new:
@@ -81,6 +88,25 @@ def normalise(data: bytes) -> Normalised | None:
                 common += 1
             changes[index] = (old[: len(old) - common], new[: len(new) - common])
     return Normalised(b"".join(out), changes) if changes else None
+
+
+def tail(lines: list[bytes], strings: set[int] | None = None) -> list[int]:
+    """Indices of the indented comment and blank lines after the file's last line of code."""
+    found = []
+    for index in range(len(lines) - 1, -1, -1):
+        line = lines[index]
+        stripped = line.lstrip(b" \t\f")
+        if (strings and index in strings) or not (stripped.startswith(b"#") or not stripped.strip()):
+            break
+        if stripped != line:
+            found.append(index)
+    return found
+
+
+def odd_tail(data: bytes) -> bool:
+    """Does the file end with indented comment or whitespace lines (which libcst may drop)?"""
+    end = data[-2000:]
+    return bool(tail(end.splitlines(keepends=True)[1:]))
 
 
 def restore(normalised: Normalised, output: bytes) -> bytes | None:
@@ -125,6 +151,8 @@ def libcst_limit(data: bytes) -> str:
             f"lines holding only a backslash continuation ({where}) that libcst's tokenizer cannot indent"
             " as CPython does; join each with the next line"
         )
+    if odd_tail(data):
+        return "indented comment or blank lines at the end of the file that libcst prints back incompletely"
     if b"\f" in data:
         return "form feeds that libcst's tokenizer counts differently from CPython; remove them"
     return ""

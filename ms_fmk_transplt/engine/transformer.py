@@ -11,23 +11,31 @@ planning and the order in which several hooks meet on one node.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.bindings import Bindings, collect_bindings
-from ms_fmk_transplt.engine.context import DeviceContext
-from ms_fmk_transplt.engine.hooks import CallHook, EnvHook, ResultHook, ResultUse, ValueHook
+from ms_fmk_transplt.engine.bindings import Bindings, assigned_attributes, collect_bindings, own_methods
+from ms_fmk_transplt.engine.environment import Environment
+from ms_fmk_transplt.engine.hooks import CallHook, ResultUse, ValueHook
+from ms_fmk_transplt.engine.import_statements import ImportStatements
 from ms_fmk_transplt.engine.imports import (
     insert_module_import,
     plan_function_imports,
     plan_imports,
-    strip_last_comma,
 )
 from ms_fmk_transplt.engine.messages import join_clauses
-from ms_fmk_transplt.engine.names import alias_table, build_dotted, dotted, iter_imports
+from ms_fmk_transplt.engine.names import (
+    alias_table,
+    assignment_aliases,
+    build_dotted,
+    chain_root,
+    iter_imports,
+    set_segments,
+)
+from ms_fmk_transplt.engine.pending import Pending
+from ms_fmk_transplt.engine.results import ResultUses
+from ms_fmk_transplt.engine.roles import LiteralRoles, Role
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.support import SupportClassifier, converted_name
 from ms_fmk_transplt.engine.tables import Match, Tables
@@ -37,62 +45,6 @@ from ms_fmk_transplt.model import Operation, Support
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
-@dataclass
-class Pending:
-    """A finding waiting for its position, which is computed only if the file has any."""
-
-    node: cst.CSTNode
-    rule: Rule
-    operation: Operation
-    message: str
-    heuristic: bool = False
-    line_offset: int = 0
-    noop: bool = False
-    api: str = ""  # the API the finding is about, when there is one
-    support: Support | None = None
-    dtypes: str = ""
-    suggestion: str = ""  # what to do instead
-    source: str = ""  # what decided the support status
-
-
-def _asname(alias: cst.ImportAlias) -> str | None:
-    """The `as` name of an import alias, when it is a plain name."""
-    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-        return alias.asname.name.value
-    return None
-
-
-def _chain_root(node: cst.BaseExpression) -> cst.Name:
-    while isinstance(node, cst.Attribute):
-        node = node.value
-    assert isinstance(node, cst.Name)
-    return node
-
-
-def _chain_len(node: cst.BaseExpression) -> int:
-    count = 0
-    while isinstance(node, cst.Attribute):
-        count += 1
-        node = node.value
-    return count
-
-
-def _set_segments(chain: cst.BaseExpression, segments: Sequence[str]) -> cst.BaseExpression:
-    """Give `chain` (root.a.b) the attribute names `segments`, keeping its layout when it can."""
-    if _chain_len(chain) == len(segments):
-        if not segments:
-            return chain
-        assert isinstance(chain, cst.Attribute)
-        inner = _set_segments(chain.value, segments[:-1])
-        attr = chain.attr if chain.attr.value == segments[-1] else chain.attr.with_changes(value=segments[-1])
-        if inner is chain.value and attr is chain.attr:
-            return chain
-        return chain.with_changes(value=inner, attr=attr)
-    return (
-        build_dotted(".".join(["_", *segments]), root=_chain_root(chain)) if segments else _chain_root(chain)
-    )
-
-
 class Converter(cst.CSTTransformer):
     """Applies the tables to one module; read `pending`, `needs_torch_npu` and `imports_needed` after."""
 
@@ -100,7 +52,11 @@ class Converter(cst.CSTTransformer):
         super().__init__()
         self.t = tables
         imports = list(iter_imports(module, lines=True))
-        self.aliases = alias_table(statement for _, statement in imports)
+        # the look-ahead passes share one cheap walk (engine/walk.py)
+        nodes = NodeIndex(module)
+        self.aliases = assignment_aliases(
+            nodes.of(cst.Assign), alias_table(s for _, s in imports), tables.modules
+        )
         self.pending: list[Pending] = []
         self.needs_torch_npu = False
         self.uses_needed_api = (
@@ -110,34 +66,31 @@ class Converter(cst.CSTTransformer):
         self._inner: set[int] = set()
         self._not_loads: set[int] = set()
         self._qualified: dict[int, str | None] = {}
-        # where string literals are the user's words (messages, docstrings, keys), not devices
-        self._quiet_args: set[int] = set()
-        self._quiet_depth = 0
-        self._keys: set[int] = set()
-        self._env_keys: set[int] = set()
-        self._device_args: set[int] = set()
-        self._device_depth = 0
         self._extra_lines: list[cst.BaseSmallStatement] = []
         self._anchor_updated: cst.SimpleStatementLine | None = None
         self.imports = plan_imports(tables, module, imports, self.aliases)
         self.renamed_names = self.imports.renamed_names
-        self.context = DeviceContext(tables.device_spec, self.qualify)
-        # the look-ahead passes share one cheap walk (engine/walk.py)
-        nodes = NodeIndex(module)
-        if tables.string_hooks:
-            self.context.scan(nodes)
-        self._kept_literals: set[int] = set()  # a value hook's: no string hook touches them
+        spec = tables.device_spec
+        self.environment = Environment(
+            tables.env_hooks,
+            tables.env_prefix_hooks,
+            frozenset(spec.env_calls),
+            frozenset(spec.env_setters),
+            self.qualify,
+        )
+        # what each string literal is (engine/roles.py); the look-ahead passes share one cheap walk
+        self.roles = LiteralRoles(spec, self.qualify, self.environment)
+        self.roles.scan(nodes, devices=bool(tables.string_hooks))
+        # value hooks (map_location) claim what they rewrite before the traversal: keys they keep,
+        # values that are devices, the dicts they rebuild on the way out
         self._claimed: dict[int, ValueHook] = {}
         for value_hook in tables.value_hooks:
             claims = value_hook.claim(self, nodes)
-            self._device_args.update(id(a) for a in claims.device_args)
-            self.context.devices.update(id(n) for n in claims.devices)
-            self._kept_literals.update(id(n) for n in claims.kept)
+            self.roles.claim(claims)
             self._claimed.update((id(n), value_hook) for n in claims.values)
-        self._quiet_saved: list[int] = []
         # `self.is_cuda = ...`: an attribute the file assigns is the user's, never Tensor.is_cuda
         # (object as code, attribute)
-        self.assigned_attributes = _assigned_attributes(nodes) if tables.attributes else set()
+        self.assigned_attributes = assigned_attributes(nodes) if tables.attributes else set()
         # support classification (engine/support.py): told what is invoked, asked about each use
         self.support = SupportClassifier(tables, self.qualify)
         # tensor methods are matched by name only in files that import torch themselves
@@ -148,16 +101,16 @@ class Converter(cst.CSTTransformer):
         )
         # user rules renaming a bare function name: the import that binds it, then its uses
         self.bindings = collect_bindings(nodes) if tables.functions else Bindings()
+        # method name -> the classes of this file that define it: `self.cuda()` there is the user's
+        self.own_methods = own_methods(nodes) if tables.methods else {}
         self._call_funcs: set[int] = set()
         self._kept_functions: set[str] = set()
         # `cap = torch.cuda.get_device_capability()`: name -> (hook, qualified name of the call)
-        self._result_names: dict[str, tuple[ResultHook, str]] = {}
-        self._result_reported: set[tuple[int, str, ResultUse]] = set()
-        self._env_names: set[str] = set()  # names bound to os.environ or a copy of it
-        self._env_keyword_calls: set[int] = set()
-        self._statement: cst.CSTNode | None = None  # the statement line being visited
+        # `cap = torch.cuda.get_device_capability()`, then `cap[0]`: engine/results.py
+        self.results = ResultUses(tables.result_hooks, self.qualify, self)
         # bound name -> new name; id(import alias) -> (new name, name kept bound or None, why kept)
         self.function_renames, self._function_imports = plan_function_imports(tables, imports, self.bindings)
+        self.import_statements = ImportStatements(self)
 
     # ---- name resolution -------------------------------------------------------------------
     def qualify(self, node: cst.CSTNode) -> str | None:
@@ -208,10 +161,17 @@ class Converter(cst.CSTTransformer):
         )
 
     def report_message(
-        self, node: cst.CSTNode, rule: Rule, operation: Operation, message: str, heuristic: bool = False
+        self,
+        node: cst.CSTNode,
+        rule: Rule,
+        operation: Operation,
+        message: str,
+        heuristic: bool = False,
+        api: str = "",
+        support: Support | None = None,
     ) -> None:
         """A finding at `node` (an original node) with a message the caller wrote."""
-        self.pending.append(Pending(node, rule, operation, message, heuristic))
+        self.pending.append(Pending(node, rule, operation, message, heuristic, api=api, support=support))
 
     @property
     def release(self) -> str:
@@ -219,9 +179,9 @@ class Converter(cst.CSTTransformer):
         return self.t.release
 
     @property
-    def device_depth(self) -> int:
-        """Above zero inside an argument that takes a device (hooks.Site)."""
-        return self._device_depth
+    def imports_torch(self) -> bool:
+        """The file imports torch itself (hooks.Site)."""
+        return self._imports_torch
 
     # ---- support classification (engine/support.py) -------------------------------------------
     def classify(
@@ -274,27 +234,7 @@ class Converter(cst.CSTTransformer):
     def visit_Arg(self, node: cst.Arg) -> bool:
         if node.keyword is not None:
             self._not_loads.add(id(node.keyword))
-            if node.keyword.value in _MESSAGE_KEYWORDS:
-                self._quiet_depth += 1
-            elif node.keyword.value in _DEVICE_KEYWORDS:
-                self._device_depth += 1
-        if id(node) in self._quiet_args:
-            self._quiet_depth += 1
-        if id(node) in self._device_args:
-            self._device_depth += 1
         return True
-
-    def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
-        if original_node.keyword is not None:
-            if original_node.keyword.value in _MESSAGE_KEYWORDS:
-                self._quiet_depth -= 1
-            elif original_node.keyword.value in _DEVICE_KEYWORDS:
-                self._device_depth -= 1
-        if id(original_node) in self._quiet_args:
-            self._quiet_depth -= 1
-        if id(original_node) in self._device_args:
-            self._device_depth -= 1
-        return updated_node
 
     def visit_Call(self, node: cst.Call) -> bool:
         func = node.func
@@ -308,85 +248,22 @@ class Converter(cst.CSTTransformer):
         positional = [a for a in node.args if a.keyword is None]
         self._call_funcs.add(id(func))
         self.support.called(node)
-        # code nested in a message's arguments is still code: print(torch.zeros(2, device="cuda"))
-        self._quiet_saved.append(self._quiet_depth)
-        if name not in _MESSAGE_CONTINUES:
-            self._quiet_depth = 0
-        if name in _MESSAGE_CALLS or name.endswith(("Error", "Exception", "Warning")):
-            self._quiet_args.update(id(a) for a in node.args)
-        elif name in _OPTION_CALLS or name in _ATTRIBUTE_NAME_CALLS:
-            self._quiet_args.update(id(a) for a in positional[: None if name in _OPTION_CALLS else 2])
-        qualified = self.qualify(func)
-        if qualified in _ENV_CALLS and positional:
-            self._env_keys.add(id(positional[0].value))
-        if name in _ATTRIBUTE_NAME_CALLS and len(positional) > 1:
+        if name in self.t.device_spec.attribute_name_calls and len(positional) > 1:
             self._attribute_by_name(node, positional[0].value, positional[1].value)
-        if isinstance(func, cst.Attribute) and self._is_environ(func.value):
-            method = func.attr.value
-            if method in ("get", "setdefault", "pop", "__contains__") and positional:
-                self._env_keys.add(id(positional[0].value))
-            elif method == "update":  # env.update({"CUDA_VISIBLE_DEVICES": ...}) or update(CUDA_...=...)
-                if positional and isinstance(positional[0].value, cst.Dict):
-                    self._env_dict(positional[0].value)
-                self._env_keyword_calls.add(id(node))
-        elif name == "dict" and positional and self._is_environ(positional[0].value):
-            self._env_keyword_calls.add(id(node))  # dict(os.environ, CUDA_VISIBLE_DEVICES="1")
-        for arg in node.args:  # subprocess.run(..., env={...}): the child's whole environment
-            if arg.keyword is not None and arg.keyword.value == "env" and isinstance(arg.value, cst.Dict):
-                self._env_dict(arg.value)
-        if name == "to" or qualified == "torch.device":
-            self._device_args.update(id(a) for a in positional[:1])
         return True
 
-    # ---- results that break on the NPU: torch_npu's get_device_capability() returns None --------
-    def _breaking_result(self, expr: cst.BaseExpression) -> tuple[ResultHook, str] | None:
-        if isinstance(expr, cst.Call):
-            name = self.qualify(expr.func)
-            hook = self.t.result_hooks.get(name) if name else None
-            return (hook, name) if hook is not None and name else None
-        if isinstance(expr, cst.Name):
-            return self._result_names.get(expr.value)
-        return None
-
-    def _report_result_use(self, node: cst.CSTNode, expr: cst.BaseExpression, use: ResultUse) -> None:
-        found = self._breaking_result(expr) if self.t.result_hooks else None
-        if found is None:
-            return
-        hook, name = found
-        through = ""
-        if isinstance(expr, cst.Name):
-            key = (id(self._statement), expr.value, use)  # `sm[0] * 10 + sm[1]`: one report
-            if key in self._result_reported:
-                return
-            self._result_reported.add(key)
-            through = expr.value
-        hook.result_used(self, node, name, use, through)
-
+    # ---- results that break on the NPU: engine/results.py -------------------------------------------
     def visit_Assign(self, node: cst.Assign) -> bool:
-        if self.t.env_hooks and self._environ_copy(node.value):
-            self._env_names.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
-        if self.t.result_hooks:
-            found = self._breaking_result(node.value) if isinstance(node.value, cst.Call) else None
-            for target in node.targets:
-                if isinstance(target.target, (cst.Tuple, cst.List)):
-                    self._report_result_use(node, node.value, ResultUse.UNPACK)
-                elif found is not None and isinstance(target.target, cst.Name):
-                    self._result_names[target.target.value] = found
+        self.results.assign(node)
         return True
 
     def visit_For(self, node: cst.For) -> bool:
-        self._report_result_use(node.iter, node.iter, ResultUse.ITERATE)
+        self.results.use(node.iter, node.iter, ResultUse.ITERATE)
         return True
 
     def visit_Expr(self, node: cst.Expr) -> bool:
         # a bare string statement (docstring) is prose
         return not isinstance(node.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
-
-    def visit_Dict(self, node: cst.Dict) -> bool:
-        # an environment built for a child process: {**os.environ, "CUDA_VISIBLE_DEVICES": "0"}
-        if any(isinstance(e, cst.StarredDictElement) and self._is_environ(e.value) for e in node.elements):
-            self._env_dict(node)
-        return True
 
     def _attribute_by_name(self, call: cst.Call, owner: cst.BaseExpression, attr: cst.BaseExpression) -> None:
         """`getattr(torch, "cuda")`: the name a rule rewrites, spelled as a string, is reported."""
@@ -409,96 +286,32 @@ class Converter(cst.CSTTransformer):
             )
         )
 
-    def _is_environ(self, expr: cst.BaseExpression) -> bool:
-        """os.environ, or a name the file binds to it or a copy of it (env = os.environ.copy())."""
-        if isinstance(expr, cst.Name) and expr.value in self._env_names:
-            return True
-        return self.qualify(expr) == "os.environ"
-
-    def _environ_copy(self, value: cst.BaseExpression) -> bool:
-        """os.environ, os.environ.copy(), dict(os.environ, ...), copy.copy(os.environ), {**os.environ, ...}."""
-        if isinstance(value, cst.Call):
-            func = value.func
-            if isinstance(func, cst.Attribute) and func.attr.value == "copy" and self._is_environ(func.value):
-                return True
-            copies = self.qualify(func) in ("copy.copy", "copy.deepcopy") or (
-                isinstance(func, cst.Name) and func.value == "dict"
-            )
-            first = value.args[0] if value.args else None
-            return copies and first is not None and first.keyword is None and self._is_environ(first.value)
-        if isinstance(value, cst.Dict):
-            return any(
-                isinstance(e, cst.StarredDictElement) and self._is_environ(e.value) for e in value.elements
-            )
-        return self._is_environ(value)
-
-    def _rename_env_keywords(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        """`os.environ.update(CUDA_VISIBLE_DEVICES="0")`, `dict(os.environ, CUDA_...=...)`: the keyword is the name."""
-        args = list(updated.args)
-        for i, arg in enumerate(original.args):
-            if arg.keyword is None:
-                continue
-            hook = self._env_hook(arg.keyword.value)
-            if hook is not None:
-                args[i] = hook.rewrite_env_keyword(self, arg, args[i], arg.keyword.value)
-        return updated.with_changes(args=args)
-
-    def _env_dict(self, node: cst.Dict) -> None:
-        for element in node.elements:
-            if isinstance(element, cst.DictElement):
-                self._env_keys.add(id(element.key))
-
-    def visit_DictElement(self, node: cst.DictElement) -> bool:
-        if self._device_depth == 0:
-            self._keys.add(id(node.key))
-        return True
-
     def visit_Subscript(self, node: cst.Subscript) -> bool:
-        self._report_result_use(node, node.value, ResultUse.INDEX)
-        environ = self._is_environ(node.value)
-        for element in node.slice:
-            if isinstance(element.slice, cst.Index):
-                (self._env_keys if environ else self._keys).add(id(element.slice.value))
+        self.results.use(node, node.value, ResultUse.INDEX)
         return True
-
-    def leave_Comparison(self, original_node: cst.Comparison, updated_node: cst.Comparison):
-        self._quiet_depth = self._quiet_saved.pop()
-        return updated_node
 
     def visit_Comparison(self, node: cst.Comparison) -> bool:
-        if self.t.result_hooks and not all(
-            isinstance(c.operator, (cst.Is, cst.IsNot)) for c in node.comparisons
-        ):
-            equality = all(isinstance(c.operator, (cst.Equal, cst.NotEqual)) for c in node.comparisons)
-            use = ResultUse.COMPARE_EQUAL if equality else ResultUse.ORDER
-            for operand in (node.left, *(c.comparator for c in node.comparisons)):
-                self._report_result_use(node, operand, use)
-        # a comparison in a message's arguments is code: print(dist.get_backend() in ("nccl", "gloo"))
-        self._quiet_saved.append(self._quiet_depth)
-        self._quiet_depth = 0
-        for target in node.comparisons:
-            if isinstance(target.operator, (cst.In, cst.NotIn)) and self._is_environ(target.comparator):
-                self._env_keys.add(id(node.left))
+        self.results.compare(node)
         return True
 
     # ---- string literals: devices, backends, environment variables ------------------------------
     def leave_SimpleString(
         self, original_node: cst.SimpleString, updated_node: cst.SimpleString
     ) -> cst.BaseExpression:
-        key = id(original_node)
-        if key in self._kept_literals:
+        role = self.roles.of(original_node).role
+        keyed = role is Role.DATA_KEY
+        if role in _LEFT_ALONE:
             return updated_node
-        keyed = key in self._keys and not self._device_depth
-        if key not in self._env_keys and (self._quiet_depth or (keyed and not self.t.keyed_strings)):
-            return updated_node
+        if keyed and not self.t.keyed_strings:
+            return self._kept(original_node, updated_node)
         try:
             value = original_node.evaluated_value
         except Exception:  # an escape libcst cannot evaluate: leave it alone
             return updated_node
         if not isinstance(value, str):
             return updated_node
-        if key in self._env_keys:
-            hook = self._env_hook(value)
+        if role is Role.ENV_NAME:
+            hook = self.environment.hook(value)
             return (
                 updated_node
                 if hook is None
@@ -510,10 +323,20 @@ class Converter(cst.CSTTransformer):
             result = string_hook.rewrite_string(self, original_node, updated_node, value)
             if result is not None:
                 return result
-        return updated_node
+        return self._kept(original_node, updated_node) if keyed else updated_node
+
+    def _kept(self, original: cst.SimpleString, updated: cst.SimpleString) -> cst.SimpleString:
+        """A dict key or subscript kept as the user's: a device-looking one in a torch file is still reported."""
+        if self._imports_torch and self.t.string_hooks:
+            value = original.evaluated_value
+            if isinstance(value, str):
+                for hook in self.t.string_hooks:
+                    if hook.report_kept(self, original, value, self.roles.of(original).why):
+                        break
+        return updated
 
     def leave_FormattedString(self, original_node: cst.FormattedString, updated_node: cst.FormattedString):
-        if self._quiet_depth or not updated_node.parts or id(original_node) in self._kept_literals:
+        if self.roles.of(original_node).role in _LEFT_ALONE or not updated_node.parts:
             return updated_node
         template = "".join(
             p.value if isinstance(p, cst.FormattedStringText) else "{}" for p in original_node.parts
@@ -527,13 +350,6 @@ class Converter(cst.CSTTransformer):
     def leave_Dict(self, original_node: cst.Dict, updated_node: cst.Dict) -> cst.BaseExpression:
         hook = self._claimed.get(id(original_node))
         return updated_node if hook is None else hook.rewrite_value(self, original_node, updated_node)
-
-    def _env_hook(self, name: str) -> EnvHook | None:
-        """The hook for an environment variable's name: by the whole name, else by a prefix."""
-        hook = self.t.env_hooks.get(name)
-        if hook is None:
-            hook = next((h for prefix, h in self.t.env_prefix_hooks.items() if name.startswith(prefix)), None)
-        return hook
 
     def visit_Param(self, node: cst.Param) -> bool:
         self._not_loads.add(id(node.name))
@@ -651,10 +467,10 @@ class Converter(cst.CSTTransformer):
         assert name is not None  # a match implies a dotted name
         target = match.new if match.new is not None else match.prefix
         new_full = target + name[len(match.prefix) :]
-        _, root_target = self._binding(_chain_root(original_node).value)
+        _, root_target = self._binding(chain_root(original_node).value)
         if root_target and (new_full == root_target or new_full.startswith(root_target + ".")):
             segments = new_full[len(root_target) + 1 :].split(".") if new_full != root_target else []
-            return _set_segments(updated_node, segments)
+            return set_segments(updated_node, segments)
         self._need_import_for(new_full)
         return build_dotted(new_full)
 
@@ -664,11 +480,16 @@ class Converter(cst.CSTTransformer):
         if needed is not None:
             self.imports_needed.add(needed)
 
+    # ---- imports: engine/import_statements.py ----------------------------------------------------
+    def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
+        return self.import_statements.rewrite_import(original_node, updated_node)
+
+    def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom):
+        return self.import_statements.rewrite_import_from(original_node, updated_node)
+
     # ---- calls ------------------------------------------------------------------------------------
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        self._quiet_depth = self._quiet_saved.pop()
-        if id(original_node) in self._env_keyword_calls:
-            updated_node = self._rename_env_keywords(original_node, updated_node)
+        updated_node = self.environment.rename_keywords(self, original_node, updated_node)
         func = original_node.func
         name = self.qualify(func)
         resolved = name is not None and self.t.lookup(name) is not None
@@ -676,14 +497,15 @@ class Converter(cst.CSTTransformer):
         if name is None and self._imports_torch and isinstance(func, cst.Attribute):
             # classified as converted: x.cuda() is about to be x.npu()
             method = func.attr.value
+            own = self._own_method(func)  # self.cuda() where the class defines cuda: the user's
             renamed = self.t.methods.get(method)
-            if renamed is not None and renamed.new is not None and method not in self.bindings.defined:
+            if renamed is not None and renamed.new is not None and not own:
                 method = renamed.new
-            if method in self.t.tensor_methods and not isinstance(func.value, _LITERALS):
+            if method in self.t.tensor_methods and not own and not isinstance(func.value, _LITERALS):
                 self.classify(original_node, f"torch.Tensor.{method}", heuristic=True)
         if isinstance(func, cst.Attribute) and not resolved and isinstance(updated_node.func, cst.Attribute):
             entry = self.t.methods.get(func.attr.value)
-            if entry is not None and entry.new is not None and func.attr.value in self.bindings.defined:
+            if entry is not None and entry.new is not None and self._own_method(func):
                 self._keep_function(original_node, entry, func.attr.value)
             elif entry is not None and entry.new is not None:
                 self.report(
@@ -730,6 +552,20 @@ class Converter(cst.CSTTransformer):
                 result = hook.rewrite_call(self, original_node, result, name)
         return result
 
+    def _own_method(self, func: cst.Attribute) -> bool:
+        """`self.cuda()` in a file whose class defines `cuda`, `Wrapper().cuda()` of such a class."""
+        owners = self.own_methods.get(func.attr.value)
+        if not owners:
+            return False
+        receiver = func.value
+        if isinstance(receiver, cst.Name):
+            return receiver.value in ("self", "cls")
+        return (
+            isinstance(receiver, cst.Call)
+            and isinstance(receiver.func, cst.Name)
+            and receiver.func.value in owners
+        )
+
     def _keep_function(self, node: cst.CSTNode, entry: Any, name: str) -> None:
         """A call of a name the file defines itself: it is not the library's function, say so once."""
         if name in self._kept_functions:
@@ -746,127 +582,9 @@ class Converter(cst.CSTTransformer):
             )
         )
 
-    # ---- imports ----------------------------------------------------------------------------------
-    def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
-        names = []
-        changed = False
-        for alias in updated_node.names:
-            full = dotted(alias.name)
-            match = self.t.lookup(full) if full else None
-            if match is None or full is None:
-                names.append(alias)
-                continue
-            self._report_match(original_node, match)
-            if match.new is None:
-                names.append(alias)
-                continue
-            names.append(alias.with_changes(name=build_dotted(match.new + full[len(match.prefix) :])))
-            changed = True
-        return updated_node.with_changes(names=names) if changed else updated_node
-
-    def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom):
-        if self._function_imports and not isinstance(original_node.names, cst.ImportStar):
-            updated_node = self._rename_function_imports(original_node, updated_node)
-        module = dotted(updated_node.module) if not updated_node.relative else None
-        if module is None:
-            return updated_node
-        if isinstance(updated_node.names, cst.ImportStar):
-            return self._star_import(original_node, updated_node, module)
-        kept: list[cst.ImportAlias] = []
-        moved: dict[str, list[cst.ImportAlias]] = {}
-        for alias in updated_node.names:
-            name = dotted(alias.name)
-            full = f"{module}.{name}"
-            match = self.t.lookup(full)
-            if match is None or not name:
-                kept.append(alias)
-                continue
-            self._report_match(original_node, match)
-            if match.new is None:
-                kept.append(alias)
-                continue
-            new_full = match.new + full[len(match.prefix) :]
-            parent, _, last = new_full.rpartition(".")
-            bound = _asname(alias) or name
-            new_bound, _ = self._binding(bound)
-            new_alias = alias.with_changes(name=cst.Name(last))
-            if new_bound != last:
-                new_alias = new_alias.with_changes(asname=cst.AsName(name=cst.Name(new_bound)))
-            elif _asname(alias) == last:
-                new_alias = new_alias.with_changes(asname=None)
-            moved.setdefault(parent, []).append(new_alias)
-        if not moved:
-            return updated_node
-        if not kept and len(moved) == 1:
-            parent, aliases = next(iter(moved.items()))
-            return updated_node.with_changes(module=build_dotted(parent), names=aliases)
-        extra = [
-            cst.ImportFrom(module=build_dotted(parent), names=strip_last_comma(aliases))
-            for parent, aliases in moved.items()
-        ]
-        if not kept:
-            first, extra = extra[0], extra[1:]
-        else:
-            first = updated_node.with_changes(names=strip_last_comma(kept))
-        self._extra_lines.extend(extra)
-        return first
-
-    def _rename_function_imports(self, original: cst.ImportFrom, updated: cst.ImportFrom) -> cst.ImportFrom:
-        assert not isinstance(original.names, cst.ImportStar) and not isinstance(
-            updated.names, cst.ImportStar
-        )
-        names = list(updated.names)
-        for i, alias in enumerate(original.names):
-            plan = self._function_imports.get(id(alias))
-            if plan is None:
-                continue
-            new, keep, reason = plan
-            entry = self.t.functions[dotted(alias.name) or ""]
-            message = entry.rule.render(old=dotted(alias.name), new=new, release=self.t.release)
-            if reason:
-                message += f" (imported as {keep}: {reason})"
-            self.pending.append(Pending(original, entry.rule, Operation.MODIFY, message))
-            changed = names[i].with_changes(name=cst.Name(new))
-            if keep is not None and _asname(alias) is None:
-                changed = changed.with_changes(asname=cst.AsName(name=cst.Name(keep)))
-            elif keep is None:  # `import func as func`: the binding itself is renamed
-                changed = changed.with_changes(asname=None)
-            names[i] = changed
-        return updated.with_changes(names=names)
-
-    def _star_import(self, original: cst.ImportFrom, updated: cst.ImportFrom, module: str) -> cst.ImportFrom:
-        """`from torch.cuda.amp import *`: the module's counterpart, or a report; never silence."""
-        match = self.t.lookup(module)
-        if match is not None and match.prefix == module:
-            self._report_match(original, match)
-            if match.new is None:
-                return updated
-            self._need_import_for(match.new)
-            return updated.with_changes(module=build_dotted(match.new))
-        if match is not None:  # a member of a module the rules cover: `from torch.cuda.nvtx import *`
-            self.report_unsupported(original, match.rule, f"from {module} import *", match.suggestion)
-            return updated
-        rewritten = [n for n, e in self.t.renames.items() if e.new is not None]
-        rewritten += [n for n, m in self.t.modules.items() if m.new_module is not None]
-        covered = sorted(name for name in rewritten if name.startswith(module + "."))
-        if covered:
-            rule = (
-                self.t.renames[covered[0]] if covered[0] in self.t.renames else self.t.modules[covered[0]]
-            ).rule
-            self.pending.append(
-                Pending(
-                    original,
-                    rule,
-                    Operation.UNSUPPORTED,
-                    f"from {module} import * binds names the converter cannot see ({', '.join(covered[:3])}"
-                    f"{', ...' if len(covered) > 3 else ''} need rewriting); import them by name",
-                )
-            )
-        return updated
-
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
         self._extra_lines = []
-        self._statement = node
+        self.results.enter_statement(node)
         return True
 
     def leave_SimpleStatementLine(
@@ -912,63 +630,7 @@ class Converter(cst.CSTTransformer):
         return result
 
 
-def _assigned_attributes(nodes: NodeIndex) -> set[tuple[str, str]]:
-    """The attributes the module assigns, as (object as code, name): `obj.name = ...`, `obj.name += ...`."""
-    found: set[tuple[str, str]] = set()
-
-    def add(target: cst.BaseExpression) -> None:
-        if isinstance(target, cst.Attribute):
-            found.add((_code(target.value), target.attr.value))
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                add(element.value)
-
-    for node in nodes.of_any(cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For):
-        add(node.target)
-    return found
-
-
-_MESSAGE_KEYWORDS = frozenset(
-    {"help", "description", "epilog", "usage", "msg", "message", "desc", "title", "prog"}
-)
-_DEVICE_KEYWORDS = frozenset({"device", "map_location", "device_type", "output_device", "backend"})
-_MESSAGE_CALLS = frozenset(
-    {
-        "print",
-        "debug",
-        "info",
-        "warning",
-        "warn",
-        "error",
-        "critical",
-        "exception",
-        "log",
-        "write",
-        "set_description",
-        "set_postfix_str",
-        "echo",
-        "fail",
-        "skip",
-        "xfail",
-    }
-)
-# calls whose arguments are still part of the message they sit in
-_MESSAGE_CONTINUES = _MESSAGE_CALLS | frozenset({"format", "join", "str", "repr", "getattr", "hasattr"})
-_OPTION_CALLS = frozenset({"add_argument", "add_option", "DEFINE_string", "DEFINE_bool", "DEFINE_boolean"})
-_ATTRIBUTE_NAME_CALLS = frozenset({"getattr", "setattr", "hasattr", "delattr"})
-_ENV_CALLS = frozenset(
-    {
-        "os.getenv",
-        "os.putenv",
-        "os.unsetenv",
-        "os.environ.get",
-        "os.environ.setdefault",
-        "os.environ.pop",
-        "os.environ.__contains__",
-    }
-)
-
-
+_LEFT_ALONE = (Role.PROSE, Role.CLAIMED)  # never rewritten by a string rule
 _CHECKS = (Support.PARTIAL, Support.NOT_VERIFIED, Support.DTYPE)  # nothing changed; --strict ignores them
 
 # receivers that are never tensors: "a,b".split(",") is str.split

@@ -10,7 +10,7 @@ the dataclass fields instead, skipping the fields that hold only whitespace and 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
 import libcst as cst
@@ -69,3 +69,13 @@ class NodeIndex:
         """The nodes of each of these classes (typed loosely: the callers read a shared field)."""
         for cls in classes:
             yield from self.of(cls)
+
+
+def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The node's children below formatting level, as NodeIndex walks them."""
+    for name in _fields(node.__class__):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            yield value
+        elif isinstance(value, (list, tuple)):
+            yield from (item for item in value if isinstance(item, cst.CSTNode))

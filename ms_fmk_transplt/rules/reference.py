@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ms_fmk_transplt.engine.roles import POLICY
 from ms_fmk_transplt.rules.model import Rule
 from ms_fmk_transplt.rules.registry import all_kinds
 
@@ -34,6 +35,8 @@ def rules_markdown(rules: list[Rule]) -> str:
         "do not edit by hand (a test checks it is current).\n\n",
         "Kinds marked *heuristic* match by name or value alone, not by resolved import; their "
         "findings say so in the log. Every example below is run by the test suite.\n",
+        "\n## What a string literal is: the policy\n\n",
+        POLICY,
     ]
     for prefix, title in RANGES:
         group = [r for r in rules if r.id.startswith(prefix)]

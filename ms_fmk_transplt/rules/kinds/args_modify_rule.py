@@ -103,11 +103,12 @@ class ArgRewrite:
 
     def find_arg(self, call: cst.Call) -> int:
         """Index into call.args of the argument this rewrite targets; -1 absent, -2 not locatable."""
+        for i, arg in enumerate(call.args):  # a keyword is found wherever it stands, after *args too
+            if arg.keyword is not None and self.keyword is not None and arg.keyword.value == self.keyword:
+                return i
         position = 0
         for i, arg in enumerate(call.args):
             if arg.keyword is not None:
-                if self.keyword is not None and arg.keyword.value == self.keyword:
-                    return i
                 continue
             if arg.star:
                 if self.index is not None and position <= self.index:

@@ -3,7 +3,8 @@
 `torch.utils.cpp_extension.load(name, sources=["k.cpp", "k.cu"])` compiles CUDA code that no NPU
 runs, while the same call with C++ sources only builds a CPU extension and is left alone. The
 call is matched by qualified name; any string literal among its arguments (nested in lists or
-tuples too) ending in one of `suffixes` makes it an UNSUPPORTED finding.
+tuples too) ending in one of `suffixes`, or any of the `keywords` given (`load_inline(...,
+cuda_sources=...)`), makes it an UNSUPPORTED finding.
 
 Code: `CudaSources.rewrite_call` (reports only), a call hook (engine/hooks.py) keyed by `func_name`.
 """
@@ -29,6 +30,7 @@ from ms_fmk_transplt.rules.registry import kind
         "properties": {
             "func_name": {"type": "string"},
             "suffixes": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            "keywords": {"type": "array", "items": {"type": "string"}},
         },
     },
     message="{old} has no NPU counterpart",
@@ -54,7 +56,8 @@ class CudaSourceRule:
             # one rule per function: a later one replaces an earlier one
             hooks = tables.call_hooks.get(name, [])
             hooks[:] = [h for h in hooks if not isinstance(h, CudaSources)]
-            tables.add_call_hook(name, CudaSources(rule, suffixes))
+            keywords = tuple(rule.params.get("keywords", ()))
+            tables.add_call_hook(name, CudaSources(rule, suffixes, keywords))
             tables.add_trigger(name)
 
 
@@ -64,11 +67,15 @@ class CudaSources:
 
     rule: Rule
     suffixes: tuple[str, ...]
+    keywords: tuple[str, ...] = ()  # arguments that hold CUDA code themselves: cuda_sources=
     order: ClassVar[int] = 0  # reports only, changes nothing
 
     def rewrite_call(self, site: Site, original: cst.Call, updated: cst.Call, name: str | None) -> cst.Call:
         """`updated` unchanged; an UNSUPPORTED finding when a CUDA source is among the arguments."""
         cuda = [v for a in original.args for v in _strings(a.value) if v.endswith(self.suffixes)]
+        cuda += [
+            f"{a.keyword.value}=" for a in original.args if a.keyword and a.keyword.value in self.keywords
+        ]
         if cuda:
             what = f"{name} of CUDA sources ({', '.join(cuda)})"
             site.report_unsupported(

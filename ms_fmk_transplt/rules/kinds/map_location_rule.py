@@ -43,7 +43,7 @@ from ms_fmk_transplt.engine.context import literals
 from ms_fmk_transplt.engine.hooks import Claims, Site
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.walk import NodeIndex
-from ms_fmk_transplt.model import Operation
+from ms_fmk_transplt.model import Operation, Support
 from ms_fmk_transplt.rules import checks
 from ms_fmk_transplt.rules.registry import kind
 
@@ -135,7 +135,7 @@ class MapLocation:
 
     def claim(self, site: Site, nodes: NodeIndex) -> Claims:
         """The map_location arguments of the module's calls, and the dicts and functions they name."""
-        claims = Claims()
+        claims = Claims(why="a map_location key: the device a checkpoint was saved on, kept")
         positions = dict(self.calls)
         names: set[str] = set()  # variables and functions passed as map_location
         for call in nodes.of(cst.Call):
@@ -148,12 +148,15 @@ class MapLocation:
             arg = self._find(call, positions[name])
             if arg is None and name in self.report_missing:
                 short = _code(call.func)
+                # it runs; whether it loads depends on where the file was saved: a check, not a blocker
                 site.report_message(
                     call,
                     self.rule,
-                    Operation.UNSUPPORTED,
+                    Operation.CHECK,
                     f"{short}(...) without {self.keyword}: a checkpoint saved on CUDA fails to load on the"
                     f" NPU; {self.rule.params['suggestion']}",
+                    api=name,
+                    support=Support.PARTIAL,
                 )
             if not isinstance(arg, cst.Arg):
                 continue
@@ -230,9 +233,11 @@ class MapLocation:
                     site.report_message(
                         literal,
                         self.rule,
-                        Operation.UNSUPPORTED,
+                        Operation.CHECK,
                         f"{text!r} kept: the {self.keyword} function tests where a storage was saved;"
                         f" checkpoints saved on the NPU say {self.new + text[len(self.old) :]!r}, test both",
+                        api=self.keyword,
+                        support=Support.PARTIAL,
                     )
 
     def _is_source(self, literal: cst.BaseExpression, text: str) -> bool:

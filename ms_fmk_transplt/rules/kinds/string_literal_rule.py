@@ -35,7 +35,7 @@ from typing import Any
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.context import Verdict
+from ms_fmk_transplt.engine.context import CONVENTION, REPORTED_TEXT, Verdict
 from ms_fmk_transplt.engine.hooks import Site
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.model import Operation
@@ -60,12 +60,33 @@ from ms_fmk_transplt.rules.registry import kind
                         "type": "object",
                         "additionalProperties": {"type": "array", "items": {"type": "integer", "minimum": 0}},
                     },
-                    "keywords": {"type": "array", "items": {"type": "string"}},
-                    "names": {"type": "array", "items": {"type": "string"}},
-                    "option_keywords": {"type": "array", "items": {"type": "string"}},
-                    "text_calls": {"type": "array", "items": {"type": "string"}},
-                    "text_keywords": {"type": "array", "items": {"type": "string"}},
-                    "text_targets": {"type": "array", "items": {"type": "string"}},
+                    "calls_from": {"enum": ["torch"]},
+                    "call_keywords": {
+                        "type": "object",
+                        "additionalProperties": {"type": "array", "items": {"type": "string"}},
+                    },
+                    **{
+                        key: {"type": "array", "items": {"type": "string"}}
+                        for key in (
+                            "keywords",
+                            "names",
+                            "option_keywords",
+                            "text_calls",
+                            "text_keywords",
+                            "text_targets",
+                            "device_types",
+                            "device_tests",
+                            "accelerator_names",
+                            "message_calls",
+                            "message_keywords",
+                            "message_continues",
+                            "option_calls",
+                            "attribute_name_calls",
+                            "backend_keywords",
+                            "env_calls",
+                            "env_setters",
+                        )
+                    },
                 },
             },
         },
@@ -84,9 +105,10 @@ class StringLiteralRule:
             starts or regex.fullmatch(entry["old"] + _sample_suffix(regex, entry["old"]))
         ):
             return [("old", f"the pattern must match strings that start with {entry['old']!r}")]
-        for i, name in enumerate(entry.get("device_context", {}).get("names", ())):
-            if p := checks.regex(name):
-                return [(f"device_context.names[{i}]", p)]
+        for field in ("names", "device_tests", "accelerator_names"):
+            for i, name in enumerate(entry.get("device_context", {}).get(field, ())):
+                if p := checks.regex(name):
+                    return [(f"device_context.{field}[{i}]", p)]
         if any(ch in entry["new"] for ch in "'\"\\\n"):
             return [("new", "quotes, backslashes and newlines are not allowed in the replacement")]
         return []
@@ -131,37 +153,51 @@ class StringRewrite:
         self, site: Site, original: cst.SimpleString, updated: cst.SimpleString, value: str
     ) -> cst.BaseExpression | None:
         """None when `value` does not match; else the literal, rewritten where it is a device."""
-        if not site.context.matches(original, value, self.pattern, self.old):
+        if not site.roles.context.matches(original, value, self.pattern, self.old):
             return None
         contextual = "device_context" in self.rule.params
-        verdict = (
-            Verdict.DEVICE
-            if site.device_depth or not contextual
-            else site.context.verdict(original, value, self.old)
+        in_argument = site.roles.in_device_arg(original)
+        verdict, why = (
+            (Verdict.DEVICE, "")
+            if in_argument or not contextual
+            else site.roles.device(original, value, self.old)
         )
-        if verdict is Verdict.TEXT:
-            return updated
-        if verdict is Verdict.UNKNOWN:
-            site.report_message(
-                original,
-                self.rule,
-                Operation.UNSUPPORTED,
-                f"{value!r} kept: not provably a device here (no device API, comparison or"
-                f" device-named variable takes it); if it names one, write {self.new!r}",
-                heuristic=True,
-            )
+        if verdict is not Verdict.DEVICE:
+            if verdict is Verdict.UNKNOWN or why.startswith(REPORTED_TEXT):
+                self.report_kept(site, original, value, why, unknown=verdict is Verdict.UNKNOWN)
             return updated
         new_value = self.new + value[len(self.old) :]
         site.report(
             original,
             self.rule,
             Operation.MODIFY,
-            heuristic=not site.device_depth and not contextual,
+            heuristic=(not in_argument and not contextual) or why.endswith(CONVENTION),
             old=repr(value),
             new=repr(new_value),
         )
         quote = original.quote
         return updated.with_changes(value=f"{original.prefix}{quote}{new_value}{quote}")
+
+    def report_kept(
+        self, site: Site, original: cst.SimpleString, value: str, why: str, unknown: bool = False
+    ) -> bool:
+        """Report a device-looking literal kept in a torch file (any kept one `unknown` to the context)."""
+        contextual = "device_context" in self.rule.params
+        looks = bool(self.pattern.fullmatch(value))
+        if not contextual or not looks or not (unknown or site.imports_torch):
+            return False
+        site.report_message(
+            original,
+            self.rule,
+            Operation.UNSUPPORTED,
+            (
+                f"{value!r} kept: not provably a device here ({why}); if it names one, write {self.new!r}"
+                if unknown
+                else f"{value!r} kept as the user's text ({why}); if it names a device, write {self.new!r}"
+            ),
+            heuristic=True,
+        )
+        return True
 
     def rewrite_fstring(
         self, site: Site, original: cst.FormattedString, updated: cst.FormattedString, template: str
@@ -178,7 +214,7 @@ class StringRewrite:
             original,
             self.rule,
             Operation.MODIFY,
-            heuristic=not site.device_depth,
+            heuristic=not site.roles.in_device_arg(original),
             old=repr(template),
             new=repr(self.new + template[len(self.old) :]),
         )

@@ -1,0 +1,159 @@
+"""Import statements rewritten: `import torch.cuda as tc`, `from torch.cuda import x`, star imports.
+
+The transformer hands each import statement here after its traversal; names are renamed by the
+same tables as their uses (engine/tables.py), a `from` import whose names move to different
+modules is split into one statement per module, and a star import of a module the rules cover
+is renamed or reported, never silent. Planning which imports to add is engine/imports.py.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from ms_fmk_transplt.engine.imports import strip_last_comma
+from ms_fmk_transplt.engine.names import build_dotted, dotted
+from ms_fmk_transplt.engine.pending import Pending
+from ms_fmk_transplt.model import Operation
+
+if TYPE_CHECKING:
+    from ms_fmk_transplt.engine.transformer import Converter
+
+
+def _asname(alias: cst.ImportAlias) -> str | None:
+    """The `as` name of an import alias, when it is a plain name."""
+    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+        return alias.asname.name.value
+    return None
+
+
+class ImportStatements:
+    """The import-statement rewrites of one module (the converter holds the tables and findings)."""
+
+    def __init__(self, converter: Converter) -> None:
+        self.c = converter
+
+    def rewrite_import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
+        """`import torch.cuda.amp as amp` with its module renamed (or reported)."""
+        names = []
+        changed = False
+        for alias in updated_node.names:
+            full = dotted(alias.name)
+            match = self.c.t.lookup(full) if full else None
+            if match is None or full is None:
+                names.append(alias)
+                continue
+            self.c._report_match(original_node, match)
+            if match.new is None:
+                names.append(alias)
+                continue
+            names.append(alias.with_changes(name=build_dotted(match.new + full[len(match.prefix) :])))
+            changed = True
+        return updated_node.with_changes(names=names) if changed else updated_node
+
+    def rewrite_import_from(
+        self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom
+    ) -> cst.ImportFrom:
+        """`from torch.cuda import x`: renamed names, moved ones split into lines of their own."""
+        if self.c._function_imports and not isinstance(original_node.names, cst.ImportStar):
+            updated_node = self._rename_function_imports(original_node, updated_node)
+        module = dotted(updated_node.module) if not updated_node.relative else None
+        if module is None:
+            return updated_node
+        if isinstance(updated_node.names, cst.ImportStar):
+            return self._star_import(original_node, updated_node, module)
+        kept: list[cst.ImportAlias] = []
+        moved: dict[str, list[cst.ImportAlias]] = {}
+        for alias in updated_node.names:
+            name = dotted(alias.name)
+            full = f"{module}.{name}"
+            match = self.c.t.lookup(full)
+            if match is None or not name:
+                kept.append(alias)
+                continue
+            self.c._report_match(original_node, match)
+            if match.new is None:
+                kept.append(alias)
+                continue
+            new_full = match.new + full[len(match.prefix) :]
+            parent, _, last = new_full.rpartition(".")
+            bound = _asname(alias) or name
+            new_bound, _ = self.c._binding(bound)
+            new_alias = alias.with_changes(name=cst.Name(last))
+            if new_bound != last:
+                new_alias = new_alias.with_changes(asname=cst.AsName(name=cst.Name(new_bound)))
+            elif _asname(alias) == last:
+                new_alias = new_alias.with_changes(asname=None)
+            moved.setdefault(parent, []).append(new_alias)
+        if not moved:
+            return updated_node
+        if not kept and len(moved) == 1:
+            parent, aliases = next(iter(moved.items()))
+            return updated_node.with_changes(module=build_dotted(parent), names=aliases)
+        extra = [
+            cst.ImportFrom(module=build_dotted(parent), names=strip_last_comma(aliases))
+            for parent, aliases in moved.items()
+        ]
+        if not kept:
+            first, extra = extra[0], extra[1:]
+        else:
+            first = updated_node.with_changes(names=strip_last_comma(kept))
+        self.c._extra_lines.extend(extra)
+        return first
+
+    def _rename_function_imports(self, original: cst.ImportFrom, updated: cst.ImportFrom) -> cst.ImportFrom:
+        assert not isinstance(original.names, cst.ImportStar) and not isinstance(
+            updated.names, cst.ImportStar
+        )
+        names = list(updated.names)
+        for i, alias in enumerate(original.names):
+            plan = self.c._function_imports.get(id(alias))
+            if plan is None:
+                continue
+            new, keep, reason = plan
+            entry = self.c.t.functions[dotted(alias.name) or ""]
+            message = entry.rule.render(old=dotted(alias.name), new=new, release=self.c.t.release)
+            if reason:
+                message += f" (imported as {keep}: {reason})"
+            self.c.pending.append(Pending(original, entry.rule, Operation.MODIFY, message))
+            changed = names[i].with_changes(name=cst.Name(new))
+            if keep is not None and _asname(alias) is None:
+                changed = changed.with_changes(asname=cst.AsName(name=cst.Name(keep)))
+            elif keep is None:  # `import func as func`: the binding itself is renamed
+                changed = changed.with_changes(asname=None)
+            names[i] = changed
+        return updated.with_changes(names=names)
+
+    def _star_import(self, original: cst.ImportFrom, updated: cst.ImportFrom, module: str) -> cst.ImportFrom:
+        """`from torch.cuda.amp import *`: the module's counterpart, or a report; never silence."""
+        match = self.c.t.lookup(module)
+        if match is not None and match.prefix == module:
+            self.c._report_match(original, match)
+            if match.new is None:
+                return updated
+            self.c._need_import_for(match.new)
+            return updated.with_changes(module=build_dotted(match.new))
+        if match is not None:  # a member of a module the rules cover: `from torch.cuda.nvtx import *`
+            self.c.report_unsupported(original, match.rule, f"from {module} import *", match.suggestion)
+            return updated
+        rewritten = [n for n, e in self.c.t.renames.items() if e.new is not None]
+        rewritten += [n for n, m in self.c.t.modules.items() if m.new_module is not None]
+        # names the star binds: members one level below the module (torch.nn.Module.cuda is not one)
+        covered = sorted(name for name in rewritten if name.rpartition(".")[0] == module)
+        if covered:
+            rule = (
+                self.c.t.renames[covered[0]]
+                if covered[0] in self.c.t.renames
+                else self.c.t.modules[covered[0]]
+            ).rule
+            self.c.pending.append(
+                Pending(
+                    original,
+                    rule,
+                    Operation.UNSUPPORTED,
+                    f"from {module} import * binds names the converter cannot see ({', '.join(covered[:3])}"
+                    f"{', ...' if len(covered) > 3 else ''} need rewriting); import them by name",
+                )
+            )
+        return updated

@@ -1,0 +1,238 @@
+"""What is this string literal? One pass over the module answers it for every literal, with evidence.
+
+Before the rewrite, from the read-only walk (engine/walk.py), each string literal gets one role:
+- *environment variable*: it names one where the environment is read or written
+  (engine/environment.py);
+- *prose*: a docstring, a message (arguments of print, logging, warnings, exceptions, and of
+  the `format` / `join` / `str` calls inside them), a `help=`-like keyword, an option name given to
+  `add_argument`, an attribute name given to `getattr` and its kin;
+- *data key*: a dict key or a subscript, except inside an argument that takes a device;
+- *device*: it stands where a device goes, or its place shows it is one (engine/context.py);
+- *user text*: its place shows it is the user's name (`__all__`, `dest=`, a path piece);
+- *code*: nothing marks it; rules that match by pattern (backend names, tensor-type names)
+  decide, and the device rule keeps a bare `"cuda"` there and reports it.
+Every list that decides a role is rule data: `device_context` of the device rule
+(rules/builtin/device.json) and the EnvVarRules. The transformer asks `of(node)`; the string
+hooks ask `device(...)`; `explain` prints `explain(...)`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from enum import Enum
+
+import libcst as cst
+
+from ms_fmk_transplt.engine.context import DeviceContext, DeviceSpec, Verdict, short_name
+from ms_fmk_transplt.engine.environment import Environment
+from ms_fmk_transplt.engine.hooks import Claims
+from ms_fmk_transplt.engine.walk import NodeIndex, children
+
+_STRINGS = (cst.SimpleString, cst.FormattedString)
+
+
+class Role(str, Enum):
+    """The one role of a string literal."""
+
+    DEVICE = "device"
+    ENV_NAME = "environment variable"
+    PROSE = "prose"
+    DATA_KEY = "data key"
+    USER_TEXT = "user text"
+    CLAIMED = "kept by a value hook"  # a map_location key: where a checkpoint was saved
+    CODE = "code"  # no evidence either way
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A literal's role and why it has it."""
+
+    role: Role
+    why: str
+
+
+_CODE = Evidence(Role.CODE, "nothing marks it as a device or as text")
+
+
+class LiteralRoles:
+    """The roles of one module's string literals; built once before the transform."""
+
+    def __init__(
+        self, spec: DeviceSpec, qualify: Callable[[cst.CSTNode], str | None], environment: Environment
+    ) -> None:
+        self.spec = spec
+        self.context = DeviceContext(spec, qualify)
+        self.environment = environment
+        self._roles: dict[int, Evidence] = {}  # id(literal) -> prose, data key, environment name
+        self._device_args: dict[int, str] = {}  # id(literal) -> the argument taking a device it is in
+
+    def scan(self, nodes: NodeIndex, devices: bool = True) -> None:
+        """Give the module's literals their roles (`devices=False`: no device rule is loaded)."""
+        self.environment.scan(nodes)
+        if devices:
+            self.context.scan(nodes)
+        for statement in nodes.of(cst.Expr):
+            if isinstance(statement.value, (*_STRINGS, cst.ConcatenatedString)):
+                self._mark(statement.value, Evidence(Role.PROSE, "a docstring or bare string statement"))
+        for call in nodes.of(cst.Call):
+            self._call(call)
+        for arg in nodes.of(cst.Arg):
+            if arg.keyword is not None and arg.keyword.value in self.spec.message_keywords:
+                self._prose(arg.value, f"{arg.keyword.value}= is a message")
+        for element in nodes.of(cst.DictElement):
+            self._key(element.key, "a dict key")
+        for subscript in nodes.of(cst.Subscript):
+            for item in subscript.slice:
+                if isinstance(item.slice, cst.Index):
+                    self._key(item.slice.value, "a subscript")
+
+    def _call(self, call: cst.Call) -> None:
+        name = short_name(call.func)
+        positional = [a for a in call.args if a.keyword is None]
+        if name in self.spec.message_calls or name.endswith(("Error", "Exception", "Warning")):
+            for arg in call.args:
+                self._prose(arg.value, f"an argument of the message {name}(...)")
+        elif name in self.spec.option_calls:
+            for arg in positional:
+                self._prose(arg.value, f"an option name given to {name}")
+        elif name in self.spec.attribute_name_calls:
+            for arg in positional[:2]:
+                self._prose(arg.value, f"an attribute name given to {name}")
+        for arg, why in self.context.device_slots(call):
+            self._under(arg.value, self._device_args, why)
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value in self.spec.backend_keywords:
+                self._under(arg.value, self._device_args, f"{arg.keyword.value}= takes a backend")
+
+    def _mark(self, node: cst.CSTNode, evidence: Evidence) -> None:
+        for child in self._walk(node, stop=False):
+            self._roles.setdefault(id(child), evidence)
+
+    def _under(self, node: cst.CSTNode, into: dict[int, str], why: str) -> None:
+        for child in self._walk(node, stop=False):
+            into.setdefault(id(child), why)
+
+    def _prose(self, node: cst.CSTNode, why: str) -> None:
+        """The literals of a message; code nested in it (`print(torch.zeros(2, device="cuda"))`) is code."""
+        evidence = Evidence(Role.PROSE, why)
+        for child in self._walk(node, stop=True):
+            self._roles.setdefault(id(child), evidence)
+
+    def _walk(self, node: cst.CSTNode, stop: bool) -> Iterable[cst.CSTNode]:
+        """The string literals below `node`; with `stop`, not below a comparison or a call that is code."""
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if isinstance(current, _STRINGS):
+                yield current
+            if stop:
+                if isinstance(current, cst.Comparison):
+                    continue
+                if (
+                    isinstance(current, cst.Call)
+                    and short_name(current.func) not in self.spec.message_continues
+                ):
+                    continue
+            stack.extend(children(current))
+
+    def _key(self, node: cst.BaseExpression, why: str) -> None:
+        if isinstance(node, _STRINGS):
+            self._roles.setdefault(id(node), Evidence(Role.DATA_KEY, why))
+
+    def claim(self, claims: Claims) -> None:
+        """What a value hook marked before the traversal: its device arguments and devices, and
+        the literals it keeps (they outrank every other role)."""
+        for arg in claims.device_args:
+            self._under(arg.value, self._device_args, "the argument a loader takes as its map_location")
+        for node in claims.devices:
+            self.context.devices.setdefault(id(node), "where the loaded storages go (map_location)")
+        for node in claims.kept:
+            self._roles[id(node)] = Evidence(Role.CLAIMED, claims.why)
+
+    # ---- questions -------------------------------------------------------------------------------
+    def of(self, node: cst.CSTNode) -> Evidence:
+        """The role the transformer acts on: environment name, prose, data key, device argument or code."""
+        key = id(node)
+        env = self.environment.found.get(key)
+        if env is not None:
+            return Evidence(Role.ENV_NAME, env)
+        evidence = self._roles.get(key)
+        if evidence is not None and evidence.role is Role.DATA_KEY:
+            if key in self._device_args:
+                return Evidence(Role.DEVICE, self._device_args[key])
+            if key in self.context.devices:  # {"cuda": "nccl"}[device.type]
+                return _CODE
+        if evidence is not None:
+            return evidence
+        if key in self._device_args:
+            return Evidence(Role.DEVICE, self._device_args[key])
+        return _CODE
+
+    def in_device_arg(self, node: cst.CSTNode) -> bool:
+        """Inside an argument that takes a device (`device=`, `.to(...)`) or a backend."""
+        return id(node) in self._device_args
+
+    def device(self, node: cst.BaseExpression, value: str, old: str) -> tuple[Verdict, str]:
+        """Is a literal the device rule's pattern matches a device here, and why."""
+        why = self._device_args.get(id(node))
+        if why is not None:
+            return Verdict.DEVICE, why
+        return self.context.verdict(node, value, old)
+
+    def explain(self, node: cst.CSTNode, value: str, pattern: re.Pattern[str], old: str) -> Evidence:
+        """The role with the device evidence spelled out (for `ms_fmk_transplt explain`); `pattern`
+        and `old` are the device rule's."""
+        evidence = self.of(node)
+        if evidence.role is not Role.CODE or not isinstance(node, cst.SimpleString):
+            return evidence
+        if not self.context.matches(node, value, pattern, old):
+            return Evidence(Role.CODE, "not device-looking; rules matching its text decide")
+        verdict, why = self.device(node, value, old)
+        if verdict is Verdict.DEVICE:
+            return Evidence(Role.DEVICE, why)
+        if verdict is Verdict.TEXT:
+            return Evidence(Role.USER_TEXT, why)
+        return Evidence(Role.CODE, why)
+
+
+# The policy, as the rules reference prints it (docs/rules.md); the code above is its letter.
+POLICY = """\
+Every string literal gets one role before anything is rewritten, with the evidence for it;
+`ms_fmk_transplt explain FILE[:LINE]` prints both. The lists behind each role are rule data
+(`device_context` of TP103, the TP4xx variable names); the torch functions that take a device
+are read from the pinned torch's signatures by `tools/derive_device_apis.py`.
+
+- **Converted as a device**, in any file: `"cuda"` / `"cuda:N"` (and `f"cuda:{i}"`, `"cuda:%d"`,
+  `"cuda:" + str(i)`, `"cuda:{}".format(i)`) where a device goes: an argument a torch function
+  takes as `device` / `device_type` (positional or keyword, `functools.partial` too),
+  `device=` / `device_map=` / `map_location=` anywhere, `.to(...)`; compared with something
+  device-typed (`x.device.type`, `str(x.device)`, `devices[0]`, `torch.device(d).type`,
+  `get_accelerator().device_name()`, `match dev.type: case "cuda":`, `assertEqual(p.device.type,
+  ...)`, `.startswith(...)` of a device); bound to a device-named variable, attribute, parameter,
+  dict key, dataclass field, `setattr(ns, "device", ...)`, `--device` option, Enum named like a
+  device, or returned by a function named like one; keys of a dict the file looks up by a device
+  type. An index (`"cuda:0"`) is proof on its own: nobody names a folder that.
+- **Converted by convention** (marked *heuristic* in the log): a literal beside another device
+  type (`"cuda" if ok else "cpu"`, `["cpu", "cuda"]`, a `parametrize("device", [...])` list) or
+  picked by a CUDA test (`"cuda" if torch.cuda.is_available() else x`, `if ngpu > 0`). Why: in
+  code that uses torch these shapes are devices in every real occurrence we labelled, and a
+  missed device fails on the NPU at once ("Torch not compiled with CUDA enabled"), so the port
+  would need a hand edit for nothing.
+- **Kept, the user's text**: docstrings, messages (print, logging, warnings, exceptions and the
+  `format` / `join` inside them), `help=` and similar keywords, option names, `dest=`, `__all__`,
+  attribute names given to `getattr` and its kin, path pieces, dict keys and subscripts that
+  label data, and Lightning accelerator names (`Trainer(accelerator="cuda")`: Lightning's own
+  registry, which has no "npu" entry). Why: renaming a user's key, label or path breaks a
+  program that ran before, silently; code nested in a message (`print(x.to("cuda"))`) is code.
+- **Always reported when kept in a file that imports torch**: a device-looking literal (exact
+  `"cuda"` / `"cuda:N"`) that is a dict key, a subscript, a path piece or an accelerator name,
+  and every one with no evidence either way ("not provably a device"). Why: a silent miss is the
+  worst outcome; a reported one costs the user one look. Messages, option names, attribute
+  names and `__all__` entries are not reported: they cannot be used as a device.
+- **Environment variables**: renamed where the environment is read or written (os.environ and its
+  methods, `os.getenv`, `env={...}` and dicts passed as `env=`, `monkeypatch.setenv`,
+  `mock.patch.dict(os.environ, ...)`, a variable used as a name in these); the same name in any
+  other dict is the user's.
+"""

@@ -1,0 +1,97 @@
+"""`ms_fmk_transplt explain FILE[:LINE]`: why did (or didn't) this change?
+
+For each string literal of a file (or of one line): its role and the evidence for it, as the
+role pass (engine/roles.py) gave it before the rewrite; then each finding with its rule: what
+changed and what was reported. The file is read, never written.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ms_fmk_transplt.engine.convert import convert_source
+from ms_fmk_transplt.engine.positions import positions
+from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.transformer import Converter
+from ms_fmk_transplt.engine.walk import NodeIndex
+
+_STRINGS = (cst.SimpleString, cst.FormattedString)
+
+
+@dataclass(frozen=True)
+class LiteralLine:
+    """One literal: where, as written, its role and why."""
+
+    line: int
+    column: int
+    code: str
+    role: str
+    why: str
+
+
+def _device_pattern(tables: Tables) -> tuple[re.Pattern[str], str]:
+    """The device rule's pattern and prefix (the string rule with a `device_context`)."""
+    for hook in tables.string_hooks:
+        rule = getattr(hook, "rule", None)
+        if rule is not None and "device_context" in rule.params:
+            return getattr(hook, "pattern"), getattr(hook, "old")  # noqa: B009 (not on the protocol)
+    return re.compile(r"cuda(:\d+)?"), "cuda"
+
+
+def literal_roles(data: bytes, tables: Tables) -> list[LiteralLine]:
+    """Every string literal of the source with its role and evidence, in file order."""
+    module = cst.parse_module(data)
+    converter = Converter(tables, module)
+    pattern, old = _device_pattern(tables)
+    literals = [node for cls in _STRINGS for node in NodeIndex(module).of(cls)]
+    where = positions(module, literals)
+    rows = []
+    for node in literals:
+        (start_line, start_column), _ = where[id(node)]
+        value = node.evaluated_value if isinstance(node, cst.SimpleString) else None
+        text = value if isinstance(value, str) else ""
+        evidence = converter.roles.explain(node, text, pattern, old)
+        code = module.code_for_node(node)
+        rows.append(LiteralLine(start_line, start_column + 1, code, evidence.role.value, evidence.why))
+    return sorted(rows, key=lambda row: (row.line, row.column))
+
+
+def explain(path: str, data: bytes, tables: Tables, line: int | None = None) -> list[str]:
+    """The report's lines: literals with roles, then findings with rules (only `line`'s when given)."""
+    result = convert_source(path, data, tables)
+    if result.reason:
+        return [f"{path}: {result.status.value}: {result.reason}"]
+    out = [f"{path}: {result.status.value}"]
+    try:
+        rows = [r for r in literal_roles(data, tables) if line is None or r.line == line]
+    except cst.ParserSyntaxError:  # a form libcst reads only normalised (engine/normalise.py)
+        rows = []
+    out.append("string literals (role: evidence):" if rows else "no string literals here")
+    for row in rows:
+        code = row.code if len(row.code) <= 60 else row.code[:57] + "..."
+        out.append(f"  {row.line}:{row.column}  {code}  {row.role}: {row.why}")
+    findings = [f for f in result.findings if line is None or f.start_line <= line <= f.end_line]
+    out.append("rewrites and reports (rule):" if findings else "no rewrite or report here")
+    for f in findings:
+        heuristic = " (heuristic)" if f.heuristic else ""
+        out.append(f"  {f.start_line}:{f.column}  {f.rule_id} {f.operation.value}{heuristic}  {f.message}")
+    return out
+
+
+def explain_target(target: str, rule_files: tuple[str, ...] = (), release: str | None = None) -> list[str]:
+    """`FILE` or `FILE:LINE` explained with the built-in rules (and `rule_files`); ValueError names the problem."""
+    from pathlib import Path
+
+    from ms_fmk_transplt.rules import compile_rules, load_rules
+
+    name, _, number = target.rpartition(":")
+    if not name or not number.isdigit():
+        name, number = target, ""
+    path = Path(name)
+    if not path.is_file():
+        raise ValueError(f"{name}: no such file")
+    tables = compile_rules(load_rules(rule_files), release=release or "")
+    return explain(str(path), path.read_bytes(), tables, int(number) if number else None)
