@@ -77,6 +77,7 @@ def install(backend_module: types.ModuleType) -> None:
     STATE.devices = [torch.device(DEVICE_TYPE, i) for i in range(count)]
     _register_kernels()
     _patch_storage_constructor()
+    _register_shallow_copy_check()
     _register_host_pinning()
     from runtime_shim import rnn
 
@@ -135,6 +136,33 @@ def _register_kernels() -> None:
     fallback_library = torch.library.Library("_", "IMPL")
     fallback_library.fallback(fallback, "PrivateUse1")
     STATE.fallback_library = fallback_library
+
+
+def has_compatible_shallow_copy_type(self: torch.Tensor, other: torch.Tensor) -> bool:
+    """torch_npu's answer: dense host and device tensors can take each other's data in place.
+
+    ``Module.to("npu")`` asks it before ``param.data = moved``; with PyTorch's default (same
+    dispatch keys only) every move made new Parameter objects, so an optimizer built before the
+    move kept stepping the old host parameters.
+    """
+    return (
+        self.layout == torch.strided
+        and other.layout == torch.strided
+        and self.device.type in _DENSE_DEVICE_TYPES
+        and other.device.type in _DENSE_DEVICE_TYPES
+        and not (self.is_quantized or other.is_quantized)
+    )
+
+
+_DENSE_DEVICE_TYPES = ("cpu", DEVICE_TYPE)
+
+
+def _register_shallow_copy_check() -> None:
+    # Dispatched on the highest backend key of both arguments: PrivateUse1 when either is on
+    # the npu, so CPU-only calls keep PyTorch's own kernel.
+    library = torch.library.Library("aten", "IMPL")
+    library.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type, "PrivateUse1")
+    STATE.shallow_copy_library = library
 
 
 def _patch_storage_constructor() -> None:

@@ -275,6 +275,10 @@ _default_device_state = threading.local()
 def install() -> None:
     """Apply the patches (idempotent)."""
     _install_sdpa()
+    if not hasattr(torch.version, "cann"):
+        # torch_npu sets the CANN version here; None is its value when none is known (its own
+        # code tests `torch.version.cann is not None`), and the simulated device has no CANN.
+        torch.version.cann = None  # type: ignore[attr-defined]
     if not getattr(torch.set_default_tensor_type, "_runtime_shim", False):
         torch.set_default_tensor_type = _default_type_accepting_npu(torch.set_default_tensor_type)
     if not getattr(torch.Tensor.to, "_runtime_shim", False):
