@@ -71,14 +71,27 @@ def install(backend_module: types.ModuleType) -> None:
     count = device_count_from_env()
     STATE.device_count = count
     STATE.tracker = _memory.MemoryTracker(count, _memory.capacity_from_env())
-    _setup_privateuseone_for_python_backend(
-        DEVICE_TYPE, backend_module=backend_module, hook=_Hooks(), device_guard=_Guard()
-    )
+    from runtime_shim import native
+
+    STATE.native = native.load()
+    if STATE.native is None:
+        _setup_privateuseone_for_python_backend(
+            DEVICE_TYPE, backend_module=backend_module, hook=_Hooks(), device_guard=_Guard()
+        )
+    else:
+        # PyTorch takes one hooks object per process: the native one, registered before the
+        # rest of what the Python backend API sets up (in its order).
+        STATE.native.register_hooks()
+        torch.utils.rename_privateuse1_backend(DEVICE_TYPE)
+        torch.utils.generate_methods_for_privateuse1_backend()
+        torch._register_device_module(DEVICE_TYPE, backend_module)
+        torch._C._acc.register_python_privateuseone_device_guard(_Guard())
     STATE.devices = [torch.device(DEVICE_TYPE, i) for i in range(count)]
     _register_kernels()
     _patch_storage_constructor()
     _register_shallow_copy_check()
-    _register_host_pinning()
+    if STATE.native is None:
+        _register_host_pinning()
     from runtime_shim import rnn
 
     rnn.install()
@@ -187,9 +200,9 @@ def _patch_storage_constructor() -> None:
 
 
 def _register_host_pinning() -> None:
-    # With npu as the current accelerator, DataLoader(pin_memory=True) and
-    # tensor.pin_memory() ask the PrivateUse1 hooks for a pinned allocator,
-    # which a Python backend cannot provide. Host memory of the simulated device
+    # The Python path (no native part): with npu as the current accelerator,
+    # DataLoader(pin_memory=True) and tensor.pin_memory() ask the PrivateUse1 hooks
+    # for a pinned allocator, which a Python backend cannot provide. Host memory of the simulated device
     # is ordinary memory, so "pinning" is a copy and nothing is ever reported
     # as pinned. CPU-only PyTorch has no other pinned-memory user to disturb.
     library = torch.library.Library("aten", "IMPL")
