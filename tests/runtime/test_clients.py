@@ -95,3 +95,14 @@ def test_peft_lora_train_save_reload_merge(tmp_path):
     assert npu.pop("device") == "npu:0" and cpu.pop("device") == "cpu"
     assert npu == cpu
     assert npu["losses"][0] != npu["losses"][-1]
+
+
+@pytest.mark.slow
+def test_lightning_with_a_custom_npu_accelerator(tmp_path):
+    pytest.importorskip("lightning")
+    npu_dir, cpu_dir = _run_pair("client_lightning.py", tmp_path)
+    npu = json.loads((npu_dir / "result.json").read_text())
+    cpu = json.loads((cpu_dir / "result.json").read_text())
+    assert npu.pop("device") == "npu:0" and cpu.pop("device") == "cpu"
+    assert npu == cpu
+    assert len(npu["losses"]) == 8
