@@ -156,9 +156,10 @@ def _keep_shared_parameters(apply):
     """Module._apply that keeps parameters shared between modules shared after a device move.
 
     For CPU and CUDA, PyTorch moves a parameter in place (`param.data = moved`), so tied weights
-    (a GPT's token embedding and output head) stay one object. Its shallow-copy check does not
-    count PrivateUse1 as a dense backend, so for the npu it makes a new Parameter per module and
-    the tie silently breaks; this restores the sharing the module had before the move.
+    (a GPT's token embedding and output head) stay one object. The npu's shallow-copy check
+    (registration.py) gives the npu the same in-place move; where PyTorch still makes a new
+    Parameter per module (`torch.__future__.set_overwrite_module_params_on_conversion(True)`),
+    this restores the sharing the module had before the move.
     """
 
     @functools.wraps(apply)
