@@ -15,12 +15,18 @@ from pathlib import Path
 
 import pytest
 from conftest import HERE, ROOT
+from test_distributed import _free_port
 
 SCRIPTS = HERE / "scripts"
 
 
-def _run_pair(script: str, tmp_path: Path, *extra: str, timeout: int = 600) -> tuple[Path, Path]:
-    """Run ``script`` on the npu and on the CPU in parallel; return their output folders."""
+def _run_pair(
+    script: str, tmp_path: Path, *extra: str, timeout: int = 600, port: bool = False
+) -> tuple[Path, Path]:
+    """Run ``script`` on the npu and on the CPU in parallel; return their output folders.
+
+    ``port``: each run gets a free port of its own as its last argument (multi-process scripts).
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith("RUNTIME_SHIM")}
     env.update(
         PYTHONPATH=str(ROOT),
@@ -38,7 +44,15 @@ def _run_pair(script: str, tmp_path: Path, *extra: str, timeout: int = 600) -> t
         runs[mode] = (
             out,
             subprocess.Popen(
-                [sys.executable, *prefix, str(SCRIPTS / script), mode, str(out), *extra],
+                [
+                    sys.executable,
+                    *prefix,
+                    str(SCRIPTS / script),
+                    mode,
+                    str(out),
+                    *extra,
+                    *([str(_free_port())] if port else []),
+                ],
                 cwd=tmp_path,
                 env=env,
                 stdout=subprocess.PIPE,
@@ -106,3 +120,17 @@ def test_lightning_with_a_custom_npu_accelerator(tmp_path):
     assert npu.pop("device") == "npu:0" and cpu.pop("device") == "cpu"
     assert npu == cpu
     assert len(npu["losses"]) == 8
+
+
+@pytest.mark.slow
+def test_accelerate_two_processes_gather_reduce_pad(tmp_path):
+    pytest.importorskip("accelerate")
+    npu_dir, cpu_dir = _run_pair("client_accelerate_ddp.py", tmp_path, port=True)
+    for rank in (0, 1):
+        npu = json.loads((npu_dir / f"result.{rank}.json").read_text())
+        cpu = json.loads((cpu_dir / f"result.{rank}.json").read_text())
+        assert (npu.pop("device"), npu.pop("backend")) == (f"npu:{rank}", "hccl")
+        assert cpu.pop("backend") == "gloo" and cpu.pop("device").startswith("cpu")
+        assert npu == cpu
+        assert npu["gather"] == [0, 10, 1, 11] and npu["reduce_sum"] == [2.0, 1.0]
+        assert npu["padded"] == [0.0, 1.0, 2.0][: rank + 2] + [0.0] * (1 - rank)
