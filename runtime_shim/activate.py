@@ -15,8 +15,11 @@ _BOOT_DIR = os.path.join(_PACKAGE_DIR, "_boot")
 _STUB_PACKAGE = "runtime_shim.torch_npu_stub"
 # Ascend's apex (mixed precision, fused optimizers), simulated when no apex is installed.
 _APEX_PACKAGE = "runtime_shim.apex_stub"
-# torch_npu submodules that are modules of runtime_shim itself.
-_ALIASES = {"torch_npu.npu": "runtime_shim.npu", "torch_npu.npu.amp": "runtime_shim.npu.amp"}
+# torch_npu submodules that are modules of runtime_shim itself: torch_npu.npu[.X] is
+# runtime_shim.npu[.X], except where the module has another name here.
+_ALIASES = {"torch_npu.npu": "runtime_shim.npu", "torch_npu.npu.random": "runtime_shim.npu.rng"}
+#: torch.npu submodules clients import by name (`import torch.npu.random`), as torch_npu has them.
+TORCH_NPU_SUBMODULES = ("amp", "random", "utils")
 #: Set in the environment of an activated process so that children activate too.
 ENV_ACTIVE = "RUNTIME_SHIM_ACTIVE"
 
@@ -55,7 +58,8 @@ def activate() -> bool:
         from runtime_shim import npu, opcheck, registration
 
         registration.install(npu)
-        sys.modules.setdefault("torch.npu.amp", npu.amp)
+        for submodule in TORCH_NPU_SUBMODULES:
+            sys.modules.setdefault(f"torch.npu.{submodule}", getattr(npu, submodule))
         opcheck.configure_from_env()
         _register_extras()
         from runtime_shim import torch_patches
@@ -112,7 +116,10 @@ class _TorchNpuFinder(importlib.abc.MetaPathFinder):
             return None
         if fullname == "torch_npu" and importlib.machinery.PathFinder.find_spec("torch_npu") is not None:
             return None  # a real torch_npu: never shadow it
-        target_name = _ALIASES.get(fullname) or _STUB_PACKAGE + fullname[len("torch_npu") :]
+        target_name = _ALIASES.get(fullname)
+        if target_name is None and fullname.startswith("torch_npu.npu."):
+            target_name = "runtime_shim.npu" + fullname[len("torch_npu.npu") :]
+        target_name = target_name or _STUB_PACKAGE + fullname[len("torch_npu") :]
         if importlib.util.find_spec(target_name) is None:
             raise ModuleNotFoundError(f"{fullname} is not simulated by runtime_shim", name=fullname)
         is_package = fullname in ("torch_npu", "torch_npu.npu")

@@ -2,8 +2,9 @@
 
 PyTorch registers autocast kernels for CPU, CUDA, XPU, MPS... but not for
 PrivateUse1, so without this ``torch.autocast("npu")`` fails on the first op.
-A Python fallback on the AutocastPrivateUse1 key applies the CPU policy (the
-op categories below are those of PyTorch's ``AutocastCPU`` registrations):
+Python kernels on the AutocastPrivateUse1 key apply the CPU policy (the op
+categories below are those of PyTorch's ``AutocastCPU`` registrations), every
+other op falls through:
 this is what makes an autocast script give on the simulated npu exactly what it
 gives under ``torch.autocast("cpu")``, which is the parity the shim promises.
 It is deliberately not the CUDA/NPU policy (which also lowers e.g. softmax
@@ -13,7 +14,7 @@ inputs differently); the simulated device computes what the host would.
   dtype, then the op runs with autocast off;
 * fp32: such inputs are cast to float32, then the op runs with autocast off;
 * promote: inputs are cast to the widest floating type among them;
-* anything else passes through (its decomposition may hit autocast again).
+* anything else falls through in C++ (its decomposition may hit autocast again).
 
 Unlike the C++ kernels, casts of parameters are not cached per autocast
 region; values are identical, the cast is only repeated.
@@ -196,40 +197,66 @@ def _widest(args, kwargs) -> torch.dtype | None:
     return widest
 
 
-def _fallback(keyset, op, *args, **kwargs):
-    name = _name(op)
+def policy(name: str) -> str | None:
+    """The CPU autocast category of the aten op ``name`` (``base.overload``), or None if it has none.
+
+    ``lower``, ``fp32`` or ``promote``; a bare name in the lists covers every overload.
+    """
     base = name.split(".", 1)[0]
     if name in LOWER_PRECISION or base in LOWER_PRECISION:
-        target = torch.get_autocast_dtype("npu")
-    elif name in FP32 or base in FP32:
-        target = torch.float32
-    elif base in PROMOTE:
-        target = _widest(args, kwargs)
-    elif not any(isinstance(a, (int, float, bool, complex)) for a in args):
-        # Not an autocast op: skip this key only, so ops it decomposes into
-        # still meet autocast (as the C++ fallthrough does).
-        return op.redispatch(keyset.remove(_KEY), *args, **kwargs)
-    else:
-        # A Python number in a Tensor slot (the dispatcher unwraps wrapped
-        # numbers) cannot be redispatched boxed; such scalar ops never
-        # decompose into autocast ops, so running them with autocast off is
-        # equivalent.
-        target = None
-    with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(_KEY)):
-        if target is not None:
-            args = tuple(_cast(a, target) for a in args)
-            kwargs = {k: _cast(v, target) for k, v in kwargs.items()}
-        return op(*args, **kwargs)
+        return "lower"
+    if name in FP32 or base in FP32:
+        return "fp32"
+    if base in PROMOTE:
+        return "promote"
+    return None
 
 
-_library = None
+def _kernel(op, category: str):
+    def autocast_kernel(*args, **kwargs):
+        if category == "lower":
+            target = torch.get_autocast_dtype("npu")
+        elif category == "fp32":
+            target = torch.float32
+        else:
+            target = _widest(args, kwargs)
+        with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(_KEY)):
+            if target is not None:
+                args = tuple(_cast(a, target) for a in args)
+                kwargs = {k: _cast(v, target) for k, v in kwargs.items()}
+            return op(*args, **kwargs)
+
+    return autocast_kernel
+
+
+_libraries: list[torch.library.Library] = []
 
 
 def install() -> None:
-    """Register the AutocastPrivateUse1 fallback (once)."""
-    global _library
-    if _library is not None:
+    """Give each op of the policy an AutocastPrivateUse1 kernel; every other op falls through (once).
+
+    As PyTorch's C++ autocast: ops outside the policy never see the autocast key, so they keep
+    running in C++ (a Python fallback there handed fresh tensors a Python object, which broke
+    ``nn.Parameter(...)`` and ``copy.deepcopy`` of a model while apex O1 kept autocast on).
+    """
+    if _libraries:
         return
-    library = torch.library.Library("_", "IMPL")
-    library.fallback(_fallback, "AutocastPrivateUse1", with_keyset=True)
-    _library = library
+    fallthrough = torch.library.Library("_", "IMPL")
+    fallthrough.fallback(torch.library.fallthrough_kernel, "AutocastPrivateUse1")
+    kernels = torch.library.Library("aten", "IMPL")
+    for qualified in torch._C._dispatch_get_all_op_names():
+        if not qualified.startswith("aten::"):
+            continue
+        name = qualified[len("aten::") :]
+        category = policy(name)
+        if category is None:
+            continue
+        base, _, overload = name.partition(".")
+        try:
+            op = getattr(getattr(torch.ops.aten, base), overload or "default")
+        except (AttributeError, RuntimeError):
+            continue
+        if op._schema.is_mutable:
+            continue  # out= and in-place forms: C++ autocast has no kernel for them either
+        kernels.impl(name, _kernel(op, category), "AutocastPrivateUse1")
+    _libraries.extend([fallthrough, kernels])

@@ -68,6 +68,10 @@ class _State:
         self.tracker: _memory.MemoryTracker | None = None
         #: the aten library that makes pinning a copy (kept alive here; see registration.py)
         self.pin_library: torch.library.Library | None = None
+        #: the native part (native.py), None on the Python path
+        self.native: Any = None
+        #: the aten library with the npu's _has_compatible_shallow_copy_type (registration.py)
+        self.shallow_copy_library: torch.library.Library | None = None
         # anchors[i]: a zero-byte tensor on npu:i. A fresh output for device i
         # starts as a metadata alias of it, because set_ only accepts a storage
         # on the tensor's own device.

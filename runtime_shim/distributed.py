@@ -167,10 +167,50 @@ def _make_kernel(op: torch._ops.OpOverload):
             check_strict(name, args, args[group_index].size())
         _serve_cpu_kernel(args[group_index])
         hosts = [_host(a) for a in args]
+        if name in _FLAT_BUFFER_OPS:
+            hosts = _as_gloo_shapes(name, hosts, dist.ProcessGroup.unbox(args[group_index]).size())
         result = op.redispatch(_CPU_KEYSET, *hosts)
         return _swap_back(result, list(args), hosts)
 
     return kernel
+
+
+#: Collectives over one flat buffer per rank: NCCL and HCCL take any shapes whose element counts
+#: match (a flat ``(world*n,)`` or stacked ``(world, *shape)`` gather output), gloo only the
+#: dim-0 concatenation. op -> (index of the world-sized buffer(s), index of the per-rank one(s)).
+_FLAT_BUFFER_OPS = {
+    "_allgather_base_": (0, 1),
+    "allgather_into_tensor_coalesced_": (0, 1),
+    "_reduce_scatter_base_": (1, 0),
+    "reduce_scatter_tensor_coalesced_": (1, 0),
+}
+
+
+def _as_gloo_shapes(name: str, hosts: list[Any], world: int) -> list[Any]:
+    """Host views of a flat-buffer collective reshaped to the dim-0 concatenation gloo accepts.
+
+    The views alias the caller's memory, so gloo writes the caller's tensors; rank r's part is
+    elements ``[r*n, (r+1)*n)`` of the world-sized buffer, as in NCCL's and HCCL's flat buffers.
+    A size mismatch is left for gloo to refuse with its own message.
+    """
+    whole_at, part_at = _FLAT_BUFFER_OPS[name]
+    hosts = list(hosts)
+    if isinstance(hosts[whole_at], list):
+        pairs = [_gloo_pair(w, p, world) for w, p in zip(hosts[whole_at], hosts[part_at])]
+        hosts[whole_at] = [w for w, _ in pairs]
+        hosts[part_at] = [p for _, p in pairs]
+    else:
+        hosts[whole_at], hosts[part_at] = _gloo_pair(hosts[whole_at], hosts[part_at], world)
+    return hosts
+
+
+def _gloo_pair(whole: torch.Tensor, part: torch.Tensor, world: int) -> tuple[torch.Tensor, torch.Tensor]:
+    if part.dim() == 0:
+        part = part.view(1)
+    wanted = (world * part.shape[0], *part.shape[1:])
+    if tuple(whole.shape) == wanted or whole.numel() != world * part.numel() or not whole.is_contiguous():
+        return whole, part
+    return whole.view(wanted), part
 
 
 def _serve_cpu_kernel(group: Any) -> None:

@@ -328,6 +328,19 @@ def _generic_kernel(op: torch._ops.OpOverload, spec: _Spec, fn: Callable | None 
     # arguments, if any, are plain values and pass through untouched).
     simple = not (list_pos or device_pos or tensor_kw or list_kw or device_kw or (mutable and written_kw))
 
+    def numbers_call(*cargs, **ckwargs):
+        # A Python number in a Tensor slot: the OpOverload call turns it back into a wrapped
+        # number for the ops PyTorch's argument parser allows that for (add, mul, ...); for the
+        # others (bitwise_xor.Tensor from `t ^ 6`) it becomes a 0-dim tensor of the dtype a
+        # wrapped number promotes like.
+        try:
+            return op_call(*cargs, **ckwargs)
+        except RuntimeError as exc:
+            if "Unable to cast" not in str(exc):
+                raise
+        fixed = [_number_tensor(a) if i in tensor_pos else a for i, a in enumerate(cargs)]
+        return op_call(*fixed, **ckwargs)
+
     def general(args, kwargs):
         scan = [-1, None, False, -1, False]  # slots: see above _convert
         storages: list = []
@@ -357,7 +370,7 @@ def _generic_kernel(op: torch._ops.OpOverload, spec: _Spec, fn: Callable | None 
         if scan[1] is not None and not mixed_ok:
             raise device_error(f"{_DEVICE_TYPE}:{max(scan[0], 0)}", scan[1])
         index = scan[3] if scan[3] >= 0 else scan[0] if scan[0] >= 0 else STATE.current
-        call = op_call if scan[4] else fn
+        call = numbers_call if scan[4] else fn
         if mutable and written_kw:
             out = _call_with_out_args(call, cargs, ckwargs, kwargs, written_kw, index, storages)
         else:
@@ -393,7 +406,7 @@ def _generic_kernel(op: torch._ops.OpOverload, spec: _Spec, fn: Callable | None 
         if scan[1] is not None and not mixed_ok:
             raise device_error(f"{_DEVICE_TYPE}:{max(scan[0], 0)}", scan[1])
         if scan[4]:
-            out = op_call(*cargs, **kwargs)
+            out = numbers_call(*cargs, **kwargs)
         elif redispatch is not None:
             out = redispatch(keyset, *cargs, **kwargs)
         else:
@@ -406,6 +419,19 @@ def _generic_kernel(op: torch._ops.OpOverload, spec: _Spec, fn: Callable | None 
         return _wrap_returns(out, returns, args, kwargs, index, storages)
 
     return simple_kernel
+
+
+def _number_tensor(value: Any) -> Any:
+    """A Python number as the 0-dim CPU tensor it stands for in type promotion; others unchanged."""
+    if isinstance(value, bool):
+        return torch.tensor(value)
+    if isinstance(value, int):
+        return torch.tensor(value, dtype=torch.int64)
+    if isinstance(value, float):
+        return torch.tensor(value, dtype=torch.get_default_dtype())
+    if isinstance(value, complex):
+        return torch.tensor(value)
+    return value
 
 
 def _wrap_returns(out, returns, args, kwargs, index, storages):

@@ -506,14 +506,38 @@ def _write_at_exit(checker: OpChecker) -> None:
 
 
 _NPU_LEVEL_LIBRARY: list = []
+#: Ops given a recording kernel by install_npu_level_ops (tests check each one is transparent).
 _NPU_LEVEL_OPS: set[str] = set()
+
+
+def runs_decomposition(qualified: str) -> bool:
+    """Whether the npu's autograd key of op ``qualified`` runs its CompositeImplicitAutograd kernel.
+
+    Read from the dispatcher's computed table (``[math kernel]``), so an op with a derivative
+    formula (``silu_backward``: an autograd kernel over the CPU kernel) or a kernel of the
+    simulation's own (rnn.py) counts as not decomposed. Only such ops may be wrapped: the
+    recording kernel runs that same decomposition, which is then what ran before.
+    """
+    import torch
+
+    try:
+        if not torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "CompositeImplicitAutograd"):
+            return False
+        table = torch._C._dispatch_dump_table(qualified)
+    except RuntimeError:  # an op this torch does not have
+        return False
+    for line in table.splitlines():
+        if line.startswith("AutogradPrivateUse1:"):
+            return line.rstrip().endswith("[math kernel]")
+    return False
 
 
 def install_npu_level_ops(release: Release) -> list[str]:
     """Give each composite op ``release`` has an NPU kernel for a kernel that records it.
 
-    The kernel runs PyTorch's own decomposition (as before), at the npu's autograd key,
-    so results and gradients are unchanged; only what the check sees differs.
+    Only ops whose npu autograd key already runs PyTorch's decomposition are wrapped
+    (``runs_decomposition``), and the wrapper runs that decomposition: results and gradients
+    are unchanged; only what the check sees differs.
     """
     import torch
 
@@ -524,11 +548,9 @@ def install_npu_level_ops(release: Release) -> list[str]:
     for name in sorted(release.ops - _NPU_LEVEL_OPS - _NOT_WRAPPED):
         base, _, overload = name.partition(".")
         qualified = f"aten::{base}" + (f".{overload}" if overload and overload != "default" else "")
+        if not runs_decomposition(qualified):
+            continue
         try:
-            if not torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "CompositeImplicitAutograd"):
-                continue
-            if torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "AutogradPrivateUse1"):
-                continue  # the simulation has its own kernel (rnn.py), already recorded
             op = getattr(getattr(torch.ops.aten, base), overload or "default")
         except (AttributeError, RuntimeError):
             continue

@@ -71,13 +71,27 @@ def install(backend_module: types.ModuleType) -> None:
     count = device_count_from_env()
     STATE.device_count = count
     STATE.tracker = _memory.MemoryTracker(count, _memory.capacity_from_env())
-    _setup_privateuseone_for_python_backend(
-        DEVICE_TYPE, backend_module=backend_module, hook=_Hooks(), device_guard=_Guard()
-    )
+    from runtime_shim import native
+
+    STATE.native = native.load()
+    if STATE.native is None:
+        _setup_privateuseone_for_python_backend(
+            DEVICE_TYPE, backend_module=backend_module, hook=_Hooks(), device_guard=_Guard()
+        )
+    else:
+        # PyTorch takes one hooks object per process: the native one, registered before the
+        # rest of what the Python backend API sets up (in its order).
+        STATE.native.register_hooks()
+        torch.utils.rename_privateuse1_backend(DEVICE_TYPE)
+        torch.utils.generate_methods_for_privateuse1_backend()
+        torch._register_device_module(DEVICE_TYPE, backend_module)
+        torch._C._acc.register_python_privateuseone_device_guard(_Guard())
     STATE.devices = [torch.device(DEVICE_TYPE, i) for i in range(count)]
     _register_kernels()
     _patch_storage_constructor()
-    _register_host_pinning()
+    _register_shallow_copy_check()
+    if STATE.native is None:
+        _register_host_pinning()
     from runtime_shim import rnn
 
     rnn.install()
@@ -137,6 +151,33 @@ def _register_kernels() -> None:
     STATE.fallback_library = fallback_library
 
 
+def has_compatible_shallow_copy_type(self: torch.Tensor, other: torch.Tensor) -> bool:
+    """torch_npu's answer: dense host and device tensors can take each other's data in place.
+
+    ``Module.to("npu")`` asks it before ``param.data = moved``; with PyTorch's default (same
+    dispatch keys only) every move made new Parameter objects, so an optimizer built before the
+    move kept stepping the old host parameters.
+    """
+    return (
+        self.layout == torch.strided
+        and other.layout == torch.strided
+        and self.device.type in _DENSE_DEVICE_TYPES
+        and other.device.type in _DENSE_DEVICE_TYPES
+        and not (self.is_quantized or other.is_quantized)
+    )
+
+
+_DENSE_DEVICE_TYPES = ("cpu", DEVICE_TYPE)
+
+
+def _register_shallow_copy_check() -> None:
+    # Dispatched on the highest backend key of both arguments: PrivateUse1 when either is on
+    # the npu, so CPU-only calls keep PyTorch's own kernel.
+    library = torch.library.Library("aten", "IMPL")
+    library.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type, "PrivateUse1")
+    STATE.shallow_copy_library = library
+
+
 def _patch_storage_constructor() -> None:
     # torch.UntypedStorage(n, device="npu") would reach PyTorch's allocator
     # table, which has no PrivateUse1 entry from Python (it crashes the
@@ -159,9 +200,9 @@ def _patch_storage_constructor() -> None:
 
 
 def _register_host_pinning() -> None:
-    # With npu as the current accelerator, DataLoader(pin_memory=True) and
-    # tensor.pin_memory() ask the PrivateUse1 hooks for a pinned allocator,
-    # which a Python backend cannot provide. Host memory of the simulated device
+    # The Python path (no native part): with npu as the current accelerator,
+    # DataLoader(pin_memory=True) and tensor.pin_memory() ask the PrivateUse1 hooks
+    # for a pinned allocator, which a Python backend cannot provide. Host memory of the simulated device
     # is ordinary memory, so "pinning" is a copy and nothing is ever reported
     # as pinned. CPU-only PyTorch has no other pinned-memory user to disturb.
     library = torch.library.Library("aten", "IMPL")

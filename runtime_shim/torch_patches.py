@@ -156,9 +156,10 @@ def _keep_shared_parameters(apply):
     """Module._apply that keeps parameters shared between modules shared after a device move.
 
     For CPU and CUDA, PyTorch moves a parameter in place (`param.data = moved`), so tied weights
-    (a GPT's token embedding and output head) stay one object. Its shallow-copy check does not
-    count PrivateUse1 as a dense backend, so for the npu it makes a new Parameter per module and
-    the tie silently breaks; this restores the sharing the module had before the move.
+    (a GPT's token embedding and output head) stay one object. The npu's shallow-copy check
+    (registration.py) gives the npu the same in-place move; where PyTorch still makes a new
+    Parameter per module (`torch.__future__.set_overwrite_module_params_on_conversion(True)`),
+    this restores the sharing the module had before the move.
     """
 
     @functools.wraps(apply)
@@ -275,6 +276,10 @@ _default_device_state = threading.local()
 def install() -> None:
     """Apply the patches (idempotent)."""
     _install_sdpa()
+    if not hasattr(torch.version, "cann"):
+        # torch_npu sets the CANN version here; None is its value when none is known (its own
+        # code tests `torch.version.cann is not None`), and the simulated device has no CANN.
+        torch.version.cann = None  # type: ignore[attr-defined]
     if not getattr(torch.set_default_tensor_type, "_runtime_shim", False):
         torch.set_default_tensor_type = _default_type_accepting_npu(torch.set_default_tensor_type)
     if not getattr(torch.Tensor.to, "_runtime_shim", False):

@@ -3,7 +3,8 @@
 Names in torch_npu's ``__all__`` that are simulated come from the feature modules below; every
 other name of that list resolves to a callable that raises
 ``NotImplementedError("torch.npu.X is not simulated by runtime_shim")`` when used, so a converted
-script never silently skips device work. ``torch.npu.amp`` is ``amp.py`` in this package.
+script never silently skips device work. ``torch.npu.amp`` is ``amp.py`` in this package, ``torch.npu.random`` is ``rng.py`` and
+``torch.npu.utils`` is ``utils.py`` (torch_npu's module of that name, over the same functions).
 """
 
 from __future__ import annotations
@@ -50,4 +51,6 @@ for _name in NOT_SIMULATED:
 del _name
 
 
-from runtime_shim.npu import amp  # noqa: E402,F401  (exposes torch.npu.amp once the names above exist)
+# Submodules that read the names above: torch.npu.amp, torch.npu.random (rng.py), torch.npu.utils.
+from runtime_shim.npu import amp, utils  # noqa: E402,F401
+from runtime_shim.npu import rng as random  # noqa: E402,F401

@@ -15,6 +15,7 @@ _runtime_shim.activate()
 
 from runtime_shim import npu  # noqa: E402,F401  (torch_npu.npu)
 from runtime_shim.torch_npu_stub import optim, profiler  # noqa: E402,F401  (torch_npu imports them too)
+from runtime_shim.torch_npu_stub.fusion_attention import npu_fusion_attention  # noqa: E402,F401
 
 __runtime_shim__ = True
 #: torch_npu versions track the torch version they are built for.
@@ -22,6 +23,6 @@ __version__ = torch.__version__.split("+", 1)[0] + "+runtime_shim"
 
 
 def __getattr__(name: str):
-    if name.startswith("__"):
-        raise AttributeError(name)
-    raise NotImplementedError(f"torch_npu.{name} is not simulated by runtime_shim")
+    # An AttributeError (not NotImplementedError): hasattr / getattr(..., None) / `from torch_npu
+    # import X` are how clients probe for optional torch_npu features.
+    raise AttributeError(f"torch_npu.{name} is not simulated by runtime_shim")

@@ -36,3 +36,19 @@ def test_ddp_hccl_on_npu_matches_gloo_on_cpu(tmp_path):
         json.loads((tmp_path / "npu.json.0").read_text())["losses"]
         != json.loads((tmp_path / "npu.json.1").read_text())["losses"]
     )
+
+
+@pytest.mark.slow
+def test_flat_buffer_collectives_take_every_shape_nccl_and_hccl_accept(tmp_path):
+    out = tmp_path / "flat.json"
+    proc = run_python([str(HERE / "scripts" / "flat_collectives.py"), str(out), str(_free_port())])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    gathered = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0]
+    # rank r's slice of sum over ranks of (arange(12) + rank)
+    scattered = {0: [1.0, 3.0, 5.0, 7.0, 9.0, 11.0], 1: [13.0, 15.0, 17.0, 19.0, 21.0, 23.0]}
+    for rank in (0, 1):
+        results = json.loads((tmp_path / f"flat.json.{rank}").read_text())
+        for form in ("flat", "stacked", "concat"):
+            assert results[f"all_gather_into_tensor/{form}"] == gathered, form
+            assert results[f"reduce_scatter_tensor/{form}"] == scattered[rank], form
+        assert results["all_gather_into_tensor/0-dim"] == [1.0, 2.0]

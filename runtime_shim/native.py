@@ -1,0 +1,87 @@
+"""The simulated npu's native part (csrc/): built with PyTorch's C++ extension tooling at first use.
+
+PyTorch's Python backend API (``torch._C._acc.PrivateUse1Hooks``) exposes only
+``is_available``, ``is_built`` and ``has_primary_context``; pinned host memory
+(``torch.empty(..., pin_memory=True)``, DDP's ``find_unused_parameters=True``) and
+``torch.Generator(device="npu")`` need a C++ ``PrivateUse1HooksInterface``, and PyTorch
+accepts one hooks object per process. So the hooks are C++ (csrc/npu_hooks.cpp), compiled
+once per torch version into a cache folder and loaded from there afterwards.
+
+Without a C++ compiler, or when the build fails, the device is registered with Python hooks
+(the Python path): everything works except those two features, which fail with PyTorch's
+own error, and one warning says why. ``RUNTIME_SHIM_NATIVE=0`` asks for the Python path
+(without a warning).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import warnings
+from pathlib import Path
+from types import ModuleType
+
+import torch
+
+ENV = "RUNTIME_SHIM_NATIVE"
+CACHE_ENV = "RUNTIME_SHIM_CACHE"
+_SOURCES = [Path(__file__).resolve().parent / "csrc" / "npu_hooks.cpp"]
+_MODULE_NAME = "runtime_shim_native"
+
+#: Why the Python path is in use ("" while the native part is loaded or not yet tried).
+python_path_reason = ""
+
+
+def compiler() -> str | None:
+    """The C++ compiler the extension tooling would use, or None when there is none."""
+    return shutil.which(os.environ.get("CXX", "c++")) or shutil.which("g++") or shutil.which("clang++")
+
+
+def build_directory() -> Path:
+    """Where the compiled module is cached: one folder per torch version (and source digest)."""
+    import hashlib
+
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in _SOURCES)).hexdigest()[:12]
+    root = os.environ.get(CACHE_ENV)
+    if not root:
+        # Beside the interpreter's packages (a venv's own folder) when writable: the build then
+        # belongs to that torch install, and tools/setup.sh builds it once there.
+        root = os.path.join(sys.prefix, "var", "cache", "runtime_shim")
+        if not os.access(sys.prefix, os.W_OK):
+            root = os.path.join(os.path.expanduser("~/.cache"), "runtime_shim")
+    return Path(root) / f"native-torch{torch.__version__}-{digest}"
+
+
+def load() -> ModuleType | None:
+    """Build (first use) or load the native module; None, with one warning, on the Python path."""
+    global python_path_reason
+    if os.environ.get(ENV, "1").strip() == "0":
+        python_path_reason = f"{ENV}=0"
+        return None
+    if compiler() is None:
+        python_path_reason = "no C++ compiler found (install g++, or set CXX)"
+    else:
+        try:
+            from torch.utils import cpp_extension
+
+            folder = build_directory()
+            folder.mkdir(parents=True, exist_ok=True)
+            return cpp_extension.load(
+                _MODULE_NAME, [str(p) for p in _SOURCES], build_directory=str(folder), verbose=False
+            )
+        except Exception as exc:  # a failed build must leave a working (Python-path) device
+            python_path_reason = f"building csrc/npu_hooks.cpp failed: {str(exc).strip().splitlines()[-1]}"
+    warnings.warn(
+        f"runtime_shim: native part not loaded ({python_path_reason}); pinned memory and "
+        'torch.Generator(device="npu") are unavailable on the simulated npu',
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    return None
+
+
+if __name__ == "__main__":  # python -m runtime_shim.native: build now (tools/setup.sh does)
+    module = load()
+    print(f"runtime_shim native part: {build_directory() if module else python_path_reason}")
+    sys.exit(0 if module else 1)

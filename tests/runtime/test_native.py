@@ -1,0 +1,93 @@
+"""The native part (csrc/, built at first use): pinned host memory and npu generators; the Python path."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import run_python
+from test_distributed import _free_port
+
+from runtime_shim import native
+from runtime_shim.device import STATE
+
+needs_native = pytest.mark.skipif(STATE.native is None, reason=f"Python path: {native.python_path_reason}")
+
+
+@needs_native
+def test_pinned_host_memory(npu):
+    pinned = torch.empty(3, pin_memory=True)
+    assert pinned.device.type == "cpu" and pinned.is_pinned()
+    source = torch.arange(4.0)
+    copy = source.pin_memory()
+    assert torch.equal(copy, source) and copy.data_ptr() != source.data_ptr()
+    assert copy.is_pinned() and not source.is_pinned()
+    assert torch.equal(copy.to("npu").cpu(), source)
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(source), batch_size=2, pin_memory=True
+    )
+    assert [b[0].tolist() for b in loader] == [[0.0, 1.0], [2.0, 3.0]]
+
+
+@needs_native
+def test_npu_generator_draws_the_host_stream(npu):
+    generator = torch.Generator(device="npu")
+    generator.manual_seed(7)
+    drawn = torch.randn(5, generator=generator, device=npu)
+    host = torch.Generator().manual_seed(7)
+    assert drawn.device == npu and torch.equal(drawn.cpu(), torch.randn(5, generator=host))
+    state = generator.get_state()
+    first = torch.rand(3, generator=generator, device=npu)
+    generator.set_state(state)
+    assert torch.equal(torch.rand(3, generator=generator, device=npu), first)
+
+
+def test_no_compiler_gives_the_python_path_with_one_clear_warning(monkeypatch):
+    monkeypatch.setattr(native, "compiler", lambda: None)
+    monkeypatch.setattr(native, "python_path_reason", "")
+    with pytest.warns(RuntimeWarning, match=r"native part not loaded \(no C\+\+ compiler found"):
+        assert native.load() is None
+
+
+@pytest.mark.slow
+@needs_native
+def test_ddp_with_find_unused_parameters(tmp_path):
+    # DDP's reducer asks for pinned host buffers and asserts they are pinned.
+    script = (
+        "import os, torch, torch.distributed as dist, runtime_shim\n"
+        "runtime_shim.activate()\n"
+        f"os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT='{_free_port()}')\n"
+        "dist.init_process_group('hccl', rank=0, world_size=1)\n"
+        "model = torch.nn.Linear(4, 2).npu()\n"
+        "ddp = torch.nn.parallel.DistributedDataParallel(model, find_unused_parameters=True)\n"
+        "ddp(torch.ones(3, 4, device='npu')).sum().backward()\n"
+        "print(model.weight.grad.device, model.weight.grad.sum().item())\n"
+        "dist.destroy_process_group()\n"
+    )
+    proc = run_python(["-c", script])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "npu:0 24.0"  # 3 rows x 8 weights
+
+
+@pytest.mark.slow
+def test_python_path_process(tmp_path):
+    script = (
+        "import warnings\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    import runtime_shim; runtime_shim.activate()\n"
+        "import torch\n"
+        "from runtime_shim import native\n"
+        "print([str(w.message) for w in caught if 'native part' in str(w.message)], native.python_path_reason)\n"
+        "x = torch.ones(3, device='npu') * 2\n"
+        "print(torch.arange(3.0).pin_memory().tolist(), x.cpu().tolist())\n"
+        "try:\n"
+        "    torch.Generator(device='npu')\n"
+        "except Exception as exc:\n"
+        "    print(type(exc).__name__, 'getNewGenerator' in str(exc))\n"
+    )
+    proc = run_python(["-c", script], env_extra={"RUNTIME_SHIM_NATIVE": "0"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "[] RUNTIME_SHIM_NATIVE=0"  # asked for: no warning
+    assert lines[1] == "[0.0, 1.0, 2.0] [2.0, 2.0, 2.0]"
+    assert lines[2] == "NotImplementedError True"
