@@ -2,10 +2,12 @@
 
 ``import torch_npu`` resolves here through runtime_shim's import hook. The
 device itself is ``torch.npu``; NPU-only operators (``torch_npu.npu_*``) are not
-simulated and raise a NotImplementedError that names them.
+simulated: they are an AttributeError that names them (feature probes take their other path).
 """
 
 from __future__ import annotations
+
+import os as _os
 
 import torch
 
@@ -26,3 +28,18 @@ def __getattr__(name: str):
     # An AttributeError (not NotImplementedError): hasattr / getattr(..., None) / `from torch_npu
     # import X` are how clients probe for optional torch_npu features.
     raise AttributeError(f"torch_npu.{name} is not simulated by runtime_shim")
+
+
+def _transfer_to_npu_if_asked() -> None:
+    # torch_npu's own switch, read when torch_npu is imported: "1" applies transfer_to_npu, "0" or
+    # unset does nothing, anything else is refused (torch_npu raises ValueError too)
+    value = _os.environ.get("TORCH_TRANSFER_TO_NPU", "0")
+    if value == "1":
+        from runtime_shim.torch_npu_stub.contrib.autoload import enable
+
+        enable()
+    elif value != "0":
+        raise ValueError(f"TORCH_TRANSFER_TO_NPU must be '0' or '1', not {value!r}")
+
+
+_transfer_to_npu_if_asked()

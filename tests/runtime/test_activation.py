@@ -103,3 +103,28 @@ def test_never_imports_converter_dependencies():
     proc = run_python(["-c", code])
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_import_torch_npu_honours_torch_transfer_to_npu():
+    """torch_npu's switch: "1" applies transfer_to_npu at `import torch_npu`, "0" does not, others refused."""
+    code = (
+        "import runtime_shim; runtime_shim.activate()\n"
+        "import torch, torch_npu\n"
+        "print(torch.cuda.is_available(), torch.ones(1, device='cuda').device)\n"
+    )
+    on = run_python(["-W", "ignore", "-c", code], env_extra={"TORCH_TRANSFER_TO_NPU": "1"})
+    assert on.returncode == 0, on.stderr
+    assert on.stdout.split() == ["True", "npu:0"]
+    off = run_python(
+        [
+            "-c",
+            "import runtime_shim; runtime_shim.activate()\nimport torch, torch_npu\n"
+            "print(torch.cuda.is_available())",
+        ],
+        env_extra={"TORCH_TRANSFER_TO_NPU": "0"},
+    )
+    assert off.returncode == 0, off.stderr
+    assert off.stdout.split() == ["False"]
+    bad = run_python(["-c", code], env_extra={"TORCH_TRANSFER_TO_NPU": "yes"})
+    assert bad.returncode != 0
+    assert "TORCH_TRANSFER_TO_NPU must be '0' or '1', not 'yes'" in bad.stderr
