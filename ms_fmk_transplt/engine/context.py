@@ -48,6 +48,27 @@ class Verdict(str, Enum):
     UNKNOWN = "unknown"  # keep it, report it for a look by hand
 
 
+#: the `device_context` lists of plain names, merged as sets (the rule schema takes these keys)
+NAME_LISTS = (
+    "keywords",
+    "option_keywords",
+    "text_calls",
+    "text_keywords",
+    "text_targets",
+    "device_types",
+    "message_calls",
+    "message_keywords",
+    "message_continues",
+    "option_calls",
+    "attribute_name_calls",
+    "backend_keywords",
+    "env_calls",
+    "env_setters",
+)
+#: the `device_context` lists of regular expressions
+PATTERN_LISTS = ("names", "device_tests", "accelerator_names")
+
+
 @dataclass
 class DeviceSpec:
     """Where device values go, merged from every StringLiteralRule's `device_context`."""
@@ -86,22 +107,7 @@ class DeviceSpec:
         self.names.extend(re.compile(p, re.IGNORECASE) for p in params.get("names", ()))
         self.device_tests.extend(re.compile(p, re.IGNORECASE) for p in params.get("device_tests", ()))
         self.accelerator_names.extend(re.compile(p) for p in params.get("accelerator_names", ()))
-        for key in (
-            "keywords",
-            "option_keywords",
-            "text_calls",
-            "text_keywords",
-            "text_targets",
-            "device_types",
-            "message_calls",
-            "message_keywords",
-            "message_continues",
-            "option_calls",
-            "attribute_name_calls",
-            "backend_keywords",
-            "env_calls",
-            "env_setters",
-        ):
+        for key in NAME_LISTS:
             getattr(self, key).update(params.get(key, ()))
 
     def device_named(self, code: str) -> bool:

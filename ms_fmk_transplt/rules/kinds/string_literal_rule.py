@@ -35,7 +35,7 @@ from typing import Any
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.context import CONVENTION, REPORTED_TEXT, Verdict
+from ms_fmk_transplt.engine.context import CONVENTION, NAME_LISTS, PATTERN_LISTS, REPORTED_TEXT, Verdict
 from ms_fmk_transplt.engine.hooks import Site
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.model import Operation
@@ -67,25 +67,7 @@ from ms_fmk_transplt.rules.registry import kind
                     },
                     **{
                         key: {"type": "array", "items": {"type": "string"}}
-                        for key in (
-                            "keywords",
-                            "names",
-                            "option_keywords",
-                            "text_calls",
-                            "text_keywords",
-                            "text_targets",
-                            "device_types",
-                            "device_tests",
-                            "accelerator_names",
-                            "message_calls",
-                            "message_keywords",
-                            "message_continues",
-                            "option_calls",
-                            "attribute_name_calls",
-                            "backend_keywords",
-                            "env_calls",
-                            "env_setters",
-                        )
+                        for key in (*NAME_LISTS, *PATTERN_LISTS)
                     },
                 },
             },
