@@ -16,8 +16,12 @@ _STUB_PACKAGE = "runtime_shim.torch_npu_stub"
 # Ascend's apex (mixed precision, fused optimizers), simulated when no apex is installed.
 _APEX_PACKAGE = "runtime_shim.apex_stub"
 # torch_npu submodules that are modules of runtime_shim itself: torch_npu.npu[.X] is
-# runtime_shim.npu[.X], except where the module has another name here.
-_ALIASES = {"torch_npu.npu": "runtime_shim.npu", "torch_npu.npu.random": "runtime_shim.npu.rng"}
+# runtime_shim.npu[.X], except where the module has another name or place here.
+_ALIASES = {
+    "torch_npu.npu": "runtime_shim.npu",
+    "torch_npu.npu.random": "runtime_shim.npu.rng",
+    "torch_npu.npu.amp": "runtime_shim.autocast.amp",
+}
 #: torch.npu submodules clients import by name (`import torch.npu.random`), as torch_npu has them.
 TORCH_NPU_SUBMODULES = ("amp", "random", "utils")
 #: Set in the environment of an activated process so that children activate too.
@@ -55,17 +59,19 @@ def activate() -> bool:
         from runtime_shim.torch_version import check_torch_version
 
         check_torch_version()
-        from runtime_shim import npu, opcheck, registration
+        from runtime_shim import npu
+        from runtime_shim.backend import registration
+        from runtime_shim.diagnostics import opcheck
 
         registration.install(npu)
         for submodule in TORCH_NPU_SUBMODULES:
             sys.modules.setdefault(f"torch.npu.{submodule}", getattr(npu, submodule))
         opcheck.configure_from_env()
         _register_extras()
-        from runtime_shim import torch_patches
+        from runtime_shim.patches import torch_npu_api as torch_patches
 
         torch_patches.install()
-        from runtime_shim import ipc
+        from runtime_shim.runtime import ipc
 
         ipc.install()
         install_import_hook()
@@ -82,7 +88,7 @@ def _register_extras() -> None:
     except ImportError:  # pragma: no cover - depends on the torch build
         return
     if dist.is_available():
-        from runtime_shim import distributed
+        from runtime_shim.runtime import distributed
 
         distributed.register()
 

@@ -384,7 +384,7 @@ def test_sarif_levels_follow_what_will_not_run(tmp_path: Path) -> None:
 
 
 def _runtime_report(path: Path) -> Path:
-    """A report as runtime_shim/opcheck.py writes it (its JSON layout)."""
+    """A report as runtime_shim/diagnostics/opcheck.py writes it (its JSON layout)."""
     ops = [
         {"op": "addmm", "count": 12, "supported": True, "status": "supported", "unsupported_dtypes": "",
          "first_call_site": "train.py:9"},
@@ -430,7 +430,7 @@ def test_the_runtime_report_format_is_the_runtimes(tmp_path: Path) -> None:
 
     from ms_fmk_transplt.reports.runtime import FIELDS
 
-    source = (Path(__file__).parent.parent / "runtime_shim" / "opcheck.py").read_text()
+    source = (Path(__file__).parent.parent / "runtime_shim" / "diagnostics" / "opcheck.py").read_text()
     (fields,) = [
         ast.literal_eval(node.value)
         for node in ast.parse(source).body

@@ -22,4 +22,4 @@ if [ "$installed" != "$TORCH_PIN" ]; then
 fi
 # The simulated npu's native part (pinned memory, npu generators), built once per torch install;
 # without a compiler the runtime takes its Python path and says so.
-.venv/bin/python -m runtime_shim.native || echo "tools/setup.sh: runtime_shim's native part not built (see above)" >&2
+.venv/bin/python -m runtime_shim.backend.native || echo "tools/setup.sh: runtime_shim's native part not built (see above)" >&2

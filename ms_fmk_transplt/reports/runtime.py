@@ -1,4 +1,4 @@
-"""The simulated NPU's operator-check report (runtime_shim/opcheck.py, JSON or CSV), read so that
+"""The simulated NPU's operator-check report (runtime_shim/diagnostics/opcheck.py, JSON or CSV), read so that
 the workbook can hold the run-time evidence beside the static findings (its "Runtime ops" sheet).
 
 Only the report's file format is shared with the runtime; nothing of it is imported.

@@ -1,7 +1,7 @@
 """`ms_fmk_transplt verify`: prove a port on the user's own script.
 
 The original runs on the CPU and the converted copy on the simulated NPU, with the same seed and
-arguments; runtime_shim's step recorder (``runtime_shim/step_record.py``) writes the loss and a
+arguments; runtime_shim's step recorder (``runtime_shim/diagnostics/step_record.py``) writes the loss and a
 digest of every parameter after each optimizer step in both runs, and the first step and
 parameter where they part is reported, with the operator check's findings and the simulated
 device's peak memory. The runs are subprocesses: this package never imports torch.

@@ -1,5 +1,5 @@
 """The two runs of `verify` as subprocesses: the original on the CPU, the converted script on the
-simulated NPU, each recording its steps (runtime_shim/step_record.py) under torchrun or not.
+simulated NPU, each recording its steps (runtime_shim/diagnostics/step_record.py) under torchrun or not.
 
 Nothing here imports torch or the runtime: the runs are other interpreters, told what to do
 through their command line and environment.

@@ -1,6 +1,6 @@
 """Reading the step records one run of `verify` leaves behind, and comparing two runs.
 
-The records are JSON lines written by ``runtime_shim/step_record.py`` (one file per process,
+The records are JSON lines written by ``runtime_shim/diagnostics/step_record.py`` (one file per process,
 ``rank<R>.pid<P>.jsonl``): ``{"step", "rank", "optimizer", "losses", "params", "memory"}`` per
 step, ``{"end": "limit"|"exit", "steps", "memory"}`` last. This module never imports torch.
 """

@@ -36,7 +36,7 @@ def _install_recorder() -> None:
     if not os.environ.get("RUNTIME_SHIM_RECORD"):
         return
     try:
-        from runtime_shim.step_record import install_when_torch_loads
+        from runtime_shim.diagnostics.step_record import install_when_torch_loads
     except ImportError as exc:
         sys.stderr.write(f"runtime_shim: cannot record steps in this process: {exc}\n")
         return

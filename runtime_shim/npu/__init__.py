@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runtime_shim.npu.autocast import *  # noqa: F403
+from runtime_shim.autocast.flags import *  # noqa: F403
 from runtime_shim.npu.devices import *  # noqa: F403
 from runtime_shim.npu.devices import _index, _is_in_bad_fork, _lazy_init  # noqa: F401  (torch calls these)
 from runtime_shim.npu.memory import *  # noqa: F403
@@ -52,5 +52,6 @@ del _name
 
 
 # Submodules that read the names above: torch.npu.amp, torch.npu.random (rng.py), torch.npu.utils.
-from runtime_shim.npu import amp, utils  # noqa: E402,F401
+from runtime_shim.autocast import amp  # noqa: E402,F401
 from runtime_shim.npu import rng as random  # noqa: E402,F401
+from runtime_shim.npu import utils  # noqa: E402,F401

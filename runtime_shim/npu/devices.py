@@ -8,8 +8,8 @@ from typing import Any
 
 import torch
 
-from runtime_shim.allocator import MemoryTracker
-from runtime_shim.device import DEVICE_TYPE, STATE
+from runtime_shim.runtime.allocator import MemoryTracker
+from runtime_shim.runtime.state import DEVICE_TYPE, STATE
 
 
 def is_available() -> bool:

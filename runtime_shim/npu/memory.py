@@ -1,11 +1,11 @@
-"""torch.npu's memory API over the allocator's accounting (runtime_shim/allocator.py)."""
+"""torch.npu's memory API over the allocator's accounting (runtime_shim/runtime/allocator.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from runtime_shim.allocator import DeviceMemory
 from runtime_shim.npu.devices import _index, _tracker
+from runtime_shim.runtime.allocator import DeviceMemory
 
 
 def _memory(device: Any = None) -> DeviceMemory:

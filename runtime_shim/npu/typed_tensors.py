@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from runtime_shim.device import DEVICE_TYPE, STATE
+from runtime_shim.runtime.state import DEVICE_TYPE, STATE
 
 
 class _TypedTensorMeta(type):

@@ -1,4 +1,4 @@
-"""npu tensors shared with child processes (runtime_shim/ipc.py): hogwild, Queue, Pool."""
+"""npu tensors shared with child processes (runtime_shim/runtime/ipc.py): hogwild, Queue, Pool."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 from conftest import HERE, run_python
 
-from runtime_shim import ipc
+from runtime_shim.runtime import ipc
 
 SCRIPT = HERE / "scripts" / "npu_ipc.py"
 

@@ -7,8 +7,8 @@ import torch
 from conftest import run_python
 from test_distributed import _free_port
 
-from runtime_shim import native
-from runtime_shim.device import STATE
+from runtime_shim.backend import native
+from runtime_shim.runtime.state import STATE
 
 needs_native = pytest.mark.skipif(STATE.native is None, reason=f"Python path: {native.python_path_reason}")
 

@@ -11,8 +11,8 @@ import pytest
 import torch
 from conftest import ROOT, run_python
 
-from runtime_shim import opcheck
-from runtime_shim.device import STATE
+from runtime_shim.diagnostics import opcheck
+from runtime_shim.runtime.state import STATE
 
 
 def test_shipped_lists_and_provenance_headers():
@@ -128,7 +128,7 @@ def test_env_configuration_and_exit_report(tmp_path):
     proc = run_python(
         [
             "-c",
-            "import runtime_shim, os; runtime_shim.activate(); from runtime_shim import opcheck; print(opcheck.CHECKER.mode)",
+            "import runtime_shim, os; runtime_shim.activate(); from runtime_shim.diagnostics import opcheck; print(opcheck.CHECKER.mode)",
         ],
         env_extra={"TORCH_NPU_FALLBACK_CPU_DISABLE": "1"},
     )
@@ -137,7 +137,7 @@ def test_env_configuration_and_exit_report(tmp_path):
 
 def test_structured_ops_follow_their_out_kernel() -> None:
     """torch_npu lists gelu.out and isneginf.out only; their functional/in-place forms run too."""
-    from runtime_shim import opcheck
+    from runtime_shim.diagnostics import opcheck
 
     release = opcheck.load_release("2.12.0")
     for op in ("gelu", "gelu_", "gelu.default", "isneginf", "silu_", "add.Tensor", "add_.Tensor"):

@@ -6,7 +6,7 @@ import pytest
 import torch
 from conftest import run_python
 
-from runtime_shim import opcheck
+from runtime_shim.diagnostics import opcheck
 
 aten = torch.ops.aten
 

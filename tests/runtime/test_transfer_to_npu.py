@@ -12,7 +12,7 @@ import warnings
 import pytest
 import torch
 
-from runtime_shim.torch_npu_stub.contrib import device_args, transfer
+from runtime_shim.patches.transfer_to_npu import device_args, transfer
 
 NPU0 = torch.device("npu", 0)
 

@@ -15,7 +15,7 @@ import torch
 from conftest import ROOT, run_python
 
 from ms_fmk_transplt.run import Options, convert_project
-from runtime_shim.torch_npu_stub.contrib.device_args import map_backend, map_device
+from runtime_shim.patches.transfer_to_npu.device_args import map_backend, map_device
 
 pytestmark = pytest.mark.slow
 

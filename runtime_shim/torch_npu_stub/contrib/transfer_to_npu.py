@@ -2,12 +2,13 @@
 
 Importing this module patches torch once per process, as torch_npu's module of the same name
 does: ``torch.cuda.*`` is answered by ``torch.npu``, ``.cuda()`` and CUDA device arguments go to
-the npu, nccl to hccl. What is patched: ``transfer.py`` and runtime_shim/README.md.
+the npu, nccl to hccl. What is patched: ``runtime_shim/patches/transfer_to_npu/transfer.py``
+and runtime_shim/README.md.
 """
 
 from __future__ import annotations
 
-from runtime_shim.torch_npu_stub.contrib.transfer import install
+from runtime_shim.patches.transfer_to_npu.transfer import install
 
 __all__: list[str] = []
 

@@ -1,6 +1,6 @@
 """npu tensors shared between processes, as CUDA IPC and torch_npu's IPC share device memory.
 
-An npu storage is a non-owning view of a host storage's bytes (device.py). Sharing it moves
+An npu storage is a non-owning view of a host storage's bytes (storage.py). Sharing it moves
 those bytes into shared memory once, the way PyTorch moves a CPU storage: a shared-memory host
 storage takes a copy, and the npu storage's data pointer is swapped to the new bytes in place,
 so every tensor and view over it keeps working. From then on the npu storage pickles as its
@@ -29,7 +29,8 @@ from typing import Any
 import torch
 from torch.multiprocessing import reductions
 
-from runtime_shim.device import DEVICE_TYPE, STATE, new_storage
+from runtime_shim.runtime.state import DEVICE_TYPE, STATE
+from runtime_shim.runtime.storage import new_storage
 
 _storage_from_ptr = torch._C._construct_storage_from_data_pointer
 _torch_share_memory = torch.UntypedStorage.share_memory_
@@ -103,7 +104,7 @@ def rebuild_npu_storage(index: int, rebuild: Any, args: tuple) -> torch.UntypedS
 
 def _refuse_npu_after_fork() -> None:
     """In a forked child, strict mode: every npu allocation fails as torch_npu's would."""
-    from runtime_shim.distributed import strict_enabled
+    from runtime_shim.runtime.distributed import strict_enabled
 
     tracker = STATE.tracker
     if tracker is None or not strict_enabled() or not any(d.num_allocs for d in tracker.devices):

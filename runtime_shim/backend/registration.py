@@ -16,9 +16,10 @@ import types
 import torch
 from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
 
-from runtime_shim import allocator as _memory
-from runtime_shim import kernels as _kernels
-from runtime_shim.device import DEVICE_TYPE, STATE, new_storage
+from runtime_shim.backend import kernels as _kernels
+from runtime_shim.runtime import allocator as _memory
+from runtime_shim.runtime.state import DEVICE_TYPE, STATE
+from runtime_shim.runtime.storage import new_storage
 
 DEFAULT_DEVICE_COUNT = 8
 
@@ -71,7 +72,7 @@ def install(backend_module: types.ModuleType) -> None:
     count = device_count_from_env()
     STATE.device_count = count
     STATE.tracker = _memory.MemoryTracker(count, _memory.capacity_from_env())
-    from runtime_shim import native
+    from runtime_shim.backend import native
 
     STATE.native = native.load()
     if STATE.native is None:
@@ -92,10 +93,10 @@ def install(backend_module: types.ModuleType) -> None:
     _register_shallow_copy_check()
     if STATE.native is None:
         _register_host_pinning()
-    from runtime_shim import rnn
+    from runtime_shim.backend import rnn
 
     rnn.install()
-    from runtime_shim import autocast_policy
+    from runtime_shim.autocast import policy as autocast_policy
 
     autocast_policy.install()
     # The autograd engine runs a non-CPU device's backward on a worker thread,

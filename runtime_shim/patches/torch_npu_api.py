@@ -90,7 +90,7 @@ def _sdpa_as_on_cpu(
         and any(_is_subclass(t) for t in (query, key, value))
     ):
         # DTensor (tensor/sequence parallel attention) shards the flash-attention op, which
-        # has no rule for the CPU's flash kernel: call it, and kernels.py computes each shard
+        # has no rule for the CPU's flash kernel: call it, and backend/kernels.py computes each shard
         # with that CPU kernel.
         return torch.ops.aten._scaled_dot_product_flash_attention(
             query, key, value, dropout_p, is_causal, scale=scale
@@ -144,7 +144,7 @@ def _install_sdpa() -> None:
     global _sdpa_library
     if _sdpa_library is None:
         _sdpa_library = torch.library.Library("aten", "IMPL")
-        from runtime_shim.kernels import npu_level
+        from runtime_shim.backend.kernels import npu_level
 
         # torch_npu has its own kernel for it: the op check records it, not the ops run here.
         sdpa = npu_level("scaled_dot_product_attention", _sdpa_as_on_cpu)
@@ -157,7 +157,7 @@ def _keep_shared_parameters(apply):
 
     For CPU and CUDA, PyTorch moves a parameter in place (`param.data = moved`), so tied weights
     (a GPT's token embedding and output head) stay one object. The npu's shallow-copy check
-    (registration.py) gives the npu the same in-place move; where PyTorch still makes a new
+    (backend/registration.py) gives the npu the same in-place move; where PyTorch still makes a new
     Parameter per module (`torch.__future__.set_overwrite_module_params_on_conversion(True)`),
     this restores the sharing the module had before the move.
     """
@@ -254,7 +254,7 @@ def _to_current_npu(to):
     Factory calls (``device="npu"``) already follow ``torch.npu.set_device``; ``to`` gets its
     index from the device guard of PyTorch's Python backend API, which always answers 0.
     """
-    from runtime_shim.device import STATE
+    from runtime_shim.runtime.state import STATE
 
     @functools.wraps(to)
     def wrapper(self, *args, **kwargs):

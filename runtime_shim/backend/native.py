@@ -26,7 +26,7 @@ import torch
 
 ENV = "RUNTIME_SHIM_NATIVE"
 CACHE_ENV = "RUNTIME_SHIM_CACHE"
-_SOURCES = [Path(__file__).resolve().parent / "csrc" / "npu_hooks.cpp"]
+_SOURCES = [Path(__file__).resolve().parent.parent / "csrc" / "npu_hooks.cpp"]
 _MODULE_NAME = "runtime_shim_native"
 
 #: Why the Python path is in use ("" while the native part is loaded or not yet tried).
@@ -81,7 +81,7 @@ def load() -> ModuleType | None:
     return None
 
 
-if __name__ == "__main__":  # python -m runtime_shim.native: build now (tools/setup.sh does)
+if __name__ == "__main__":  # python -m runtime_shim.backend.native: build now (tools/setup.sh does)
     module = load()
     print(f"runtime_shim native part: {build_directory() if module else python_path_reason}")
     sys.exit(0 if module else 1)

@@ -2,7 +2,7 @@
 
 ``torch.autocast("npu", ...)`` works once the device is installed; the casting
 policy applied to npu tensors is the one PyTorch uses for CPU autocast (see
-autocast_policy.py), so a script autocasting on the simulated npu computes what
+policy.py), so a script autocasting on the simulated npu computes what
 the same script autocasting on CPU computes.
 """
 

@@ -212,7 +212,7 @@ def install() -> None:
     """Register the npu LSTM, GRU and RNN kernels (once)."""
     global _library
     if _library is None:
-        from runtime_shim.kernels import npu_level
+        from runtime_shim.backend.kernels import npu_level
 
         library = torch.library.Library("aten", "IMPL")
         kernels = (

@@ -30,7 +30,8 @@ import torch
 import torch.distributed as dist
 from torch._C import DispatchKey, DispatchKeySet
 
-from runtime_shim.device import DEVICE_TYPE, host_view
+from runtime_shim.runtime.state import DEVICE_TYPE
+from runtime_shim.runtime.storage import host_view
 
 BACKEND_NAME = "hccl"
 STRICT_ENV = "RUNTIME_SHIM_STRICT"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from runtime_shim.device import DEVICE_TYPE
+from runtime_shim.runtime.state import DEVICE_TYPE
 
 
 def get_amp_supported_dtype() -> list[torch.dtype]:

@@ -45,8 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runtime_shim.device import STATE
-from runtime_shim.kernels import NPU_LEVEL_DEPTH, npu_level
+from runtime_shim.backend.kernels import NPU_LEVEL_DEPTH, npu_level
+from runtime_shim.runtime.state import STATE
 from runtime_shim.torch_version import data_file
 
 MODES = ("warn", "error", "off")
@@ -84,7 +84,7 @@ _BACKEND_INTERNAL_PREFIXES = ("mkldnn_", "_mkldnn_", "_nnpack_", "cudnn_", "_cud
 # Composite ops torch_npu lists that get no recording kernel here: contiguous runs
 # around nearly every op and __ior__ is plain Python-level sugar, both decompose into
 # listed ops only; scaled_dot_product_attention and the recurrent layers have kernels
-# of their own (torch_patches.py, rnn.py) that record them.
+# of their own (patches/torch_npu_api.py, backend/rnn.py) that record them.
 _NOT_WRAPPED = {"contiguous", "__ior__.Scalar", "__ior__.Tensor", "scaled_dot_product_attention"}
 DTYPE_MODES = ("wide", "all", "off")
 _WIDE_DTYPES = frozenset({"fp64", "complex64", "complex128"})
@@ -458,7 +458,7 @@ def _merge_rows(earlier: list[dict[str, Any]], mine: list[dict[str, Any]]) -> li
 
 
 _FIELDS = ("op", "count", "supported", "status", "unsupported_dtypes", "first_call_site")
-_PACKAGE_ROOT = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # runtime_shim/
 _TORCH_ROOT: str | None = None
 
 

@@ -16,8 +16,8 @@ from typing import Any
 import torch
 
 from runtime_shim.npu.typed_tensors import _TypedTensorMeta
-from runtime_shim.torch_npu_stub.contrib.device_args import map_args, map_backend, map_device, map_kwargs
-from runtime_shim.torch_npu_stub.contrib.patch_log import PatchLog, mapping_arguments
+from runtime_shim.patches.transfer_to_npu.device_args import map_args, map_backend, map_device, map_kwargs
+from runtime_shim.patches.transfer_to_npu.patch_log import PatchLog, mapping_arguments
 
 #: torch functions whose device arguments are mapped (torch_npu's list, as far as torch 2.13 has them).
 TORCH_FUNCTIONS = (

@@ -14,16 +14,17 @@ from typing import Any
 
 import torch
 
-from runtime_shim import device as _dev
-from runtime_shim.device import MAX_VIEWS as _MAX_VIEWS
-from runtime_shim.device import STATE, device_error, host_view, new_storage, wrap_host
-from runtime_shim.device import make_view as _make_view
+from runtime_shim.runtime import storage as _dev
+from runtime_shim.runtime.state import DEVICE_TYPE as _DEVICE_TYPE
+from runtime_shim.runtime.state import STATE, device_error
+from runtime_shim.runtime.storage import MAX_VIEWS as _MAX_VIEWS
+from runtime_shim.runtime.storage import host_view, new_storage, wrap_host
+from runtime_shim.runtime.storage import make_view as _make_view
 
 _Tensor = torch.Tensor
 _CPU = torch.device("cpu")
 _CPU_KEYSET = _dev._CPU_KEYSET
 _SET_STORAGE = _dev._SET_STORAGE
-_DEVICE_TYPE = _dev.DEVICE_TYPE
 
 _TENSOR_TYPES = {"Tensor", "Optional[Tensor]"}
 _LIST_TYPES = {"List[Tensor]", "List[Optional[Tensor]]", "Optional[List[Tensor]]"}
