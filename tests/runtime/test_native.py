@@ -76,7 +76,7 @@ def test_python_path_process(tmp_path):
         "    warnings.simplefilter('always')\n"
         "    import runtime_shim; runtime_shim.activate()\n"
         "import torch\n"
-        "from runtime_shim import native\n"
+        "from runtime_shim.backend import native\n"
         "print([str(w.message) for w in caught if 'native part' in str(w.message)], native.python_path_reason)\n"
         "x = torch.ones(3, device='npu') * 2\n"
         "print(torch.arange(3.0).pin_memory().tolist(), x.cpu().tolist())\n"

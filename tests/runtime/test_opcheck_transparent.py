@@ -351,7 +351,7 @@ def test_only_ops_that_already_decompose_on_the_npu_are_wrapped():
     # have a derivative formula over the CPU kernel) must be in neither.
     script = (
         "import runtime_shim; runtime_shim.activate()\n"
-        "from runtime_shim import opcheck\n"
+        "from runtime_shim.diagnostics import opcheck\n"
         "names = set()\n"
         "for r in opcheck.available_releases(): names |= opcheck.load_release(r).ops\n"
         "def q(n):\n"
