@@ -59,20 +59,19 @@ def activate() -> bool:
         from runtime_shim.torch_version import check_torch_version
 
         check_torch_version()
-        from runtime_shim import npu
-        from runtime_shim.backend import registration
+        from runtime_shim import npu, patches
+        from runtime_shim.backend import attention, registration
         from runtime_shim.diagnostics import opcheck
+        from runtime_shim.runtime import ipc
 
         registration.install(npu)
         for submodule in TORCH_NPU_SUBMODULES:
             sys.modules.setdefault(f"torch.npu.{submodule}", getattr(npu, submodule))
         opcheck.configure_from_env()
         _register_extras()
-        from runtime_shim.patches import torch_npu_api as torch_patches
-
-        torch_patches.install()
-        from runtime_shim.runtime import ipc
-
+        # The CPU's attention and dropout choice, over any operator-check recorder of those ops.
+        attention.install()
+        patches.install()
         ipc.install()
         install_import_hook()
         _export_to_children()

@@ -93,3 +93,130 @@ def test_converting_a_file_loads_no_rules_module() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+# ---------------------------------------------------------------- runtime_shim's layers
+
+RUNTIME = PACKAGE.parent / "runtime_shim"
+
+
+def _runtime_modules() -> list[Path]:
+    return sorted(RUNTIME.rglob("*.py"))
+
+
+def _library_calls(tree: ast.AST) -> list[int]:
+    """Lines that construct a dispatcher library (``torch.library.Library(...)``, ``Library(...)``)."""
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Attribute) and node.func.attr == "Library")
+            or (isinstance(node.func, ast.Name) and node.func.id == "Library")
+        )
+    ]
+
+
+def test_one_module_makes_every_dispatcher_library() -> None:
+    made = [
+        f"{path.relative_to(RUNTIME.parent)}:{line}"
+        for path in _runtime_modules()
+        for line in _library_calls(ast.parse(path.read_text(encoding="utf-8")))
+    ]
+    assert [site.rsplit(":", 1)[0] for site in made] == ["runtime_shim/backend/libraries.py"], made
+    text = "".join(path.read_text(encoding="utf-8") for path in _runtime_modules())
+    assert text.count("torch.library.Library(") == 1
+
+
+def _root(node: ast.AST) -> str | None:
+    """The name an attribute chain starts from (``torch`` for ``torch.Tensor.to``), else None."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _torch_names(tree: ast.AST) -> set[str]:
+    """Names bound to torch or to an object reached from it by attributes, anywhere in a module."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {
+                (alias.asname or alias.name).split(".")[0]
+                for alias in node.names
+                if alias.name == "torch" or alias.name.startswith("torch.")
+            }
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and (node.module or "").split(".")[0] == "torch"
+            and not node.level
+        ):
+            names |= {alias.asname or alias.name for alias in node.names}
+    while True:  # x = torch.UntypedStorage; y = x.size ... (attribute chains only, not call results)
+        more = {
+            target.id
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Assign) and _root(node.value) in names
+            for target in node.targets
+            if isinstance(target, ast.Name)
+        }
+        if more <= names:
+            return names
+        names |= more
+
+
+def torch_assignments(source: str) -> list[int]:
+    """Lines that assign to (or delete) an attribute of a torch object, or setattr/delattr one."""
+    tree = ast.parse(source)
+    torch_names = _torch_names(tree)
+    lines = []
+    for node in ast.walk(tree):
+        targets: list[ast.AST] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.Delete):
+            targets = list(node.targets)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("setattr", "delattr")
+            and node.args
+            and _root(node.args[0]) in torch_names
+        ):
+            lines.append(node.lineno)
+        flat = [t for target in targets for t in (target.elts if isinstance(target, ast.Tuple) else [target])]
+        lines += [node.lineno for t in flat if isinstance(t, ast.Attribute) and _root(t) in torch_names]
+    return sorted(lines)
+
+
+def test_only_patches_assign_to_torch() -> None:
+    found = {
+        path.relative_to(RUNTIME.parent).as_posix(): torch_assignments(path.read_text(encoding="utf-8"))
+        for path in _runtime_modules()
+    }
+    outside = {path: lines for path, lines in found.items() if lines and "/patches/" not in path}
+    assert outside == {}
+    # the walk sees the patches where they are
+    assert found["runtime_shim/patches/storage.py"] and found["runtime_shim/patches/fsdp.py"]
+
+
+def test_torch_assignment_walk_sees_every_spelling() -> None:
+    probe = (
+        "import torch\n"
+        "import torch.distributed as dist\n"
+        "from torch.distributed.fsdp import _init_utils\n"
+        "torch.Tensor.to = f\n"  # 4
+        "dist.is_hccl_available = f\n"  # 5
+        "_init_utils._move = f\n"  # 6
+        "cls = torch.UntypedStorage\n"
+        "cls.__new__ = f\n"  # 8
+        "setattr(torch.nn.Module, 'x', f)\n"  # 9
+        "torch.version.cann: object = None\n"  # 10
+        "def g(storage, module):\n"
+        "    storage._binding = 1\n"  # an object made at run time: not torch's
+        "    setattr(module, 'x', 1)\n"
+        "    t = torch.empty(1)\n"
+        "    t.x = 1\n"  # a call's result is not torch's own object
+    )
+    assert torch_assignments(probe) == [4, 5, 6, 8, 9, 10]

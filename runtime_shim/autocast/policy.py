@@ -25,6 +25,8 @@ from __future__ import annotations
 import torch
 from torch._C import DispatchKey
 
+from runtime_shim.backend import libraries
+
 _KEY = DispatchKey.AutocastPrivateUse1  # type: ignore[attr-defined]  # in the C enum, not in its stubs
 
 LOWER_PRECISION = frozenset(
@@ -229,9 +231,6 @@ def _kernel(op, category: str):
     return autocast_kernel
 
 
-_libraries: list[torch.library.Library] = []
-
-
 def install() -> None:
     """Give each op of the policy an AutocastPrivateUse1 kernel; every other op falls through (once).
 
@@ -239,11 +238,12 @@ def install() -> None:
     running in C++ (a Python fallback there handed fresh tensors a Python object, which broke
     ``nn.Parameter(...)`` and ``copy.deepcopy`` of a model while apex O1 kept autocast on).
     """
-    if _libraries:
+    if libraries.get("autocast") is not None:
         return
-    fallthrough = torch.library.Library("_", "IMPL")
-    fallthrough.fallback(torch.library.fallthrough_kernel, "AutocastPrivateUse1")
-    kernels = torch.library.Library("aten", "IMPL")
+    libraries.make("autocast_fallthrough", "_").fallback(
+        torch.library.fallthrough_kernel, "AutocastPrivateUse1"
+    )
+    kernels = libraries.make("autocast")
     for qualified in torch._C._dispatch_get_all_op_names():
         if not qualified.startswith("aten::"):
             continue
@@ -259,4 +259,3 @@ def install() -> None:
         if op._schema.is_mutable:
             continue  # out= and in-place forms: C++ autocast has no kernel for them either
         kernels.impl(name, _kernel(op, category), "AutocastPrivateUse1")
-    _libraries.extend([fallthrough, kernels])

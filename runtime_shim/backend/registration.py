@@ -1,10 +1,12 @@
 """Install the simulated npu into PyTorch: the one place where the device is registered.
 
 ``install()`` renames PrivateUse1 to ``npu`` and makes every dispatcher registration the device
-needs, in order: the per-op kernels (kernels.py) and the fallback, the storage constructor, host
-pinning, the recurrent-layer kernels (rnn.py) and the autocast fallback (autocast_policy.py).
-Registrations made later on purpose: the SDPA/dropout choice (torch_patches.py, at activation)
-and the operator check's NPU-level recorders (opcheck.py, when the check is configured).
+needs, in order: the per-op kernels (kernels.py) and the fallback, in-place module moves, host
+pinning, the recurrent-layer kernels (rnn.py) and the autocast policy (autocast/policy.py).
+Registrations made later on purpose: the SDPA/dropout choice (attention.py, at activation)
+and the operator check's NPU-level recorders (diagnostics/opcheck.py, when the check is
+configured). Every library is made and held by libraries.py; the storage constructor that npu
+storages need is a patch of torch (patches/storage.py).
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ import os
 import types
 
 import torch
+from torch._C import DispatchKey, DispatchKeySet
 from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
 
 from runtime_shim.backend import kernels as _kernels
+from runtime_shim.backend import libraries
 from runtime_shim.runtime import allocator as _memory
 from runtime_shim.runtime.state import DEVICE_TYPE, STATE
-from runtime_shim.runtime.storage import new_storage
 
 DEFAULT_DEVICE_COUNT = 8
 
@@ -89,7 +92,6 @@ def install(backend_module: types.ModuleType) -> None:
         torch._C._acc.register_python_privateuseone_device_guard(_Guard())
     STATE.devices = [torch.device(DEVICE_TYPE, i) for i in range(count)]
     _register_kernels()
-    _patch_storage_constructor()
     _register_shallow_copy_check()
     if STATE.native is None:
         _register_host_pinning()
@@ -118,7 +120,7 @@ _LIST_OP_PREFIXES = ("_foreach_", "_fused_", "_amp_")
 
 
 def _register_kernels() -> None:
-    library = torch.library.Library("aten", "IMPL")
+    library = libraries.make("kernels")
     names = [n[len("aten::") :] for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")]
     for qualified in names:
         full = f"aten::{qualified}"
@@ -135,7 +137,6 @@ def _register_kernels() -> None:
     for qualified in _kernels.DIRECT_COMPOSITES:
         if not torch._C._dispatch_has_kernel_for_dispatch_key(f"aten::{qualified}", "PrivateUse1"):
             library.impl(qualified, _kernels.build_kernel(_op_from_name(qualified)), "PrivateUse1")
-    STATE.library = library
 
     # Anything else that reaches the device (ops with neither a CPU kernel nor a
     # composite one) gets a kernel built on first use.
@@ -147,9 +148,7 @@ def _register_kernels() -> None:
             kernel = built[op] = _kernels.build_kernel(op)
         return kernel(*args, **kwargs)
 
-    fallback_library = torch.library.Library("_", "IMPL")
-    fallback_library.fallback(fallback, "PrivateUse1")
-    STATE.fallback_library = fallback_library
+    libraries.make("fallback", "_").fallback(fallback, "PrivateUse1")
 
 
 def has_compatible_shallow_copy_type(self: torch.Tensor, other: torch.Tensor) -> bool:
@@ -174,46 +173,40 @@ _DENSE_DEVICE_TYPES = ("cpu", DEVICE_TYPE)
 def _register_shallow_copy_check() -> None:
     # Dispatched on the highest backend key of both arguments: PrivateUse1 when either is on
     # the npu, so CPU-only calls keep PyTorch's own kernel.
-    library = torch.library.Library("aten", "IMPL")
+    library = libraries.make("shallow_copy")
     library.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type, "PrivateUse1")
-    STATE.shallow_copy_library = library
-
-
-def _patch_storage_constructor() -> None:
-    # torch.UntypedStorage(n, device="npu") would reach PyTorch's allocator
-    # table, which has no PrivateUse1 entry from Python (it crashes the
-    # process). torch.load(map_location="npu"), storage.to("npu") and deepcopy
-    # all go through it, so npu storages are built here over host storages.
-    storage_cls = torch.UntypedStorage
-    original_new = torch._C.StorageBase.__new__
-
-    def __new__(cls, *args, device=None, **kwargs):
-        if device is not None:
-            target = torch.device(device)
-            if target.type == DEVICE_TYPE:
-                host = original_new(torch.UntypedStorage, *args, **kwargs)
-                index = STATE.current if target.index is None else target.index
-                return new_storage(host, index)
-            return original_new(cls, *args, device=device, **kwargs)
-        return original_new(cls, *args, **kwargs)
-
-    storage_cls.__new__ = __new__  # type: ignore[method-assign]
 
 
 def _register_host_pinning() -> None:
     # The Python path (no native part): with npu as the current accelerator,
     # DataLoader(pin_memory=True) and tensor.pin_memory() ask the PrivateUse1 hooks
     # for a pinned allocator, which a Python backend cannot provide. Host memory of the simulated device
-    # is ordinary memory, so "pinning" is a copy and nothing is ever reported
-    # as pinned. CPU-only PyTorch has no other pinned-memory user to disturb.
-    library = torch.library.Library("aten", "IMPL")
+    # is ordinary memory, so pinning for the npu is a copy and nothing is ever reported as
+    # pinned. PyTorch reaches these ops through their CPU kernels, so that is where they are
+    # replaced; a request that names another device still gets PyTorch's own kernel.
+    library = libraries.make("host_pinning")
+    cpu = DispatchKeySet(DispatchKey.CPU)
+    torch_pin_memory = torch._C._dispatch_get_computed_kernel_for_dispatch_key(
+        "aten::_pin_memory", DispatchKey.CPU
+    )
+    torch_is_pinned = torch._C._dispatch_get_computed_kernel_for_dispatch_key(
+        "aten::is_pinned", DispatchKey.CPU
+    )
 
     def pin_memory(self, device=None):
-        return self.clone()
+        if _for_npu(device):
+            return self.clone()
+        return torch_pin_memory.call_boxed(cpu, self, device)
 
     def is_pinned(self, device=None):
-        return False
+        if _for_npu(device):
+            return False
+        return torch_is_pinned.call_boxed(cpu, self, device)
 
     library.impl("_pin_memory", pin_memory, "CPU")
     library.impl("is_pinned", is_pinned, "CPU")
-    STATE.pin_library = library
+
+
+def _for_npu(device) -> bool:
+    """Whether a pinning request is for the npu: no device (the current accelerator) or an npu one."""
+    return device is None or torch.device(device).type == DEVICE_TYPE

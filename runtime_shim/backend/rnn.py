@@ -20,6 +20,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from runtime_shim.backend import libraries
+
 _LSTM_MODE = 2  # ideep::rnn_kind::LSTM, the mode number PyTorch passes for LSTM
 
 
@@ -205,16 +207,12 @@ def _packed_not_simulated(kind):
     return kernel
 
 
-_library = None
-
-
 def install() -> None:
     """Register the npu LSTM, GRU and RNN kernels (once)."""
-    global _library
-    if _library is None:
+    if libraries.get("rnn") is None:
         from runtime_shim.backend.kernels import npu_level
 
-        library = torch.library.Library("aten", "IMPL")
+        library = libraries.make("rnn")
         kernels = (
             # torch_npu has kernels for these: the op check sees them, not the CPU ops they run as here.
             ("lstm.input", npu_level("lstm.input", lstm_input)),
@@ -238,4 +236,3 @@ def install() -> None:
             ("rnn_relu.data", "RNN"),
         ):
             library.impl(op, _packed_not_simulated(kind), "AutogradPrivateUse1")
-        _library = library

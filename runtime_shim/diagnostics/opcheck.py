@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runtime_shim.backend import libraries
 from runtime_shim.backend.kernels import NPU_LEVEL_DEPTH, npu_level
 from runtime_shim.runtime.state import STATE
 from runtime_shim.torch_version import data_file
@@ -505,7 +506,6 @@ def _write_at_exit(checker: OpChecker) -> None:
             sys.stderr.write(f"runtime_shim: could not write op report: {exc}\n")
 
 
-_NPU_LEVEL_LIBRARY: list = []
 #: Ops given a recording kernel by install_npu_level_ops (tests check each one is transparent).
 _NPU_LEVEL_OPS: set[str] = set()
 
@@ -541,9 +541,7 @@ def install_npu_level_ops(release: Release) -> list[str]:
     """
     import torch
 
-    if not _NPU_LEVEL_LIBRARY:
-        _NPU_LEVEL_LIBRARY.append(torch.library.Library("aten", "IMPL"))
-    library = _NPU_LEVEL_LIBRARY[0]
+    library = libraries.get("opcheck") or libraries.make("opcheck")
     added = []
     for name in sorted(release.ops - _NPU_LEVEL_OPS - _NOT_WRAPPED):
         base, _, overload = name.partition(".")

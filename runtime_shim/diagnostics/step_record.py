@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import functools
 import gc
 import hashlib
 import importlib.abc
@@ -258,23 +257,14 @@ RECORDER: Recorder | None = None
 def install(folder: str, limit: int = 0, seed: int | None = None) -> Recorder:
     """Start recording in this process (imports torch); returns the recorder."""
     global RECORDER
-    import torch
-    import torch.autograd
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
     if RECORDER is not None:
         return RECORDER
     recorder = RECORDER = Recorder(folder, limit)
-    backward = torch.autograd.backward
+    from runtime_shim.patches import step_record as patch
 
-    @functools.wraps(backward)
-    def recording_backward(tensors: Any, *args: Any, **kwargs: Any) -> Any:
-        first = tensors[0] if isinstance(tensors, (list, tuple)) and tensors else tensors
-        if isinstance(first, torch.Tensor):
-            recorder.on_backward(first)
-        return backward(tensors, *args, **kwargs)
-
-    torch.autograd.backward = recording_backward
+    patch.record_backward(recorder.on_backward)
     register_optimizer_step_post_hook(lambda optimizer, args, kwargs: recorder.on_step(optimizer))
     atexit.register(recorder.end, "exit")
     if seed is not None:

@@ -5,9 +5,9 @@ without knowing. Each patch here reproduces one of them on the simulated device:
 `storage.npu()` (checkpoint `map_location=lambda s, loc: s.npu(rank)`),
 `torch.autograd.profiler.profile(use_npu=...)` (the porting guide's profiler form),
 `tensor.record_stream(torch.npu.Stream)`, `torch.set_default_tensor_type("torch.npu.FloatTensor")`
-and `torch.distributed.is_hccl_available()`. Two more
-keep PyTorch's CPU behaviour where its PrivateUse1 path differs: tied parameters stay tied when
-a module moves to the device, and attention uses the same kernel as on the CPU.
+and `torch.distributed.is_hccl_available()`. One more
+keeps PyTorch's CPU behaviour where its PrivateUse1 path differs: tied parameters stay tied when
+a module moves to the device.
 """
 
 from __future__ import annotations
@@ -60,96 +60,6 @@ def _record_stream_accepting_npu(record_stream):
 
     wrapper._runtime_shim = True
     return wrapper
-
-
-# PyTorch picks the attention kernel of a PrivateUse1 device through a C++-only hook and falls
-# back to the math decomposition, while the CPU uses its fused flash kernel: different rounding.
-# Asking the CPU's own choice and calling the same kernels keeps the simulated NPU bit-identical.
-_SDPA_FLASH = 1  # sdp::SDPBackend::flash_attention
-_sdpa_library = None
-
-
-def _shape_only(t: torch.Tensor | None) -> torch.Tensor | None:
-    if t is None:
-        return None
-    empty = torch.empty(t.shape, dtype=t.dtype)
-    return empty.requires_grad_() if t.requires_grad and t.is_floating_point() else empty
-
-
-def _is_subclass(t: torch.Tensor) -> bool:
-    return type(t) is not torch.Tensor and type(t) is not torch.nn.Parameter
-
-
-def _sdpa_as_on_cpu(
-    query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False
-):
-    if (
-        attn_mask is None
-        and not dropout_p
-        and not enable_gqa
-        and any(_is_subclass(t) for t in (query, key, value))
-    ):
-        # DTensor (tensor/sequence parallel attention) shards the flash-attention op, which
-        # has no rule for the CPU's flash kernel: call it, and backend/kernels.py computes each shard
-        # with that CPU kernel.
-        return torch.ops.aten._scaled_dot_product_flash_attention(
-            query, key, value, dropout_p, is_causal, scale=scale
-        )[0]
-    choice = torch.ops.aten._fused_sdp_choice(
-        *map(_shape_only, (query, key, value, attn_mask)),
-        dropout_p,
-        is_causal,
-        scale=scale,
-        enable_gqa=enable_gqa,
-    )
-    if attn_mask is not None and attn_mask.dtype == torch.bool:
-        attn_mask = torch.zeros(attn_mask.shape, dtype=query.dtype, device=query.device).masked_fill_(
-            attn_mask.logical_not(), float("-inf")
-        )
-    if choice == _SDPA_FLASH:
-        return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
-            query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale
-        )[0]
-    return torch.ops.aten._scaled_dot_product_attention_math(
-        query, key, value, attn_mask, dropout_p, is_causal, None, scale=scale, enable_gqa=enable_gqa
-    )[0]
-
-
-def _dropout_as_on_cpu(input: torch.Tensor, p: float, train: bool) -> torch.Tensor:
-    """The CPU's dropout (a bernoulli mask scaled by 1/(1-p)), not the fused kernel PyTorch picks
-    for accelerators; the values are the same, and on host kernels it is the faster of the two."""
-    if p == 0 or not train or input.numel() == 0:
-        return input
-    if p == 1:
-        return input * torch.zeros((), dtype=input.dtype, device=input.device)
-    noise = torch.empty_like(input).bernoulli_(1 - p)
-    noise.div_(1 - p)
-    return input * noise
-
-
-def _dropout_recorded_as_native(npu_level):
-    # Where PyTorch would take the fused kernel (training, 0 < p < 1), a real NPU runs
-    # torch_npu's native_dropout: the op check records that, not the CPU ops used here.
-    fused = npu_level("native_dropout", _dropout_as_on_cpu)
-
-    def dropout(input: torch.Tensor, p: float, train: bool) -> torch.Tensor:
-        if train and 0 < p < 1 and input.numel() != 0:
-            return fused(input, p, train)
-        return _dropout_as_on_cpu(input, p, train)
-
-    return dropout
-
-
-def _install_sdpa() -> None:
-    global _sdpa_library
-    if _sdpa_library is None:
-        _sdpa_library = torch.library.Library("aten", "IMPL")
-        from runtime_shim.backend.kernels import npu_level
-
-        # torch_npu has its own kernel for it: the op check records it, not the ops run here.
-        sdpa = npu_level("scaled_dot_product_attention", _sdpa_as_on_cpu)
-        _sdpa_library.impl("scaled_dot_product_attention", sdpa, "AutogradPrivateUse1")
-        _sdpa_library.impl("dropout", _dropout_recorded_as_native(npu_level), "AutogradPrivateUse1")
 
 
 def _keep_shared_parameters(apply):
@@ -275,7 +185,6 @@ _default_device_state = threading.local()
 
 def install() -> None:
     """Apply the patches (idempotent)."""
-    _install_sdpa()
     if not hasattr(torch.version, "cann"):
         # torch_npu sets the CANN version here; None is its value when none is known (its own
         # code tests `torch.version.cann is not None`), and the simulated device has no CANN.

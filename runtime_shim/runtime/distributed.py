@@ -30,6 +30,7 @@ import torch
 import torch.distributed as dist
 from torch._C import DispatchKey, DispatchKeySet
 
+from runtime_shim.backend import libraries
 from runtime_shim.runtime.state import DEVICE_TYPE
 from runtime_shim.runtime.storage import host_view
 
@@ -93,8 +94,6 @@ _STRICT_REDUCE_OPS = frozenset(
 STRICT_REDUCE_DTYPES = frozenset(
     {torch.int8, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32}
 )
-
-_library: torch.library.Library | None = None
 
 
 class HcclRestrictionError(RuntimeError):
@@ -270,98 +269,14 @@ def _release_backends() -> None:
     _BACKENDS.clear()
 
 
-class NotSimulatedError(NotImplementedError):
-    """An API the simulated npu does not provide."""
-
-
-_torch_storage_resize = torch.UntypedStorage.resize_
-_torch_storage_nbytes = torch.UntypedStorage.nbytes
-_torch_storage_size = torch.UntypedStorage.size
-#: Set on an npu storage's Python object while FSDP holds it "freed".
-_FREED = "_rs_freed"
-
-
-def _storage_resize(self: torch.UntypedStorage, size: int) -> torch.UntypedStorage:
-    """``resize_`` that lets FSDP free and re-allocate npu parameter storage.
-
-    An npu storage is a fixed view of host bytes and PyTorch's Python backend
-    API has no storage-resize hook. So on the npu a resize to 0 (FSDP freeing an
-    unsharded parameter) marks the storage freed (it then reports 0 bytes, which
-    FSDP reads to decide whether to all-gather) and a resize back to the full
-    size revives it; the simulated memory is not handed back in between. Any
-    other npu resize is not simulated.
-    """
-    if self.device.type != DEVICE_TYPE:
-        return _torch_storage_resize(self, size)
-    if size == 0:
-        setattr(self, _FREED, True)
-        return self
-    if size == _torch_storage_nbytes(self):
-        setattr(self, _FREED, False)
-        return self
-    raise NotSimulatedError(
-        f"UntypedStorage.resize_ to {size} bytes on {self.device} is not simulated by runtime_shim"
-    )
-
-
-def _storage_nbytes(self: torch.UntypedStorage) -> int:
-    """Bytes of the storage; 0 for an npu storage FSDP has freed."""
-    return 0 if getattr(self, _FREED, False) else _torch_storage_nbytes(self)
-
-
-def _storage_size(self: torch.UntypedStorage) -> int:
-    """Size in bytes; 0 for an npu storage FSDP has freed."""
-    return 0 if getattr(self, _FREED, False) else _torch_storage_size(self)
-
-
-_torch_move_states: Any = None
-
-
-def _move_states_to_npu(
-    params: list[torch.nn.Parameter], buffers: list[torch.Tensor], device_from_device_id: torch.device | None
-) -> None:
-    """FSDP1's move of a module's states to ``device_id``, able to move them onto the npu.
-
-    FSDP moves each state with ``param.data = param.to(device)``, which PyTorch refuses between
-    a CPU and a PrivateUse1 tensor ("incompatible tensor type"). Each state is swapped whole
-    instead (``torch.utils.swap_tensors``), so the module's own Parameter objects, and any tie
-    between them, end up on the npu, as ``param.data =`` does for CUDA.
-    """
-    device = device_from_device_id
-    if device is None or device.type != DEVICE_TYPE:
-        _torch_move_states(params, buffers, device)
-        return
-    with torch.no_grad():
-        for state in [*params, *buffers]:
-            if state.device == device:
-                continue
-            grad = state.grad
-            moved = state.detach().to(device)
-            if isinstance(state, torch.nn.Parameter):
-                moved = torch.nn.Parameter(moved, requires_grad=state.requires_grad)
-            torch.utils.swap_tensors(state, moved)
-            if grad is not None:
-                state.grad = grad.to(device)
-
-
 def register() -> None:
     """Make ``backend="hccl"`` available (for the npu device) in torch.distributed."""
-    global _library
     if BACKEND_NAME in dist.Backend.backend_list:
         return
     dist.Backend.register_backend(BACKEND_NAME, _create, devices=["cpu", DEVICE_TYPE])
-    global _torch_move_states
-    from torch.distributed.fsdp import _init_utils
-
-    _torch_move_states = _init_utils._move_states_to_device
-    _init_utils._move_states_to_device = _move_states_to_npu
-    torch.UntypedStorage.resize_ = _storage_resize  # type: ignore[method-assign,assignment]
-    torch.UntypedStorage.nbytes = _storage_nbytes  # type: ignore[method-assign,assignment]
-    torch.UntypedStorage.size = _storage_size  # type: ignore[method-assign,assignment]
-    library = torch.library.Library("c10d", "IMPL")
+    library = libraries.make("hccl", "c10d")
     with warnings.catch_warnings():
         # Replacing torch's own npu kernels is the point; don't warn about it.
         warnings.filterwarnings("ignore", "Warning only once for all operators")
         for op_name in COLLECTIVE_OPS:
             library.impl(op_name, _make_kernel(getattr(torch.ops.c10d, op_name).default), "PrivateUse1")
-    _library = library

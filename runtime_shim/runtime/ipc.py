@@ -33,7 +33,6 @@ from runtime_shim.runtime.state import DEVICE_TYPE, STATE
 from runtime_shim.runtime.storage import new_storage
 
 _storage_from_ptr = torch._C._construct_storage_from_data_pointer
-_torch_share_memory = torch.UntypedStorage.share_memory_
 _torch_is_shared = torch.UntypedStorage.is_shared
 #: In a receiving process: shared host address -> the npu storage made over it.
 _received: weakref.WeakValueDictionary[tuple[int, int], torch.UntypedStorage] = weakref.WeakValueDictionary()
@@ -61,20 +60,6 @@ def share_npu_storage(storage: torch.UntypedStorage) -> torch.UntypedStorage:
     binding.views.clear()  # CPU views over the old bytes
     binding.bases = None
     return storage
-
-
-def _share_memory(self: torch.UntypedStorage) -> torch.UntypedStorage:
-    """``UntypedStorage.share_memory_`` that shares npu storages too (PyTorch skips PrivateUse1)."""
-    if self.device.type == DEVICE_TYPE:
-        return share_npu_storage(self)
-    return _torch_share_memory(self)
-
-
-def _is_shared(self: torch.UntypedStorage) -> bool:
-    """True for an npu storage only once its bytes are in shared memory."""
-    if self.device.type == DEVICE_TYPE:
-        return _torch_is_shared(self._npu_binding.host)  # type: ignore[attr-defined]
-    return _torch_is_shared(self)
 
 
 def _reduce_storage(storage: torch.UntypedStorage) -> tuple:
@@ -116,12 +101,10 @@ def _refuse_npu_after_fork() -> None:
 
 
 def install() -> None:
-    """Share npu storages on ``share_memory_()`` and when pickled for another process (idempotent)."""
+    """Share npu storages when pickled for another process; refuse npu use after a fork in strict
+    mode (idempotent). ``share_memory_()`` itself is patched by patches/storage.py."""
     global _fork_hook_installed
     if not _fork_hook_installed and hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_refuse_npu_after_fork)
         _fork_hook_installed = True
-    if torch.UntypedStorage.share_memory_ is not _share_memory:
-        torch.UntypedStorage.share_memory_ = _share_memory  # type: ignore[method-assign]
-        torch.UntypedStorage.is_shared = _is_shared  # type: ignore[method-assign,assignment]
     ForkingPickler.register(torch.UntypedStorage, _reduce_storage)

@@ -21,12 +21,8 @@ class _State:
         self.current = 0
         self.devices: list[torch.device] = []
         self.tracker: _memory.MemoryTracker | None = None
-        #: the aten library that makes pinning a copy (kept alive here; see backend/registration.py)
-        self.pin_library: torch.library.Library | None = None
         #: the native part (backend/native.py), None on the Python path
         self.native: Any = None
-        #: the aten library with the npu's _has_compatible_shallow_copy_type (backend/registration.py)
-        self.shallow_copy_library: torch.library.Library | None = None
         # anchors[i]: a zero-byte tensor on npu:i. A fresh output for device i
         # starts as a metadata alias of it, because set_ only accepts a storage
         # on the tensor's own device.
@@ -36,8 +32,6 @@ class _State:
         #: called with the op name and its arguments on the first call of each op (opcheck
         #: hook); it may zero the op's count to be called again on the next call.
         self.on_first_call: Callable[[str, tuple], None] | None = None
-        self.library: torch.library.Library | None = None
-        self.fallback_library: torch.library.Library | None = None
 
 
 STATE = _State()

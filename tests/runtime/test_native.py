@@ -84,6 +84,13 @@ def test_python_path_process(tmp_path):
         "    torch.Generator(device='npu')\n"
         "except Exception as exc:\n"
         "    print(type(exc).__name__, 'getNewGenerator' in str(exc))\n"
+        # pinning is a copy for the npu only: a request naming another device gets PyTorch's kernel
+        "import warnings; warnings.simplefilter('ignore', DeprecationWarning)\n"
+        "print(torch.arange(3.0).is_pinned(), torch.arange(3.0).pin_memory('npu').is_pinned())\n"
+        "try:\n"
+        "    torch.arange(3.0).pin_memory('cuda')\n"
+        "except RuntimeError as exc:\n"
+        "    print('CUDA' in str(exc))\n"
     )
     proc = run_python(["-c", script], env_extra={"RUNTIME_SHIM_NATIVE": "0"})
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -91,3 +98,4 @@ def test_python_path_process(tmp_path):
     assert lines[0] == "[] RUNTIME_SHIM_NATIVE=0"  # asked for: no warning
     assert lines[1] == "[0.0, 1.0, 2.0] [2.0, 2.0, 2.0]"
     assert lines[2] == "NotImplementedError True"
+    assert lines[3:] == ["False False", "True"]

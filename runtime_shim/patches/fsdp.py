@@ -1,0 +1,97 @@
+"""Patches of torch that FSDP (1 and 2) needs on the npu: storages it frees and revives, and
+FSDP1's move of a module's states onto the device."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from runtime_shim.runtime.state import DEVICE_TYPE
+
+
+class NotSimulatedError(NotImplementedError):
+    """An API the simulated npu does not provide."""
+
+
+_torch_storage_resize = torch.UntypedStorage.resize_
+_torch_storage_nbytes = torch.UntypedStorage.nbytes
+_torch_storage_size = torch.UntypedStorage.size
+#: Set on an npu storage's Python object while FSDP holds it "freed".
+_FREED = "_rs_freed"
+
+
+def _storage_resize(self: torch.UntypedStorage, size: int) -> torch.UntypedStorage:
+    """``resize_`` that lets FSDP free and re-allocate npu parameter storage.
+
+    An npu storage is a fixed view of host bytes and PyTorch's Python backend
+    API has no storage-resize hook. So on the npu a resize to 0 (FSDP freeing an
+    unsharded parameter) marks the storage freed (it then reports 0 bytes, which
+    FSDP reads to decide whether to all-gather) and a resize back to the full
+    size revives it; the simulated memory is not handed back in between. Any
+    other npu resize is not simulated.
+    """
+    if self.device.type != DEVICE_TYPE:
+        return _torch_storage_resize(self, size)
+    if size == 0:
+        setattr(self, _FREED, True)
+        return self
+    if size == _torch_storage_nbytes(self):
+        setattr(self, _FREED, False)
+        return self
+    raise NotSimulatedError(
+        f"UntypedStorage.resize_ to {size} bytes on {self.device} is not simulated by runtime_shim"
+    )
+
+
+def _storage_nbytes(self: torch.UntypedStorage) -> int:
+    """Bytes of the storage; 0 for an npu storage FSDP has freed."""
+    return 0 if getattr(self, _FREED, False) else _torch_storage_nbytes(self)
+
+
+def _storage_size(self: torch.UntypedStorage) -> int:
+    """Size in bytes; 0 for an npu storage FSDP has freed."""
+    return 0 if getattr(self, _FREED, False) else _torch_storage_size(self)
+
+
+_torch_move_states: Any = None
+
+
+def _move_states_to_npu(
+    params: list[torch.nn.Parameter], buffers: list[torch.Tensor], device_from_device_id: torch.device | None
+) -> None:
+    """FSDP1's move of a module's states to ``device_id``, able to move them onto the npu.
+
+    FSDP moves each state with ``param.data = param.to(device)``, which PyTorch refuses between
+    a CPU and a PrivateUse1 tensor ("incompatible tensor type"). Each state is swapped whole
+    instead (``torch.utils.swap_tensors``), so the module's own Parameter objects, and any tie
+    between them, end up on the npu, as ``param.data =`` does for CUDA.
+    """
+    device = device_from_device_id
+    if device is None or device.type != DEVICE_TYPE:
+        _torch_move_states(params, buffers, device)
+        return
+    with torch.no_grad():
+        for state in [*params, *buffers]:
+            if state.device == device:
+                continue
+            grad = state.grad
+            moved = state.detach().to(device)
+            if isinstance(state, torch.nn.Parameter):
+                moved = torch.nn.Parameter(moved, requires_grad=state.requires_grad)
+            torch.utils.swap_tensors(state, moved)
+            if grad is not None:
+                state.grad = grad.to(device)
+
+
+def install() -> None:
+    """Apply the FSDP patches (idempotent); torch.distributed must be available."""
+    global _torch_move_states
+    from torch.distributed.fsdp import _init_utils
+
+    if _init_utils._move_states_to_device is not _move_states_to_npu:
+        _torch_move_states = _init_utils._move_states_to_device
+        _init_utils._move_states_to_device = _move_states_to_npu
+    torch.UntypedStorage.resize_ = _storage_resize  # type: ignore[method-assign,assignment]
+    torch.UntypedStorage.nbytes = _storage_nbytes  # type: ignore[method-assign,assignment]
+    torch.UntypedStorage.size = _storage_size  # type: ignore[method-assign,assignment]
