@@ -23,7 +23,8 @@ Once torch is loaded:
   both runs alike.
 
 Reading the records back never runs torch: the converter's ``verify`` package parses the
-lines. This module imports only torch, numpy when installed (to seed it) and the standard library.
+lines. This module imports only torch, numpy when installed (to seed it), the standard library
+and its patch of torch (runtime_shim/patches/step_record.py), never the simulated npu.
 """
 
 from __future__ import annotations
