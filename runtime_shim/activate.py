@@ -9,6 +9,8 @@ import importlib.util
 import os
 import sys
 import threading
+import types
+from collections.abc import Sequence
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _BOOT_DIR = os.path.join(_PACKAGE_DIR, "_boot")
@@ -98,11 +100,11 @@ class _StubLoader(importlib.abc.Loader):
     def __init__(self, target: str) -> None:
         self.target = target
 
-    def create_module(self, spec):
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         activate()
         return importlib.import_module(self.target)
 
-    def exec_module(self, module) -> None:
+    def exec_module(self, module: types.ModuleType) -> None:
         # The target module ran its code when create_module imported it.
         return None
 
@@ -110,7 +112,9 @@ class _StubLoader(importlib.abc.Loader):
 class _TorchNpuFinder(importlib.abc.MetaPathFinder):
     """Resolves ``torch_npu`` to the stub, unless a real torch_npu is on the path."""
 
-    def find_spec(self, fullname, path=None, target=None):
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if fullname == "apex" or fullname.startswith("apex."):
             return _apex_spec(fullname)
         if fullname != "torch_npu" and not fullname.startswith("torch_npu."):
@@ -131,7 +135,7 @@ class _TorchNpuFinder(importlib.abc.MetaPathFinder):
         return importlib.machinery.ModuleSpec(fullname, _StubLoader(target_name), is_package=is_package)
 
 
-def _apex_spec(fullname: str):
+def _apex_spec(fullname: str) -> importlib.machinery.ModuleSpec | None:
     """``apex[.X]`` as ``runtime_shim.apex_stub[.X]``, unless an apex is installed."""
     root = sys.modules.get("apex")
     if root is not None and not getattr(root, "__runtime_shim__", False):

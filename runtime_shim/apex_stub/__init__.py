@@ -7,6 +7,8 @@ O0-O3, static or dynamic loss scaling, ``combine_grad``, and the NPU fused optim
 
 from __future__ import annotations
 
+from typing import NoReturn as _NoReturn
+
 import runtime_shim as _runtime_shim
 
 _runtime_shim.activate()
@@ -17,7 +19,7 @@ __runtime_shim__ = True
 __all__ = ["amp", "optimizers"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> _NoReturn:
     if name.startswith("__"):
         raise AttributeError(name)
     raise NotImplementedError(f"apex.{name} is not simulated by runtime_shim")

@@ -7,6 +7,8 @@ offers (``NpuFusedLamb``, with no PyTorch counterpart, is LAMB from torch ops th
 
 from __future__ import annotations
 
+from typing import NoReturn as _NoReturn
+
 from runtime_shim.torch_npu_stub.optim import (
     NpuFusedAdadelta,
     NpuFusedAdam,
@@ -26,7 +28,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> _NoReturn:
     if name.startswith("__"):
         raise AttributeError(name)
     raise NotImplementedError(f"apex.optimizers.{name} is not simulated by runtime_shim")

@@ -9,6 +9,7 @@ the same script autocasting on CPU computes.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -53,14 +54,14 @@ class GradScaler(torch.amp.GradScaler):
         )
 
 
-def custom_fwd(fwd=None, *, cast_inputs: Any = None):
+def custom_fwd(fwd: Callable[..., Any] | None = None, *, cast_inputs: Any = None) -> Callable[..., Any]:
     """``torch.npu.amp.custom_fwd``: torch.amp.custom_fwd for the npu device."""
     if fwd is None:
         return functools.partial(custom_fwd, cast_inputs=cast_inputs)
     return torch.amp.custom_fwd(fwd, device_type=DEVICE_TYPE, cast_inputs=cast_inputs)
 
 
-def custom_bwd(bwd=None):
+def custom_bwd(bwd: Callable[..., Any] | None = None) -> Callable[..., Any]:
     """``torch.npu.amp.custom_bwd``: torch.amp.custom_bwd for the npu device."""
     if bwd is None:
         return custom_bwd

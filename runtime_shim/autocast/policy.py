@@ -22,6 +22,9 @@ region; values are identical, the cast is only repeated.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 from torch._C import DispatchKey
 
@@ -166,13 +169,13 @@ FP32 = frozenset(
 PROMOTE = frozenset(["stack", "cat", "index_copy"])
 
 
-def _name(op) -> str:
+def _name(op: torch._ops.OpOverload) -> str:
     schema = op._schema
     base = schema.name.split("::", 1)[-1]
     return f"{base}.{schema.overload_name}" if schema.overload_name else base
 
 
-def _eligible(t) -> bool:
+def _eligible(t: object) -> bool:
     return (
         isinstance(t, torch.Tensor)
         and t.is_floating_point()
@@ -181,7 +184,7 @@ def _eligible(t) -> bool:
     )
 
 
-def _cast(value, dtype):
+def _cast(value: Any, dtype: torch.dtype) -> Any:
     if _eligible(value):
         return value if value.dtype == dtype else value.to(dtype)
     if isinstance(value, (list, tuple)):
@@ -189,7 +192,7 @@ def _cast(value, dtype):
     return value
 
 
-def _widest(args, kwargs) -> torch.dtype | None:
+def _widest(args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.dtype | None:
     widest = None
     for value in list(args) + list(kwargs.values()):
         items = value if isinstance(value, (list, tuple)) else (value,)
@@ -214,8 +217,9 @@ def policy(name: str) -> str | None:
     return None
 
 
-def _kernel(op, category: str):
-    def autocast_kernel(*args, **kwargs):
+def _kernel(op: torch._ops.OpOverload, category: str) -> Callable[..., Any]:
+    def autocast_kernel(*args: Any, **kwargs: Any) -> Any:
+        target: torch.dtype | None
         if category == "lower":
             target = torch.get_autocast_dtype("npu")
         elif category == "fp32":

@@ -10,7 +10,8 @@ script never silently skips device work. ``torch.npu.amp`` is ``amp.py`` in this
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 from runtime_shim.autocast.flags import *  # noqa: F403
 from runtime_shim.npu.devices import *  # noqa: F403
@@ -32,10 +33,10 @@ def _load_all_names() -> list[str]:
     return sorted(names)
 
 
-def _not_simulated(name: str):
+def _not_simulated(name: str) -> Callable[..., NoReturn]:
     message = f"torch.npu.{name} is not simulated by runtime_shim"
 
-    def unavailable(*args: Any, **kwargs: Any):
+    def unavailable(*args: Any, **kwargs: Any) -> NoReturn:
         raise NotImplementedError(message)
 
     unavailable.__name__ = name

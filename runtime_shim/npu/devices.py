@@ -75,7 +75,7 @@ class device:
         self.idx = -1 if device is None else _index(device)
         self.prev_idx = -1
 
-    def __enter__(self):
+    def __enter__(self) -> device:
         self.prev_idx = STATE.current
         if self.idx >= 0:
             STATE.current = self.idx

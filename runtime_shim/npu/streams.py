@@ -86,7 +86,7 @@ class StreamContext:
         self.stream = stream
         self._saved: tuple | None = None
 
-    def __enter__(self):
+    def __enter__(self) -> StreamContext:
         if self.stream is None:
             return self
         index = self.stream.device.index

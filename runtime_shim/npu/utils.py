@@ -6,7 +6,8 @@ same objects as ``torch.npu.X`` (simulated, or raising "not simulated" when call
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 import runtime_shim.npu as _npu
 
@@ -49,8 +50,8 @@ def is_support_inf_nan() -> bool:
     return True
 
 
-def _not_simulated(name: str):
-    def unavailable(*args: Any, **kwargs: Any):
+def _not_simulated(name: str) -> Callable[..., NoReturn]:
+    def unavailable(*args: Any, **kwargs: Any) -> NoReturn:
         raise NotImplementedError(f"torch.npu.utils.{name} is not simulated by runtime_shim (no CANN)")
 
     unavailable.__name__ = unavailable.__qualname__ = name

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -150,7 +151,7 @@ def _swap_back(result: Any, originals: list[Any], hosts: list[Any]) -> Any:
     return swap(result)
 
 
-def _make_kernel(op: torch._ops.OpOverload):
+def _make_kernel(op: torch._ops.OpOverload) -> Callable[..., Any]:
     """An npu kernel for ``op``: torch's CPU kernel (it calls the group's gloo backend) on host views.
 
     The CPU kernel is reached through ``OpOverload.redispatch``, which releases the GIL while
@@ -228,7 +229,7 @@ def _serve_cpu_kernel(group: Any) -> None:
         group._register_backend(_CPU_DEVICE, dist.ProcessGroup.BackendType.GLOO, backend)
 
 
-def _create(store, rank: int, size: int, timeout: timedelta):
+def _create(store: dist.Store, rank: int, size: int, timeout: timedelta) -> dist.ProcessGroupGloo:
     """Creator for ``backend="hccl"``: a gloo backend the npu kernels feed with host views."""
     if strict_enabled() and size not in STRICT_WORLD_SIZES:
         raise HcclRestrictionError(

@@ -34,6 +34,7 @@ Design (why it is shaped like this):
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Sequence
 
 import torch
 from torch._C import DispatchKey, DispatchKeySet
@@ -146,7 +147,13 @@ def _shell(index: int, dtype: torch.dtype) -> torch.Tensor:
 _VIEW_DTYPE = torch.ops.aten.view.dtype._handle
 
 
-def npu_tensor(storage: torch.UntypedStorage, dtype, offset, size, stride) -> torch.Tensor:
+def npu_tensor(
+    storage: torch.UntypedStorage,
+    dtype: torch.dtype,
+    offset: int | torch.SymInt,
+    size: Sequence[int],
+    stride: Sequence[int],
+) -> torch.Tensor:
     """An npu tensor over ``storage`` with the given dtype and geometry."""
     shell = _shell(storage._npu_binding.index, dtype)  # type: ignore[attr-defined]
     # The CPU set_ kernel only edits metadata, so it is safe on an npu tensor and
@@ -218,7 +225,13 @@ def host_view(t: torch.Tensor) -> torch.Tensor:
     return view
 
 
-def make_view(info: HostBinding, dtype, size, stride, offset) -> torch.Tensor:
+def make_view(
+    info: HostBinding,
+    dtype: torch.dtype,
+    size: Sequence[int],
+    stride: Sequence[int],
+    offset: int | torch.SymInt,
+) -> torch.Tensor:
     """A fresh CPU tensor over ``info``'s host bytes with the given geometry."""
     # as_strided takes an absolute storage offset, so any CPU tensor of this
     # dtype over the host storage will do as the source: a cached view first

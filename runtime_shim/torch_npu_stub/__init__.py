@@ -8,6 +8,7 @@ simulated: they are an AttributeError that names them (feature probes take their
 from __future__ import annotations
 
 import os as _os
+from typing import NoReturn as _NoReturn
 
 import torch
 
@@ -24,7 +25,7 @@ __runtime_shim__ = True
 __version__ = torch.__version__.split("+", 1)[0] + "+runtime_shim"
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> _NoReturn:
     # An AttributeError (not NotImplementedError): hasattr / getattr(..., None) / `from torch_npu
     # import X` are how clients probe for optional torch_npu features.
     raise AttributeError(f"torch_npu.{name} is not simulated by runtime_shim")

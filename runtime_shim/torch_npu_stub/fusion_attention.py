@@ -97,7 +97,15 @@ def _softmax_stats(
     return row_max.expand(shape).contiguous(), row_sum.expand(shape).contiguous()
 
 
-def _attend(q, k, v, allowed, causal, scale, keep_prob):
+def _attend(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    allowed: torch.Tensor | None,
+    causal: bool,
+    scale: float,
+    keep_prob: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     out = F.scaled_dot_product_attention(
         q,
         k,
@@ -112,7 +120,16 @@ def _attend(q, k, v, allowed, causal, scale, keep_prob):
     return out, row_max, row_sum
 
 
-def _varlen(query, key, value, allowed_args, scale, keep_prob, q_ends, kv_ends):
+def _varlen(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    allowed_args: tuple[int, int, int],
+    scale: float,
+    keep_prob: float,
+    q_ends: list[int],
+    kv_ends: list[int],
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """TND: each packed sequence attends on its own (sequence i is rows q_ends[i-1]:q_ends[i])."""
     if len(q_ends) != len(kv_ends):
         raise ValueError(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import Any
+from typing import NoReturn as _NoReturn
 
 import torch
 
@@ -111,7 +112,7 @@ class NpuFusedLamb(torch.optim.Optimizer):
         return loss
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> _NoReturn:
     if name.startswith("__"):
         raise AttributeError(name)  # the import system probes __path__ and the like
     raise NotImplementedError(f"torch_npu.optim.{name} is not simulated by runtime_shim")
