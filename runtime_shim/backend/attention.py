@@ -7,6 +7,9 @@ Asking the CPU's own choice and calling the same kernels keeps the simulated NPU
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 
 from runtime_shim.backend import libraries
@@ -27,8 +30,16 @@ def _is_subclass(t: torch.Tensor) -> bool:
 
 
 def _sdpa_as_on_cpu(
-    query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False
-):
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    *,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> torch.Tensor:
     if (
         attn_mask is None
         and not dropout_p
@@ -73,7 +84,9 @@ def _dropout_as_on_cpu(input: torch.Tensor, p: float, train: bool) -> torch.Tens
     return input * noise
 
 
-def _dropout_recorded_as_native(npu_level):
+def _dropout_recorded_as_native(
+    npu_level: Callable[[str, Callable[..., Any]], Callable[..., Any]],
+) -> Callable[[torch.Tensor, float, bool], torch.Tensor]:
     # Where PyTorch would take the fused kernel (training, 0 < p < 1), a real NPU runs
     # torch_npu's native_dropout: the op check records that, not the CPU ops used here.
     fused = npu_level("native_dropout", _dropout_as_on_cpu)

@@ -17,15 +17,21 @@ the unfused cells over inputs whose projection is computed once for the whole se
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
 import torch
 import torch.nn.functional as F
+from torch import Tensor
 
 from runtime_shim.backend import libraries
 
+#: one recurrent step: (input projection, hidden, w_hh, b_hh) -> the new hidden state
+_Cell = Callable[[Tensor, Tensor, Tensor, Tensor | None], Tensor]
 _LSTM_MODE = 2  # ideep::rnn_kind::LSTM, the mode number PyTorch passes for LSTM
 
 
-def _mkldnn_usable(input: torch.Tensor, hx) -> bool:
+def _mkldnn_usable(input: torch.Tensor, hx: Sequence[Tensor]) -> bool:
     return bool(
         torch.backends.mkldnn.is_available()
         and torch.backends.mkldnn.enabled
@@ -35,7 +41,17 @@ def _mkldnn_usable(input: torch.Tensor, hx) -> bool:
     )
 
 
-def lstm_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+def lstm_input(
+    input: Tensor,
+    hx: Any,
+    params: Sequence[Tensor],
+    has_biases: bool,
+    num_layers: int,
+    dropout: float,
+    train: bool,
+    bidirectional: bool,
+    batch_first: bool,
+) -> tuple[Tensor, ...]:
     """``aten::lstm.input`` for npu tensors, following the CPU (oneDNN) implementation."""
     if not _mkldnn_usable(input, hx):
         raise NotImplementedError(
@@ -89,7 +105,7 @@ def lstm_input(input, hx, params, has_biases, num_layers, dropout, train, bidire
     return output, torch.stack(hy, 0), torch.stack(cy, 0)
 
 
-def _gru_cell(igates, hidden, w_hh, b_hh):
+def _gru_cell(igates: Tensor, hidden: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
     i_r, i_z, i_n = igates.unsafe_chunk(3, 1)
     h_r, h_z, h_n = F.linear(hidden, w_hh, b_hh).unsafe_chunk(3, 1)
     reset = h_r.add_(i_r).sigmoid_()
@@ -98,14 +114,23 @@ def _gru_cell(igates, hidden, w_hh, b_hh):
     return (hidden - new).mul_(update).add_(new)
 
 
-def _simple_cell(nonlinearity):
-    def cell(igates, hidden, w_hh, b_hh):
+def _simple_cell(nonlinearity: Callable[[Tensor], Tensor]) -> _Cell:
+    def cell(igates: Tensor, hidden: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
         return nonlinearity(F.linear(hidden, w_hh, b_hh).add_(igates))
 
     return cell
 
 
-def _layer(cell, x, hidden, w_ih, w_hh, b_ih, b_hh, reverse):
+def _layer(
+    cell: _Cell,
+    x: Tensor,
+    hidden: Tensor,
+    w_ih: Tensor,
+    w_hh: Tensor,
+    b_ih: Tensor | None,
+    b_hh: Tensor | None,
+    reverse: bool,
+) -> tuple[Tensor, Tensor]:
     steps = F.linear(x, w_ih, b_ih).unbind(0)  # the CPU projects the whole sequence at once
     if reverse:
         steps = steps[::-1]
@@ -118,7 +143,18 @@ def _layer(cell, x, hidden, w_ih, w_hh, b_ih, b_hh, reverse):
     return torch.stack(outputs, 0), hidden
 
 
-def _run_cells(cell, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+def _run_cells(
+    cell: _Cell,
+    input: Tensor,
+    hx: Any,
+    params: Sequence[Tensor],
+    has_biases: bool,
+    num_layers: int,
+    dropout: float,
+    train: bool,
+    bidirectional: bool,
+    batch_first: bool,
+) -> tuple[Tensor, Tensor]:
     directions = 2 if bidirectional else 1
     stride = 4 if has_biases else 2
     x = input.transpose(0, 1) if batch_first else input
@@ -140,14 +176,34 @@ def _run_cells(cell, input, hx, params, has_biases, num_layers, dropout, train, 
     return output, torch.stack(finals, 0)
 
 
-def gru_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+def gru_input(
+    input: Tensor,
+    hx: Any,
+    params: Sequence[Tensor],
+    has_biases: bool,
+    num_layers: int,
+    dropout: float,
+    train: bool,
+    bidirectional: bool,
+    batch_first: bool,
+) -> tuple[Tensor, ...]:
     """``aten::gru.input`` for npu tensors, following the CPU implementation."""
     return _run_cells(
         _gru_cell, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first
     )
 
 
-def rnn_tanh_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+def rnn_tanh_input(
+    input: Tensor,
+    hx: Any,
+    params: Sequence[Tensor],
+    has_biases: bool,
+    num_layers: int,
+    dropout: float,
+    train: bool,
+    bidirectional: bool,
+    batch_first: bool,
+) -> tuple[Tensor, ...]:
     """``aten::rnn_tanh.input`` for npu tensors, following the CPU implementation."""
     return _run_cells(
         _simple_cell(torch.tanh),
@@ -163,7 +219,17 @@ def rnn_tanh_input(input, hx, params, has_biases, num_layers, dropout, train, bi
     )
 
 
-def rnn_relu_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+def rnn_relu_input(
+    input: Tensor,
+    hx: Any,
+    params: Sequence[Tensor],
+    has_biases: bool,
+    num_layers: int,
+    dropout: float,
+    train: bool,
+    bidirectional: bool,
+    batch_first: bool,
+) -> tuple[Tensor, ...]:
     """``aten::rnn_relu.input`` for npu tensors, following the CPU implementation."""
     return _run_cells(
         _simple_cell(torch.relu),
@@ -179,7 +245,14 @@ def rnn_relu_input(input, hx, params, has_biases, num_layers, dropout, train, bi
     )
 
 
-def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+def lstm_cell(
+    input: Tensor,
+    hx: Sequence[Tensor],
+    w_ih: Tensor,
+    w_hh: Tensor,
+    b_ih: Tensor | None = None,
+    b_hh: Tensor | None = None,
+) -> tuple[Tensor, Tensor]:
     """``aten::lstm_cell`` for npu tensors: the CPU's unfused cell (off the CPU, PyTorch
     would call the fused CUDA cell, which has no CPU kernel)."""
     gates = F.linear(hx[0], w_hh, b_hh).add_(F.linear(input, w_ih, b_ih))
@@ -192,13 +265,20 @@ def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     return outgate * cy.tanh(), cy
 
 
-def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+def gru_cell(
+    input: Tensor,
+    hx: Tensor,
+    w_ih: Tensor,
+    w_hh: Tensor,
+    b_ih: Tensor | None = None,
+    b_hh: Tensor | None = None,
+) -> Tensor:
     """``aten::gru_cell`` for npu tensors: the CPU's unfused cell."""
     return _gru_cell(F.linear(input, w_ih, b_ih), hx, w_hh, b_hh)
 
 
-def _packed_not_simulated(kind):
-    def kernel(*args, **kwargs):
+def _packed_not_simulated(kind: str) -> Callable[..., NoReturn]:
+    def kernel(*args: Any, **kwargs: Any) -> NoReturn:
         raise NotImplementedError(
             f"torch.nn.{kind} with a PackedSequence on the simulated npu is not simulated by runtime_shim; "
             "pad the batch instead (pad_packed_sequence) or run this layer on the CPU"

@@ -14,9 +14,18 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import torch
+
+_Fn = TypeVar("_Fn", bound=Callable[..., Any])
+
+
+def _marked(wrapper: Callable[..., Any]) -> Any:
+    """``wrapper``, marked as runtime_shim's so that install() never wraps it twice."""
+    wrapper._runtime_shim = True  # type: ignore[attr-defined]
+    return wrapper
 
 
 def _device_index(device: Any) -> int:
@@ -25,7 +34,9 @@ def _device_index(device: Any) -> int:
     return npu._index(device)
 
 
-def _untyped_storage_npu(self: torch.UntypedStorage, device: Any = None, non_blocking: bool = False):
+def _untyped_storage_npu(
+    self: torch.UntypedStorage, device: Any = None, non_blocking: bool = False
+) -> torch.UntypedStorage:
     """Copy of this storage on an NPU (itself when it already lives there)."""
     index = _device_index(device)
     if self.device.type == "npu" and self.device.index == index:
@@ -34,22 +45,24 @@ def _untyped_storage_npu(self: torch.UntypedStorage, device: Any = None, non_blo
     return host.to(torch.device("npu", index), non_blocking=non_blocking).untyped_storage()
 
 
-def _typed_storage_npu(self: torch.TypedStorage, device: Any = None, non_blocking: bool = False):
+def _typed_storage_npu(
+    self: torch.TypedStorage, device: Any = None, non_blocking: bool = False
+) -> torch.TypedStorage:
     untyped = _untyped_storage_npu(self._untyped_storage, device, non_blocking)
     return torch.TypedStorage(wrap_storage=untyped, dtype=self.dtype, _internal=True)
 
 
-def _accept_use_npu(init):
+def _accept_use_npu(init: _Fn) -> _Fn:
     @functools.wraps(init)
-    def __init__(self, *args: Any, use_npu: bool = False, **kwargs: Any) -> None:
+    def __init__(self: Any, *args: Any, use_npu: bool = False, **kwargs: Any) -> None:
         # Host-side events are all there is to record on the simulated device.
         init(self, *args, **kwargs)
         self.use_npu = use_npu
 
-    return __init__
+    return _marked(__init__)
 
 
-def _record_stream_accepting_npu(record_stream):
+def _record_stream_accepting_npu(record_stream: _Fn) -> _Fn:
     @functools.wraps(record_stream)
     def wrapper(self: torch.Tensor, stream: Any) -> None:
         from runtime_shim import npu
@@ -58,11 +71,10 @@ def _record_stream_accepting_npu(record_stream):
             return None  # simulated streams run synchronously: nothing can free the memory early
         return record_stream(self, stream)
 
-    wrapper._runtime_shim = True
-    return wrapper
+    return _marked(wrapper)
 
 
-def _keep_shared_parameters(apply):
+def _keep_shared_parameters(apply: _Fn) -> _Fn:
     """Module._apply that keeps parameters shared between modules shared after a device move.
 
     For CPU and CUDA, PyTorch moves a parameter in place (`param.data = moved`), so tied weights
@@ -73,7 +85,9 @@ def _keep_shared_parameters(apply):
     """
 
     @functools.wraps(apply)
-    def _apply(self: torch.nn.Module, fn, recurse: bool = True):
+    def _apply(
+        self: torch.nn.Module, fn: Callable[[torch.Tensor], torch.Tensor], recurse: bool = True
+    ) -> Any:
         if not recurse or getattr(_apply_state, "busy", False):
             return apply(self, fn, recurse)
         owners: dict[int, list[tuple[torch.nn.Module, str]]] = {}
@@ -94,18 +108,17 @@ def _keep_shared_parameters(apply):
                     module._parameters[name] = shared
         return result
 
-    _apply._runtime_shim = True
-    return _apply
+    return _marked(_apply)
 
 
 _apply_state = threading.local()
 
 
-def _type_accepting_npu(type_method):
+def _type_accepting_npu(type_method: _Fn) -> _Fn:
     """`tensor.type(torch.npu.FloatTensor)` / `.type("torch.npu.LongTensor")`, as for CUDA types."""
 
     @functools.wraps(type_method)
-    def type(self: torch.Tensor, dtype: Any = None, non_blocking: bool = False, **kwargs: Any):
+    def type(self: torch.Tensor, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
         from runtime_shim import npu
 
         target = dtype
@@ -116,11 +129,10 @@ def _type_accepting_npu(type_method):
             return self.to(device=torch.device("npu", index), dtype=target.dtype, non_blocking=non_blocking)
         return type_method(self, dtype, non_blocking, **kwargs)
 
-    type._runtime_shim = True
-    return type
+    return _marked(type)
 
 
-def _default_type_accepting_npu(set_default_tensor_type):
+def _default_type_accepting_npu(set_default_tensor_type: _Fn) -> _Fn:
     """`torch.set_default_tensor_type("torch.npu.FloatTensor")`: npu float tensors by default.
 
     PyTorch's own function accepts only its registered CPU/CUDA types; an npu type sets the default
@@ -148,8 +160,7 @@ def _default_type_accepting_npu(set_default_tensor_type):
             torch.set_default_device(None)
             _default_device_state.npu = False
 
-    patched._runtime_shim = True
-    return patched
+    return _marked(patched)
 
 
 def _bare_npu(device: Any) -> bool:
@@ -158,7 +169,7 @@ def _bare_npu(device: Any) -> bool:
     return isinstance(device, torch.device) and device.type == "npu" and device.index is None
 
 
-def _to_current_npu(to):
+def _to_current_npu(to: _Fn) -> _Fn:
     """``Tensor.to`` that reads a bare ``"npu"`` as the current device, as torch_npu does.
 
     Factory calls (``device="npu"``) already follow ``torch.npu.set_device``; ``to`` gets its
@@ -167,7 +178,7 @@ def _to_current_npu(to):
     from runtime_shim.runtime.state import STATE
 
     @functools.wraps(to)
-    def wrapper(self, *args, **kwargs):
+    def wrapper(self: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
         current = STATE.current
         if current:
             if args and _bare_npu(args[0]):
@@ -176,8 +187,7 @@ def _to_current_npu(to):
                 kwargs["device"] = torch.device("npu", current)
         return to(self, *args, **kwargs)
 
-    wrapper._runtime_shim = True
-    return wrapper
+    return _marked(wrapper)
 
 
 _default_device_state = threading.local()
@@ -206,9 +216,7 @@ def install() -> None:
         torch.TypedStorage.npu = _typed_storage_npu  # type: ignore[attr-defined]
     profile = torch.autograd.profiler.profile
     if not getattr(profile.__init__, "_runtime_shim", False):
-        patched = _accept_use_npu(profile.__init__)
-        patched._runtime_shim = True
-        profile.__init__ = patched  # type: ignore[method-assign]
+        profile.__init__ = _accept_use_npu(profile.__init__)  # type: ignore[method-assign]
     try:
         import torch.distributed as dist
     except ImportError:  # pragma: no cover - depends on the torch build
