@@ -9,7 +9,7 @@ redispatch, outputs wrapped. See device.py for the overall design.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -217,7 +217,7 @@ def npu_level(name: str, fn: Callable) -> Callable:
     counter = _counter(name)
     depth = NPU_LEVEL_DEPTH
 
-    def kernel(*args, **kwargs):
+    def kernel(*args: Any, **kwargs: Any) -> Any:
         if not depth[0]:
             counter[0] += 1
             if counter[0] == 1:
@@ -245,7 +245,7 @@ def build_kernel(op: torch._ops.OpOverload) -> Callable:
 def _counted(name: str, fn: Callable) -> Callable:
     counter = _counter(name)
 
-    def kernel(*args, **kwargs):
+    def kernel(*args: Any, **kwargs: Any) -> Any:
         counter[0] += 1
         if counter[0] == 1:
             _first_call(name, args)
@@ -266,7 +266,7 @@ def _cpu_call(op: torch._ops.OpOverload) -> Callable:
     redispatch = op._handle.redispatch_boxed
     keyset = _CPU_KEYSET
 
-    def call(*args, **kwargs):
+    def call(*args: Any, **kwargs: Any) -> Any:
         return redispatch(keyset, *args, **kwargs)
 
     return call
@@ -279,13 +279,13 @@ def _redispatch_kernel(op: torch._ops.OpOverload, name: str | None = None) -> Ca
     keyset = _CPU_KEYSET
     if name is None:
 
-        def kernel(*args, **kwargs):
+        def kernel(*args: Any, **kwargs: Any) -> Any:
             return redispatch(keyset, *args, **kwargs)
 
         return kernel
     counter = _counter(name)
 
-    def counted_kernel(*args, **kwargs):
+    def counted_kernel(*args: Any, **kwargs: Any) -> Any:
         counter[0] += 1
         if counter[0] == 1:
             _first_call(name, args)
@@ -329,7 +329,7 @@ def _generic_kernel(op: torch._ops.OpOverload, spec: _Spec, fn: Callable | None 
     # arguments, if any, are plain values and pass through untouched).
     simple = not (list_pos or device_pos or tensor_kw or list_kw or device_kw or (mutable and written_kw))
 
-    def numbers_call(*cargs, **ckwargs):
+    def numbers_call(*cargs: Any, **ckwargs: Any) -> Any:
         # A Python number in a Tensor slot: the OpOverload call turns it back into a wrapped
         # number for the ops PyTorch's argument parser allows that for (add, mul, ...); for the
         # others (bitwise_xor.Tensor from `t ^ 6`) it becomes a 0-dim tensor of the dtype a
@@ -342,8 +342,8 @@ def _generic_kernel(op: torch._ops.OpOverload, spec: _Spec, fn: Callable | None 
         fixed = [_number_tensor(a) if i in tensor_pos else a for i, a in enumerate(cargs)]
         return op_call(*fixed, **ckwargs)
 
-    def general(args, kwargs):
-        scan = [-1, None, False, -1, False]  # slots: see above _convert
+    def general(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        scan: list[Any] = [-1, None, False, -1, False]  # slots: see above _convert
         storages: list = []
         n = len(args)
         cargs = list(args)
@@ -384,7 +384,7 @@ def _generic_kernel(op: torch._ops.OpOverload, spec: _Spec, fn: Callable | None 
 
     if not simple:
 
-        def kernel(*args, **kwargs):
+        def kernel(*args: Any, **kwargs: Any) -> Any:
             counter[0] += 1
             if counter[0] == 1:
                 _first_call(name, args)
@@ -392,12 +392,12 @@ def _generic_kernel(op: torch._ops.OpOverload, spec: _Spec, fn: Callable | None 
 
         return kernel
 
-    def simple_kernel(*args, **kwargs):
+    def simple_kernel(*args: Any, **kwargs: Any) -> Any:
         counter[0] += 1
         if counter[0] == 1:
             _first_call(name, args)
         # kwargs here are plain values (no tensors, lists or devices): they pass through.
-        scan = [-1, None, False, -1, False]  # slots: see above _convert
+        scan: list[Any] = [-1, None, False, -1, False]  # slots: see above _convert
         storages: list = []
         n = len(args)
         cargs = list(args)
@@ -435,7 +435,9 @@ def _number_tensor(value: Any) -> Any:
     return value
 
 
-def _wrap_returns(out, returns, args, kwargs, index, storages):
+def _wrap_returns(
+    out: Any, returns: Any, args: tuple[Any, ...], kwargs: dict[str, Any], index: int, storages: list[Any]
+) -> Any:
     if not returns:
         return out
     single = len(returns) == 1
@@ -456,7 +458,15 @@ def _wrap_returns(out, returns, args, kwargs, index, storages):
     return tuple(result)
 
 
-def _call_with_out_args(fn, cargs, ckwargs, kwargs, written_kw, index, storages):
+def _call_with_out_args(
+    fn: Callable[..., Any],
+    cargs: list[Any],
+    ckwargs: dict[str, Any],
+    kwargs: dict[str, Any],
+    written_kw: Any,
+    index: int,
+    storages: list[Any],
+) -> Any:
     # out= tensors: the CPU kernel may resize them. Resizing a host storage in
     # place would leave its npu storage pointing at freed memory, so the CPU
     # kernel gets out= views over fixed-size storages; if it needs to grow one,
@@ -506,20 +516,34 @@ def _fixed_size_view(cpu: torch.Tensor) -> torch.Tensor:
 # ------------------------------------------------------------------------ special kernels
 
 
-def _k_empty(op):
-    def kernel(size, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+def _k_empty(op: torch._ops.OpOverload) -> Callable[..., Any]:
+    def kernel(
+        size: Sequence[int],
+        dtype: torch.dtype | None = None,
+        layout: torch.layout | None = None,
+        device: Any = None,
+        pin_memory: bool | None = None,
+        memory_format: torch.memory_format | None = None,
+    ) -> torch.Tensor:
         index = _index_of(device)
         dtype = dtype or torch.get_default_dtype()
         nbytes = math.prod(size) * _itemsize(dtype)
-        STATE.tracker.devices[index].check(nbytes)
+        STATE.tracker.devices[index].check(nbytes)  # type: ignore[union-attr]  # set by install()
         host = torch.empty(size, dtype=dtype, layout=layout, memory_format=memory_format)
         return wrap_host(host, index)
 
     return kernel
 
 
-def _k_empty_strided(op):
-    def kernel(size, stride, dtype=None, layout=None, device=None, pin_memory=None):
+def _k_empty_strided(op: torch._ops.OpOverload) -> Callable[..., Any]:
+    def kernel(
+        size: Sequence[int],
+        stride: Sequence[int],
+        dtype: torch.dtype | None = None,
+        layout: torch.layout | None = None,
+        device: Any = None,
+        pin_memory: bool | None = None,
+    ) -> torch.Tensor:
         index = _index_of(device)
         dtype = dtype or torch.get_default_dtype()
         host = torch.empty_strided(size, stride, dtype=dtype, layout=layout)
@@ -537,16 +561,16 @@ def _cpu_side(t: Any) -> Any:
     return t
 
 
-def _k_copy_from(op):
-    def kernel(self, dst, non_blocking=False):
+def _k_copy_from(op: torch._ops.OpOverload) -> Callable[..., Any]:
+    def kernel(self: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
         _cpu_side(dst).copy_(_cpu_side(self))
         return dst
 
     return kernel
 
 
-def _k_copy_from_and_resize(op):
-    def kernel(self, dst):
+def _k_copy_from_and_resize(op: torch._ops.OpOverload) -> Callable[..., Any]:
+    def kernel(self: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
         dst.resize_(self.shape)
         _cpu_side(dst).copy_(_cpu_side(self))
         return dst
@@ -554,23 +578,27 @@ def _k_copy_from_and_resize(op):
     return kernel
 
 
-def _k_copy(op):
-    def kernel(self, src, non_blocking=False):
+def _k_copy(op: torch._ops.OpOverload) -> Callable[..., Any]:
+    def kernel(self: torch.Tensor, src: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
         _cpu_side(self).copy_(_cpu_side(src))
         return self
 
     return kernel
 
 
-def _k_resize(op):
-    def kernel(self, size, memory_format=None):
+def _k_resize(op: torch._ops.OpOverload) -> Callable[..., Any]:
+    def kernel(
+        self: torch.Tensor, size: Sequence[int], memory_format: torch.memory_format | None = None
+    ) -> torch.Tensor:
         resize_npu(self, tuple(size), memory_format)
         return self
 
     return kernel
 
 
-def resize_npu(t: torch.Tensor, size: tuple, memory_format=None) -> None:
+def resize_npu(
+    t: torch.Tensor, size: Sequence[int], memory_format: torch.memory_format | None = None
+) -> None:
     """Resize npu tensor ``t`` in place, growing its storage by reallocation if needed."""
     memory_format = memory_format or torch.contiguous_format
     strides = torch.empty(size, device="meta", memory_format=memory_format).stride()
@@ -592,8 +620,8 @@ def resize_npu(t: torch.Tensor, size: tuple, memory_format=None) -> None:
     _SET_STORAGE.redispatch_boxed(_CPU_KEYSET, t, storage, t.storage_offset(), size, strides)
 
 
-def _k_set_empty(op):
-    def kernel(self):
+def _k_set_empty(op: torch._ops.OpOverload) -> Callable[..., Any]:
+    def kernel(self: torch.Tensor) -> torch.Tensor:
         index = self.device.index or 0
         storage = new_storage(torch.empty(0, dtype=torch.uint8).untyped_storage(), index)
         _SET_STORAGE.redispatch_boxed(_CPU_KEYSET, self, storage, 0, (0,), (1,))
@@ -602,27 +630,36 @@ def _k_set_empty(op):
     return kernel
 
 
-def _k_record_stream(op):
+def _k_record_stream(op: torch._ops.OpOverload) -> Callable[..., Any]:
     # Streams of the simulated device are synchronous, so there is nothing to
     # keep alive past its use; recording is therefore complete as soon as done.
-    def kernel(self, stream):
+    def kernel(self: torch.Tensor, stream: Any) -> None:
         return None
 
     return kernel
 
 
-def _k_convolution(op):
+def _k_convolution(op: torch._ops.OpOverload) -> Callable[..., Any]:
     # Non-CPU/CUDA backends are routed to convolution_overrideable. Running the
     # CPU convolution on host views picks the same CPU algorithm a CPU run picks.
     return _generic_kernel(op, _Spec(op), _cpu_call(torch.ops.aten.convolution.default))
 
 
-def _k_convolution_backward(op):
+def _k_convolution_backward(op: torch._ops.OpOverload) -> Callable[..., Any]:
     backward = _cpu_call(torch.ops.aten.convolution_backward.default)
 
     def compute(
-        grad_output, input, weight, stride, padding, dilation, transposed, output_padding, groups, output_mask
-    ):
+        grad_output: Any,
+        input: Any,
+        weight: torch.Tensor,
+        stride: Any,
+        padding: Any,
+        dilation: Any,
+        transposed: bool,
+        output_padding: Any,
+        groups: int,
+        output_mask: Any,
+    ) -> Any:
         out_channels = weight.shape[1] * groups if transposed else weight.shape[0]
         return backward(
             grad_output,
@@ -641,13 +678,22 @@ def _k_convolution_backward(op):
     return _generic_kernel(op, _Spec(op), compute)
 
 
-def _k_flash_attention(op):
+def _k_flash_attention(op: torch._ops.OpOverload) -> Callable[..., Any]:
     # The CUDA flash-attention op, which DTensor shards (tensor/sequence parallel attention):
     # computed by the CPU's flash kernel, the one an unsharded npu SDPA call uses, so sharded
     # and unsharded attention round alike. Dropout is not simulated on this path.
     forward = _cpu_call(torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default)
 
-    def compute(query, key, value, dropout_p=0.0, is_causal=False, return_debug_mask=False, *, scale=None):
+    def compute(
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        dropout_p: float = 0.0,
+        is_causal: bool = False,
+        return_debug_mask: bool = False,
+        *,
+        scale: float | None = None,
+    ) -> Any:
         if dropout_p:
             raise NotImplementedError(
                 "_scaled_dot_product_flash_attention with dropout_p > 0 on the npu is not simulated by runtime_shim"
@@ -662,13 +708,14 @@ def _k_flash_attention(op):
     return _generic_kernel(op, _Spec(op), compute)
 
 
-def _k_flash_attention_backward(op):
+def _k_flash_attention_backward(op: torch._ops.OpOverload) -> Callable[..., Any]:
     backward = _cpu_call(torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default)
 
     def compute(
-        grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal,
-        philox_seed, philox_offset, *, scale=None,
-    ):  # fmt: skip
+        grad_out: Any, query: Any, key: Any, value: Any, out: Any, logsumexp: Any, cum_seq_q: Any,
+        cum_seq_k: Any, max_q: Any, max_k: Any, dropout_p: float, is_causal: bool, philox_seed: Any,
+        philox_offset: Any, *, scale: float | None = None,
+    ) -> Any:  # fmt: skip
         return backward(grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, scale=scale)
 
     return _generic_kernel(op, _Spec(op), compute)

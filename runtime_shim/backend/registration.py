@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import os
 import types
+from typing import Any
 
 import torch
 from torch._C import DispatchKey, DispatchKeySet
@@ -33,7 +34,7 @@ class _Hooks(torch._C._acc.PrivateUse1Hooks):
     def is_available(self) -> bool:
         return True
 
-    def has_primary_context(self, dev_id) -> bool:
+    def has_primary_context(self, dev_id: int) -> bool:
         return True
 
     def is_built(self) -> bool:
@@ -108,7 +109,7 @@ def install(backend_module: types.ModuleType) -> None:
     STATE.installed = True
 
 
-def _op_from_name(qualified: str):
+def _op_from_name(qualified: str) -> torch._ops.OpOverload:
     name, _, overload = qualified.partition(".")
     packet = getattr(torch.ops.aten, name)
     return getattr(packet, overload or "default")
@@ -142,7 +143,7 @@ def _register_kernels() -> None:
     # composite one) gets a kernel built on first use.
     built: dict = {}
 
-    def fallback(op, *args, **kwargs):
+    def fallback(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
         kernel = built.get(op)
         if kernel is None:
             kernel = built[op] = _kernels.build_kernel(op)
@@ -193,12 +194,12 @@ def _register_host_pinning() -> None:
         "aten::is_pinned", DispatchKey.CPU
     )
 
-    def pin_memory(self, device=None):
+    def pin_memory(self: torch.Tensor, device: Any = None) -> torch.Tensor:
         if _for_npu(device):
             return self.clone()
         return torch_pin_memory.call_boxed(cpu, self, device)
 
-    def is_pinned(self, device=None):
+    def is_pinned(self: torch.Tensor, device: Any = None) -> bool:
         if _for_npu(device):
             return False
         return torch_is_pinned.call_boxed(cpu, self, device)
@@ -207,6 +208,6 @@ def _register_host_pinning() -> None:
     library.impl("is_pinned", is_pinned, "CPU")
 
 
-def _for_npu(device) -> bool:
+def _for_npu(device: Any) -> bool:
     """Whether a pinning request is for the npu: no device (the current accelerator) or an npu one."""
     return device is None or torch.device(device).type == DEVICE_TYPE
