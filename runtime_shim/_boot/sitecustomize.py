@@ -5,7 +5,7 @@ interpreter starts with RUNTIME_SHIM_ACTIVE=1, the ``torch_npu`` import hook is
 installed (cheap: torch is not imported until ``import torch_npu`` runs). Any
 other sitecustomize further along sys.path is run afterwards, so this one never
 hides it. With RUNTIME_SHIM_RECORD set (``ms_fmk_transplt verify``), the step
-recorder (step_record.py) is installed too, whether or not the NPU is active.
+recorder (diagnostics/step_record.py) is installed too, whether or not the NPU is active.
 """
 
 import importlib.machinery

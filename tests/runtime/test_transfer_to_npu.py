@@ -160,7 +160,7 @@ def test_generator():
     assert torch.randperm(3, generator=cpu).device.type == "cpu"
 
     # A CUDA generator is the npu's: a host generator where the native part is built (runtime_shim
-    # /native.py), the Python path's error otherwise; either way the same as asking for the npu's.
+    # /backend/native.py), the Python path's error otherwise; either way the same as asking for the npu's.
     def make(device: str) -> str:
         try:
             generator = (torch.Generator.__mro__[1] if device == "npu" else torch.Generator)(device)
