@@ -5,7 +5,7 @@ backend, for both ``cpu`` and ``npu``, is a ``ProcessGroupGloo``. Because the
 group is a real C++ ``ProcessGroup`` (not a Python subclass), it carries a
 name and a description, resolves by name, and works with everything that
 builds on c10d: ``new_group``, ``new_subgroups``, ``DeviceMesh``, functional
-collectives, DTensor, FSDP1/FSDP2, ``dist.checkpoint`` and DDP.
+collectives, DTensor, FSDP1/FSDP2 (with patches/fsdp.py), ``dist.checkpoint`` and DDP.
 
 Every collective reaches the backend through the ``c10d::*`` dispatcher ops.
 For the npu (PrivateUse1) key this module registers kernels that swap each
