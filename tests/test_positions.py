@@ -76,7 +76,11 @@ def test_ranges_equal_libcsts_for_every_node_and_for_subsets(name: str, module: 
     expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     collector = _Nodes()
     module.visit(collector)
-    nodes = [node for node in collector.nodes if node is not module]
+    # libcst 1.5 gives no position to a few whitespace nodes (of `match` statements); compare the
+    # nodes libcst places, and only whitespace may be unplaced
+    unplaced = [node for node in collector.nodes if node is not module and node not in expected]
+    assert all(isinstance(node, cst.BaseParenthesizableWhitespace) for node in unplaced), unplaced
+    nodes = [node for node in collector.nodes if node is not module and node in expected]
 
     def want(node: cst.CSTNode) -> tuple[tuple[int, int], tuple[int, int]]:
         where = expected[node]
