@@ -7,7 +7,7 @@ both alike; the ratio is median(npu step) / median(CPU step).
 
     python bench/bench_runtime.py [--steps 60] [--warmup 10] [--threads N] [--models mlp,cnn,...]
 
-Targets from issue 4: <= 1.15x for conv nets at batch 32, <= 2x for small MLP/LSTM.
+Targets: <= 1.15x for conv nets at batch 32, <= 2x for small MLP/LSTM.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ and theirs/ours is its wall time over our ``nocacheN`` run (run for that corpus 
     .venv/bin/python bench/bench_scale.py                               # timm, ~1 min
     .venv/bin/python bench/bench_scale.py --corpus generated --copies 1  # the ~1M-line tree
     .venv/bin/python bench/bench_scale.py --corpus-dir /tmp/ex \\
-        --msft-src /tmp/mstt/msfmktransplt/src --msft-python /work/msft-venv/bin/python
+        --msft-src /tmp/mstt/msfmktransplt/src --msft-python /tmp/msft-venv/bin/python
 """
 
 from __future__ import annotations

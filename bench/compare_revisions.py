@@ -7,7 +7,7 @@ code. The base revision is taken with ``git archive`` into a temporary folder an
 venv's Python, so both sides use the same torch and libcst. Corpora are folders you fetch (not
 committed), e.g. the pytorch/examples mirror::
 
-    git --git-dir=/work/.mirror/pytorch+examples/repo archive HEAD | tar -x -C /tmp/ex
+    git clone -q https://github.com/pytorch/examples /tmp/ex
     .venv/bin/python bench/compare_revisions.py --base main /tmp/ex /tmp/nanoGPT
 
 Runs use ``--no-cache -q``; report.json, the xlsx/csv reports and the log's output path and

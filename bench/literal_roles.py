@@ -10,8 +10,8 @@ and decides for every labelled literal whether it was converted (and to what), k
 at its position, or kept silently. It prints precision and recall of "converted as a device", the
 device literals kept without a report, a breakdown per role and per repository, and every mistake::
 
-    .venv/bin/python bench/literal_roles.py --mirrors /work/.mirror
-    .venv/bin/python bench/literal_roles.py --mirrors /work/.mirror --engine /path/to/other/worktree
+    .venv/bin/python bench/literal_roles.py --mirrors /tmp/mirrors
+    .venv/bin/python bench/literal_roles.py --mirrors /tmp/mirrors --engine /path/to/other/worktree
 
 Only ``convert_source``, ``compile_rules(load_rules())`` and the ``FileResult`` / ``Finding`` records
 are used, so any revision of the engine can be measured (``--engine`` puts its folder first on the
@@ -289,7 +289,7 @@ def _load_engine(engine: str | None) -> tuple[Any, Any]:
     if engine and sys.path[:1] != [engine]:
         sys.path.insert(0, engine)
     from ms_fmk_transplt.engine.convert import convert_source
-    from ms_fmk_transplt.rules import compile_rules, load_rules
+    from ms_fmk_transplt.ruleset import compile_rules, load_rules
 
     return convert_source, compile_rules(load_rules())
 

@@ -50,8 +50,8 @@ from ms_fmk_transplt.engine.normalise import LONE_BACKSLASH, libcst_limit, norma
 from ms_fmk_transplt.engine.suppress import annotate
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.engine.transformer import Converter
-from ms_fmk_transplt.model import FileResult, RunResult, Status
-from ms_fmk_transplt.rules import compile_rules, load_rules
+from ms_fmk_transplt.records import FileResult, RunResult, Status
+from ms_fmk_transplt.ruleset import compile_rules, load_rules
 from ms_fmk_transplt.run import REPORTS, _rule_table
 
 # the conversion phases, in the order _convert runs them

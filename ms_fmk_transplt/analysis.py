@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ms_fmk_transplt import __version__
-from ms_fmk_transplt.model import Finding, Operation, RunResult, Support
+from ms_fmk_transplt.records import Finding, Operation, RunResult, Support
 
 #: --fail-on levels; each fails on its own status and on every status listed before it.
 FAIL_ON = ("unsupported", "partial", "not-verified", "none")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ms_fmk_transplt import __version__
-from ms_fmk_transplt.model import FileResult
+from ms_fmk_transplt.records import FileResult
 
 CACHE_FILE = "results.sqlite3"
 FORMAT = "ms_fmk_transplt result cache 1"

@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 
 from ms_fmk_transplt import __version__, data
-from ms_fmk_transplt.model import Operation, Status
+from ms_fmk_transplt.records import Operation, Status
 
 if TYPE_CHECKING:  # rich.progress and rich.table load only when a bar or a table is shown
     from rich.progress import Progress, TaskID
@@ -519,7 +519,7 @@ def explain(
 ) -> None:
     """Why did (or didn't) this change? Each string literal's role and evidence, each rewrite's rule."""
     from ms_fmk_transplt.explain import explain_target
-    from ms_fmk_transplt.rules import RuleFileError
+    from ms_fmk_transplt.ruleset import RuleFileError
 
     try:
         lines = explain_target(target, tuple(str(r) for r in rule or ()))
@@ -534,7 +534,7 @@ def rules_list(
     kind: str | None = typer.Option(None, "--kind", help="Only rules of this kind."),
 ) -> None:
     """List rules: id, kind and summary."""
-    from ms_fmk_transplt.rules import RuleFileError, load_rules
+    from ms_fmk_transplt.ruleset import RuleFileError, load_rules
 
     try:
         rules = load_rules(tuple(rule or ()))
@@ -556,8 +556,8 @@ def rules_doc(
     output: Path | None = typer.Option(None, "-o", "--output", help="Write here instead of stdout."),
 ) -> None:
     """Print the built-in rules reference (Markdown), generated from the rules' metadata."""
-    from ms_fmk_transplt.rules import load_rules
-    from ms_fmk_transplt.rules.reference import rules_markdown
+    from ms_fmk_transplt.ruleset import load_rules
+    from ms_fmk_transplt.ruleset.reference import rules_markdown
 
     text = rules_markdown(load_rules())
     if output is None:

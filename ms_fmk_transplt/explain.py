@@ -85,7 +85,7 @@ def explain_target(target: str, rule_files: tuple[str, ...] = (), release: str |
     """`FILE` or `FILE:LINE` explained with the built-in rules (and `rule_files`); ValueError names the problem."""
     from pathlib import Path
 
-    from ms_fmk_transplt.rules import compile_rules, load_rules
+    from ms_fmk_transplt.ruleset import compile_rules, load_rules
 
     name, _, number = target.rpartition(":")
     if not name or not number.isdigit():

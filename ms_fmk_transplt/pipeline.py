@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ms_fmk_transplt.cache import ResultCache
 from ms_fmk_transplt.discover import Entry, EntryKind
-from ms_fmk_transplt.model import FileResult, Status
+from ms_fmk_transplt.records import FileResult, Status
 
 if TYPE_CHECKING:
     from ms_fmk_transplt.engine.tables import Tables

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Protocol
 from ms_fmk_transplt import data, reports
 from ms_fmk_transplt.cache import ResultCache, default_cache_dir, rule_set_key
 from ms_fmk_transplt.discover import Entry, apply_excludes, discover
-from ms_fmk_transplt.model import FileResult, RunResult
 from ms_fmk_transplt.pipeline import Progress, Staging, StreamWriter, TableSource, convert_entries, write_tree
+from ms_fmk_transplt.records import FileResult, RunResult
 
 if TYPE_CHECKING:
     from ms_fmk_transplt.engine.tables import Tables
@@ -157,7 +157,7 @@ def _prepare(options: Options, warnings: list[str]) -> tuple[str, list, TableSou
     if compiled is not None:
         rules, packed, load_warnings, text_globs = compiled
     else:
-        from ms_fmk_transplt.rules import RuleFileError, load_rules  # validation: jsonschema
+        from ms_fmk_transplt.ruleset import RuleFileError, load_rules  # validation: jsonschema
 
         load_warnings = []
         try:
@@ -173,7 +173,7 @@ def _prepare(options: Options, warnings: list[str]) -> tuple[str, list, TableSou
         )
 
     def compile_now() -> Tables:
-        from ms_fmk_transplt.rules import RuleFileError, compile_rules
+        from ms_fmk_transplt.ruleset import RuleFileError, compile_rules
 
         try:
             return compile_rules(rules, release=release, opt_ins=options.opt_ins)

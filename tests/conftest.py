@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ms_fmk_transplt.rules import compile_rules, load_rules
+from ms_fmk_transplt.ruleset import compile_rules, load_rules
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ms_fmk_transplt.engine.convert import convert_source
-from ms_fmk_transplt.model import FileResult, Operation
+from ms_fmk_transplt.records import FileResult, Operation
 
 
 def convert_text(text: str, tables, path: str = "t.py") -> tuple[str, FileResult]:

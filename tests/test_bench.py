@@ -19,7 +19,7 @@ import bench_scale  # noqa: E402  (bench/ holds scripts, not a package)
 import literal_roles  # noqa: E402
 import profile_phases  # noqa: E402
 
-from ms_fmk_transplt.model import FileResult, Finding, Operation, Status  # noqa: E402
+from ms_fmk_transplt.records import FileResult, Finding, Operation, Status  # noqa: E402
 from ms_fmk_transplt.run import REPORTS  # noqa: E402
 
 

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from ms_fmk_transplt.cli import app
 from ms_fmk_transplt.distributed import distribute_source
 from ms_fmk_transplt.distributed.lines import line_map
-from ms_fmk_transplt.model import Finding
+from ms_fmk_transplt.records import Finding
 
 FIXTURES = Path(__file__).parent / "fixtures" / "distributed"
 CASES = sorted(FIXTURES.glob("*.in.py"))

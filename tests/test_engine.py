@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from ms_fmk_transplt.discover import discover
 from ms_fmk_transplt.engine.convert import convert_source
-from ms_fmk_transplt.model import Status
 from ms_fmk_transplt.pipeline import convert_entries
+from ms_fmk_transplt.records import Status
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import convert_text, findings_text
 
-from ms_fmk_transplt.rules import compile_rules, load_rules
+from ms_fmk_transplt.ruleset import compile_rules, load_rules
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -82,7 +82,7 @@ def test_no_insert_without_torch_or_need(builtin_tables) -> None:
 def test_function_import_plan_renames_or_keeps_the_name(tmp_path) -> None:
     from ms_fmk_transplt.engine.bindings import collect_bindings
     from ms_fmk_transplt.engine.imports import plan_function_imports
-    from ms_fmk_transplt.rules import compile_rules, load_rules
+    from ms_fmk_transplt.ruleset import compile_rules, load_rules
 
     rules = tmp_path / "rules.json"
     rules.write_text('{"rules": {"FuncNameModifyRule": [{"old_name": "func", "new_name": "new_func"}]}}')

@@ -19,9 +19,9 @@ import pytest
 
 from ms_fmk_transplt.engine import hooks
 from ms_fmk_transplt.engine.tables import Tables
-from ms_fmk_transplt.rules import compile_rules, load_rules
-from ms_fmk_transplt.rules.reference import user_doc
-from ms_fmk_transplt.rules.registry import all_kinds
+from ms_fmk_transplt.ruleset import compile_rules, load_rules
+from ms_fmk_transplt.ruleset.reference import user_doc
+from ms_fmk_transplt.ruleset.registry import all_kinds
 
 PACKAGE = Path(__file__).resolve().parent.parent / "ms_fmk_transplt"
 USER_RULES = [
@@ -40,7 +40,7 @@ PROTOCOLS = (
 
 def _module(kind_name: str) -> ModuleType:
     name = re.sub(r"(?<!^)(?=[A-Z])", "_", kind_name).lower()
-    return importlib.import_module(f"ms_fmk_transplt.rules.kinds.{name}")
+    return importlib.import_module(f"ms_fmk_transplt.ruleset.kinds.{name}")
 
 
 def _code_paragraph(module: ModuleType) -> str:
@@ -166,11 +166,11 @@ def test_registry_is_complete_after_a_kind_module_was_imported_alone() -> None:
     import sys
 
     code = (
-        "import ms_fmk_transplt.rules.kinds.env_var_rule\n"
-        "from ms_fmk_transplt.rules.registry import all_kinds\n"
+        "import ms_fmk_transplt.ruleset.kinds.env_var_rule\n"
+        "from ms_fmk_transplt.ruleset.registry import all_kinds\n"
         "print(len(all_kinds()))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    from ms_fmk_transplt.rules.registry import all_kinds
+    from ms_fmk_transplt.ruleset.registry import all_kinds
 
     assert int(done.stdout) == len(all_kinds()) > 1

@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "ms_fmk_transplt"
 # what each part may not import (module-name prefixes)
 FORBIDDEN = {
     "engine": (
-        "ms_fmk_transplt.rules",
+        "ms_fmk_transplt.ruleset",
         "ms_fmk_transplt.cli",
         "ms_fmk_transplt.reports",
         "ms_fmk_transplt.run",
@@ -23,7 +23,7 @@ FORBIDDEN = {
         "rich",
         "openpyxl",
     ),
-    "rules": (
+    "ruleset": (
         "ms_fmk_transplt.cli",
         "ms_fmk_transplt.reports",
         "ms_fmk_transplt.run",
@@ -33,7 +33,7 @@ FORBIDDEN = {
         "openpyxl",
     ),
     "distributed": ("ms_fmk_transplt.cli", "ms_fmk_transplt.reports", "typer", "rich", "openpyxl", "torch"),
-    "reports": ("ms_fmk_transplt.engine", "ms_fmk_transplt.rules", "ms_fmk_transplt.cli", "typer", "rich"),
+    "reports": ("ms_fmk_transplt.engine", "ms_fmk_transplt.ruleset", "ms_fmk_transplt.cli", "typer", "rich"),
     # verify drives the runtime in subprocesses: it never imports torch or the runtime itself
     "verify": ("torch", "runtime_shim", "ms_fmk_transplt.cli", "typer", "rich"),
 }
@@ -73,14 +73,14 @@ def test_import_walk_sees_relative_and_absolute_forms(tmp_path: Path) -> None:
     """The checker itself: every spelling of a forbidden import is caught."""
     probe = tmp_path / "probe.py"
     probe.write_text(
-        "from ..rules import compile_rules\nimport ms_fmk_transplt.rules.loader\nfrom . import tables\n"
-        "def f():\n    from ms_fmk_transplt.rules.registry import all_kinds\n"
+        "from ..ruleset import compile_rules\nimport ms_fmk_transplt.ruleset.loader\nfrom . import tables\n"
+        "def f():\n    from ms_fmk_transplt.ruleset.registry import all_kinds\n"
     )
     assert {name for _, name in _imports(probe, "ms_fmk_transplt.engine")} == {
-        "ms_fmk_transplt.rules.compile_rules",
-        "ms_fmk_transplt.rules.loader",
+        "ms_fmk_transplt.ruleset.compile_rules",
+        "ms_fmk_transplt.ruleset.loader",
         "ms_fmk_transplt.engine.tables",
-        "ms_fmk_transplt.rules.registry.all_kinds",
+        "ms_fmk_transplt.ruleset.registry.all_kinds",
     }
 
 
@@ -89,7 +89,7 @@ def test_converting_a_file_loads_no_rules_module() -> None:
     code = (
         "import sys\n"
         "from ms_fmk_transplt.engine.convert import convert_source\n"
-        "print(sorted(m for m in sys.modules if m.startswith('ms_fmk_transplt.rules')))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('ms_fmk_transplt.ruleset')))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

@@ -9,7 +9,7 @@ import pytest
 
 from ms_fmk_transplt.engine.convert import convert_source
 from ms_fmk_transplt.engine.normalise import normalise, odd_tail, restore, tail
-from ms_fmk_transplt.model import Status
+from ms_fmk_transplt.records import Status
 
 
 @pytest.mark.parametrize("ending", ["\n", "\r\n"])

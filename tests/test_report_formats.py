@@ -18,7 +18,7 @@ import openpyxl
 import pytest
 
 from ms_fmk_transplt import analysis
-from ms_fmk_transplt.model import RunResult
+from ms_fmk_transplt.records import RunResult
 from ms_fmk_transplt.reports.findings import FORMATS
 from ms_fmk_transplt.run import LOG_NAME, Options, convert_project
 

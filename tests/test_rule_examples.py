@@ -6,7 +6,7 @@ import pytest
 from helpers import convert_text
 
 from ms_fmk_transplt.engine.convert import scan_text
-from ms_fmk_transplt.rules import compile_rules, load_rules
+from ms_fmk_transplt.ruleset import compile_rules, load_rules
 
 
 def _tables(example, builtin_tables):
@@ -48,7 +48,7 @@ def test_every_builtin_rule_fires_on_one_of_its_examples(builtin_tables) -> None
 def test_rules_reference_is_current() -> None:
     from pathlib import Path
 
-    from ms_fmk_transplt.rules.reference import rules_markdown
+    from ms_fmk_transplt.ruleset.reference import rules_markdown
 
     committed = (Path(__file__).resolve().parent.parent / "docs" / "rules.md").read_text()
     assert committed == rules_markdown(load_rules()), "run: ms_fmk_transplt rules doc -o docs/rules.md"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ms_fmk_transplt.rules import RuleFileError, load_rule_file, load_rules
+from ms_fmk_transplt.ruleset import RuleFileError, load_rule_file, load_rules
 
 
 def _write(tmp_path: Path, document, name: str = "rules.json") -> Path:

@@ -13,7 +13,7 @@ import pytest
 from ms_fmk_transplt import pipeline
 from ms_fmk_transplt import run as run_module
 from ms_fmk_transplt.cache import CACHE_FILE, rule_set_key
-from ms_fmk_transplt.model import RunResult
+from ms_fmk_transplt.records import RunResult
 from ms_fmk_transplt.run import LOG_NAME, Options, convert_project
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -188,7 +188,7 @@ def test_a_seen_rule_set_is_neither_validated_nor_compiled_again(tmp_path: Path,
     def refuse(*args, **kwargs):
         raise AssertionError("rules loaded or compiled again on a warm run")
 
-    import ms_fmk_transplt.rules as rules_package  # run.py imports these when it needs them
+    import ms_fmk_transplt.ruleset as rules_package  # run.py imports these when it needs them
 
     monkeypatch.setattr(rules_package, "load_rules", refuse)
     monkeypatch.setattr(rules_package, "compile_rules", refuse)

@@ -11,8 +11,8 @@ import pytest
 from helpers import convert_text
 
 from ms_fmk_transplt.engine.messages import join_clauses
-from ms_fmk_transplt.model import Operation, Support
-from ms_fmk_transplt.rules import compile_rules, load_rules
+from ms_fmk_transplt.records import Operation, Support
+from ms_fmk_transplt.ruleset import compile_rules, load_rules
 
 SOURCE = "import torch\nz = torch.zeros(2)\ntorch.set_grad_enabled(False)\ny = x.to_sparse()\n"
 
@@ -146,7 +146,7 @@ def test_advice_is_the_rules_own_per_api(builtin_tables) -> None:
 
 
 def test_advice_names_must_be_dotted(tmp_path: Path) -> None:
-    from ms_fmk_transplt.rules import RuleFileError, load_rule_file
+    from ms_fmk_transplt.ruleset import RuleFileError, load_rule_file
 
     path = tmp_path / "rules.json"
     path.write_text(

@@ -49,7 +49,7 @@ def test_wheel_install_loads_builtin_rules(tmp_path: Path) -> None:
     )
     code = (
         "import ms_fmk_transplt\n"
-        "from ms_fmk_transplt.rules import load_rules\n"
+        "from ms_fmk_transplt.ruleset import load_rules\n"
         "from ms_fmk_transplt import data\n"
         "rules = load_rules()\n"
         "from ms_fmk_transplt.distributed.policy import policy\n"

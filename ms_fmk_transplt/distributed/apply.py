@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ms_fmk_transplt.distributed import snippets
-from ms_fmk_transplt.model import Finding
+from ms_fmk_transplt.records import Finding
 
 
 @dataclass

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from ms_fmk_transplt.model import Finding, Operation
+from ms_fmk_transplt.records import Finding, Operation
 
 
 @dataclass(frozen=True)

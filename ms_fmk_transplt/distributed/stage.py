@@ -18,7 +18,7 @@ from ms_fmk_transplt.discover import Entry
 from ms_fmk_transplt.distributed.launchers import launcher
 from ms_fmk_transplt.distributed.lines import line_map, map_line
 from ms_fmk_transplt.distributed.transform import Distributed, distribute_source
-from ms_fmk_transplt.model import FileResult, Finding, Status
+from ms_fmk_transplt.records import FileResult, Finding, Status
 
 SUFFIX = "_msft_multi"
 LAUNCHER = "run_distributed_npu.sh"

@@ -19,7 +19,7 @@ from ms_fmk_transplt.distributed.apply import Apply, Plan
 from ms_fmk_transplt.distributed.loader_args import LoaderArgs
 from ms_fmk_transplt.distributed.policy import Policy, policy
 from ms_fmk_transplt.distributed.survey import Loader, Survey, survey
-from ms_fmk_transplt.model import Finding, Operation
+from ms_fmk_transplt.records import Finding, Operation
 
 INSERT, MODIFY, DELETE, CHECK = Operation.INSERT, Operation.MODIFY, Operation.DELETE, Operation.CHECK
 

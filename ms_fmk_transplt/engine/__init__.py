@@ -2,6 +2,6 @@
 
 `convert.convert_source` converts one file against `tables.Tables`. The engine never
 imports the rules package: rule kinds compile into `Tables`
-(``ms_fmk_transplt.rules.compile_rules``) and the engine only reads them. This package
+(``ms_fmk_transplt.ruleset.compile_rules``) and the engine only reads them. This package
 file imports nothing, so a light module such as `engine.rule` does not load libcst.
 """

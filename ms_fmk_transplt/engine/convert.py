@@ -25,7 +25,7 @@ from ms_fmk_transplt.engine.positions import positions
 from ms_fmk_transplt.engine.suppress import annotate
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.engine.transformer import Converter
-from ms_fmk_transplt.model import FileResult, Finding, Operation, Status, Support
+from ms_fmk_transplt.records import FileResult, Finding, Operation, Status, Support
 
 _PY2_HINTS = (
     re.compile(rb"^\s*print\s+[^\s(=,.\[][^=]*$", re.M),

@@ -10,7 +10,7 @@ or a copy of it (`env = os.environ.copy()`). Keyword names count in `os.environ.
 the keys of a dict literal the file binds to a name it passes as `env=` (a helper building a
 child's environment).
 
-The hooks (rules/kinds/env_var_rule.py) rewrite; this module only says where.
+The hooks (ruleset/kinds/env_var_rule.py) rewrite; this module only says where.
 """
 
 from __future__ import annotations

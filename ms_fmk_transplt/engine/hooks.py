@@ -1,7 +1,7 @@
 """The hooks a rule kind gives the engine: what the transformer calls, and what it hands them.
 
 A kind whose rewrite needs its own code compiles each rule into an entry, a frozen dataclass
-defined in the kind's module (`rules/kinds/<kind>.py`), that implements one of these protocols;
+defined in the kind's module (`ruleset/kinds/<kind>.py`), that implements one of these protocols;
 the compiled `Tables` hold the entries keyed for dictionary lookups. The engine keeps traversal,
 name resolution, the string/device/environment contexts, import planning and the composition of
 several hooks on one node; the hook holds the matching details, the rewrite and the finding.
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import libcst as cst
 
 from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.model import Finding, Operation, Support
+from ms_fmk_transplt.records import Finding, Operation, Support
 
 if TYPE_CHECKING:
     from ms_fmk_transplt.engine.roles import LiteralRoles

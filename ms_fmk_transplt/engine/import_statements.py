@@ -15,7 +15,7 @@ import libcst as cst
 from ms_fmk_transplt.engine.imports import strip_last_comma
 from ms_fmk_transplt.engine.names import build_dotted, dotted
 from ms_fmk_transplt.engine.pending import Pending
-from ms_fmk_transplt.model import Operation
+from ms_fmk_transplt.records import Operation
 
 if TYPE_CHECKING:
     from ms_fmk_transplt.engine.transformer import Converter

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.model import Operation, Support
+from ms_fmk_transplt.records import Operation, Support
 
 
 @dataclass

@@ -27,7 +27,7 @@ import libcst as cst
 from ms_fmk_transplt.engine.messages import join_clauses
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Match, Tables
-from ms_fmk_transplt.model import Support
+from ms_fmk_transplt.records import Support
 
 # the lists' dtype words for torch's dtype names and for the tensor methods that cast
 _DTYPE_WORDS = {

@@ -12,7 +12,7 @@ import dataclasses
 import hashlib
 import re
 
-from ms_fmk_transplt.model import Finding
+from ms_fmk_transplt.records import Finding
 
 IGNORE = re.compile(r"#\s*ms_fmk_transplt:\s*ignore\b(?:\[([^\]]*)\])?")
 

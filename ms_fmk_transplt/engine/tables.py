@@ -1,5 +1,5 @@
 """Lookup tables the transformer consults; every rule kind compiles into these
-(``ms_fmk_transplt.rules.compile``: the rules package fills them, the engine only reads them).
+(``ms_fmk_transplt.ruleset.compile``: the rules package fills them, the engine only reads them).
 
 Two sorts of entry: the name tables below (`Rename`, `ModuleMembers`, `SupportEntry`), which the
 engine's own name resolution applies, and hook collections holding entries defined by the rule
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ms_fmk_transplt.engine.context import DeviceSpec
 from ms_fmk_transplt.engine.hooks import CallHook, EnvHook, ResultHook, StringHook, TextHook, ValueHook
 from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.model import Support
+from ms_fmk_transplt.records import Support
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class Tables:
     methods: dict[str, Rename] = field(default_factory=dict)  # heuristic: x.cuda(...)
     functions: dict[str, Rename] = field(default_factory=dict)  # heuristic: func(...), unimported
     attributes: dict[str, Rename] = field(default_factory=dict)  # heuristic: x.is_cuda
-    # hooks (engine/hooks.py), each entry a class of the kind that compiled it (rules/kinds/<kind>.py)
+    # hooks (engine/hooks.py), each entry a class of the kind that compiled it (ruleset/kinds/<kind>.py)
     call_hooks: dict[str, list[CallHook]] = field(default_factory=dict)  # by qualified name
     method_call_hooks: dict[str, list[CallHook]] = field(default_factory=dict)  # heuristic: by short name
     string_hooks: list[StringHook] = field(default_factory=list)  # tried in order, the first match wins

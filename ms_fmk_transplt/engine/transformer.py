@@ -40,7 +40,7 @@ from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.support import SupportClassifier, converted_name
 from ms_fmk_transplt.engine.tables import Match, Tables
 from ms_fmk_transplt.engine.walk import NodeIndex
-from ms_fmk_transplt.model import Operation, Support
+from ms_fmk_transplt.records import Operation, Support
 
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 

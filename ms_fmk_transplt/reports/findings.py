@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ms_fmk_transplt import __version__
 from ms_fmk_transplt.analysis import Issue
-from ms_fmk_transplt.model import RunResult, Support
+from ms_fmk_transplt.records import RunResult, Support
 
 FIELDS = [
     "file",

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ms_fmk_transplt.model import RuntimeOp
+from ms_fmk_transplt.records import RuntimeOp
 
 FIELDS = ("op", "count", "supported", "status", "unsupported_dtypes", "first_call_site")
 

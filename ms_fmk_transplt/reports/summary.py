@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ms_fmk_transplt.analysis import Issue
-from ms_fmk_transplt.model import RunResult, Support
+from ms_fmk_transplt.records import RunResult, Support
 
 SUPPORT_KIND = "ApiSupportRule"  # the kind whose findings are the release lists' verdicts
 TOP_FILES = 5

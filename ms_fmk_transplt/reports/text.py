@@ -9,7 +9,7 @@ from collections import Counter
 
 from ms_fmk_transplt import __version__
 from ms_fmk_transplt.analysis import issues, status_of
-from ms_fmk_transplt.model import Finding, Operation, RunResult, Status
+from ms_fmk_transplt.records import Finding, Operation, RunResult, Status
 from ms_fmk_transplt.reports.summary import blocking, checks, headline
 
 CSV_HEADER = ["File", "Start Line", "End Line", "Operation Type", "Message", "Rule"]

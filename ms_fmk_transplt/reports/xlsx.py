@@ -7,7 +7,7 @@ import sys
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from ms_fmk_transplt.model import Operation, RunResult, Status
+from ms_fmk_transplt.records import Operation, RunResult, Status
 from ms_fmk_transplt.reports.summary import blocking, by_api, headline
 from ms_fmk_transplt.reports.text import totals
 

@@ -14,9 +14,9 @@ import libcst as cst
 
 from ms_fmk_transplt.engine.hooks import Site
 from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.model import Operation
-from ms_fmk_transplt.rules import checks
-from ms_fmk_transplt.rules.registry import kind
+from ms_fmk_transplt.records import Operation
+from ms_fmk_transplt.ruleset import checks
+from ms_fmk_transplt.ruleset.registry import kind
 
 
 @kind(

@@ -17,9 +17,9 @@ from fnmatch import fnmatch
 from typing import Any
 
 from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.model import Finding, Operation, Support
-from ms_fmk_transplt.rules import checks
-from ms_fmk_transplt.rules.registry import kind
+from ms_fmk_transplt.records import Finding, Operation, Support
+from ms_fmk_transplt.ruleset import checks
+from ms_fmk_transplt.ruleset.registry import kind
 
 
 @kind(

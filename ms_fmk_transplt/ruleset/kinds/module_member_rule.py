@@ -9,8 +9,8 @@ Code: name tables `Tables.modules`, `Tables.renames`; applied by engine/transfor
 """
 
 from ms_fmk_transplt.engine.tables import ModuleMembers, Rename
-from ms_fmk_transplt.rules import checks
-from ms_fmk_transplt.rules.registry import kind
+from ms_fmk_transplt.ruleset import checks
+from ms_fmk_transplt.ruleset.registry import kind
 
 
 @kind(

@@ -19,8 +19,8 @@ import libcst as cst
 
 from ms_fmk_transplt.engine.hooks import Site
 from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.rules import checks
-from ms_fmk_transplt.rules.registry import kind
+from ms_fmk_transplt.ruleset import checks
+from ms_fmk_transplt.ruleset.registry import kind
 
 
 @kind(

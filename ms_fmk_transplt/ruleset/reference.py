@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ms_fmk_transplt.engine.roles import POLICY
-from ms_fmk_transplt.rules.model import Rule
-from ms_fmk_transplt.rules.registry import all_kinds
+from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.ruleset.registry import all_kinds
 
 RANGES = [
     ("TP0", "Imports"),
@@ -63,7 +63,7 @@ def rules_markdown(rules: list[Rule]) -> str:
                     )
     kinds_doc = ["\n## Rule kinds\n\n"]
     for name in sorted(kinds):
-        module = __import__(f"ms_fmk_transplt.rules.kinds.{_module(name)}", fromlist=["_"])
+        module = __import__(f"ms_fmk_transplt.ruleset.kinds.{_module(name)}", fromlist=["_"])
         doc = user_doc(module.__doc__ or "")
         kinds_doc.append(f"### {name}\n\n{doc}\n\n")
     return "".join(out + kinds_doc)

@@ -11,8 +11,8 @@ torch_npu is imported).
 Code: `Tables.import_insert`; applied by engine/imports.py `insert_module_import` (from `leave_Module`).
 """
 
-from ms_fmk_transplt.rules import checks
-from ms_fmk_transplt.rules.registry import kind
+from ms_fmk_transplt.ruleset import checks
+from ms_fmk_transplt.ruleset.registry import kind
 
 
 @kind(

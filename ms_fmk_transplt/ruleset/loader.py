@@ -14,8 +14,8 @@ from typing import Any
 
 import jsonschema
 
-from ms_fmk_transplt.rules.model import Example, Rule
-from ms_fmk_transplt.rules.registry import all_kinds
+from ms_fmk_transplt.engine.rule import Example, Rule
+from ms_fmk_transplt.ruleset.registry import all_kinds
 
 COMMON = {
     "id": {"type": "string", "pattern": "^[A-Z]{1,4}[0-9]{3}$"},

@@ -43,9 +43,9 @@ from ms_fmk_transplt.engine.context import literals
 from ms_fmk_transplt.engine.hooks import Claims, Site
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.walk import NodeIndex
-from ms_fmk_transplt.model import Operation, Support
-from ms_fmk_transplt.rules import checks
-from ms_fmk_transplt.rules.registry import kind
+from ms_fmk_transplt.records import Operation, Support
+from ms_fmk_transplt.ruleset import checks
+from ms_fmk_transplt.ruleset.registry import kind
 
 
 @kind(

@@ -8,8 +8,8 @@ Code: name table `Tables.renames`; applied by engine/transformer.py (`Tables.loo
 """
 
 from ms_fmk_transplt.engine.tables import Rename
-from ms_fmk_transplt.rules import checks
-from ms_fmk_transplt.rules.registry import kind
+from ms_fmk_transplt.ruleset import checks
+from ms_fmk_transplt.ruleset.registry import kind
 
 
 def _full(entry, key):

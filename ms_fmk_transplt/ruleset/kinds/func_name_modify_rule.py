@@ -18,8 +18,8 @@ call cannot be told from the library's.
 Code: name tables `renames`, `methods`, `functions`; applied by engine/transformer.py, engine/imports.py.
 """
 
-from ms_fmk_transplt.rules import checks
-from ms_fmk_transplt.rules.registry import kind
+from ms_fmk_transplt.ruleset import checks
+from ms_fmk_transplt.ruleset.registry import kind
 
 
 @kind(

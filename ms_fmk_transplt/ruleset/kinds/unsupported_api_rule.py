@@ -7,8 +7,8 @@ counted by --strict.
 Code: name table `Tables.renames` (report only); applied by engine/transformer.py (`Tables.lookup`).
 """
 
-from ms_fmk_transplt.rules import checks
-from ms_fmk_transplt.rules.registry import kind
+from ms_fmk_transplt.ruleset import checks
+from ms_fmk_transplt.ruleset.registry import kind
 
 
 @kind(

@@ -15,8 +15,8 @@ the dtypes of partial ones.
 Code: name tables `Tables.support`, `tensor_methods`, `aten_ops`, `support_advice`; applied by engine/support.py.
 """
 
-from ms_fmk_transplt.rules import checks
-from ms_fmk_transplt.rules.registry import kind
+from ms_fmk_transplt.ruleset import checks
+from ms_fmk_transplt.ruleset.registry import kind
 
 _STATUSES = {"unsupported", "partial", "supported"}
 
@@ -54,7 +54,7 @@ class ApiSupportRule:
     def compile(rules, tables):
         from ms_fmk_transplt import data
         from ms_fmk_transplt.engine.tables import SupportEntry
-        from ms_fmk_transplt.model import Support
+        from ms_fmk_transplt.records import Support
 
         release = data.release(tables.release)
         by_source = {rule.params["source"]: rule for rule in rules}

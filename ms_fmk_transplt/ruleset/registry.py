@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ms_fmk_transplt.rules import kinds as _kinds_pkg
+from ms_fmk_transplt.ruleset import kinds as _kinds_pkg
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ Code: name table `Tables.attributes`; applied by engine/transformer.py `leave_At
 """
 
 from ms_fmk_transplt.engine.tables import Rename
-from ms_fmk_transplt.rules import checks
-from ms_fmk_transplt.rules.registry import kind
+from ms_fmk_transplt.ruleset import checks
+from ms_fmk_transplt.ruleset.registry import kind
 
 
 @kind(

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from ms_fmk_transplt import data
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
-from ms_fmk_transplt.rules.registry import all_kinds
+from ms_fmk_transplt.ruleset.registry import all_kinds
 
 
 def compile_rules(rules: Iterable[Rule], release: str = "", opt_ins: Iterable[str] = ()) -> Tables:
