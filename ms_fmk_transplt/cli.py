@@ -23,6 +23,9 @@ from ms_fmk_transplt.records import Operation, Status
 if TYPE_CHECKING:  # rich.progress and rich.table load only when a bar or a table is shown
     from rich.progress import Progress, TaskID
 
+    from ms_fmk_transplt.analysis import Issue
+    from ms_fmk_transplt.records import RunResult
+
 EXIT_OK, EXIT_FAILED_FILES, EXIT_USAGE, EXIT_UNSUPPORTED, EXIT_GATE = 0, 1, 2, 3, 4
 PROGRESS_MIN_FILES = 50
 
@@ -361,13 +364,27 @@ def verify(
 class _Gate:
     """The report and gate options, checked before any work is done."""
 
-    def __init__(self, report_format, report, fail_on, baseline, write_baseline) -> None:
+    def __init__(
+        self,
+        report_format: str | None,
+        report: Path | None,
+        fail_on: str,
+        baseline: Path | None,
+        write_baseline: Path | None,
+    ) -> None:
         self.report_format, self.report, self.fail_on = report_format, report, fail_on
         self.baseline, self.write_baseline = baseline, write_baseline
         self.baseline_counts: Counter[tuple[str, str, str, str]] | None = None
 
     @classmethod
-    def checked(cls, report_format, report, fail_on, baseline, write_baseline) -> _Gate:
+    def checked(
+        cls,
+        report_format: str | None,
+        report: Path | None,
+        fail_on: str,
+        baseline: Path | None,
+        write_baseline: Path | None,
+    ) -> _Gate:
         from ms_fmk_transplt.analysis import FAIL_ON
         from ms_fmk_transplt.reports.findings import FORMATS
 
@@ -395,7 +412,7 @@ class _Gate:
         return gate
 
 
-def _finish(run, quiet: bool, gate: _Gate, strict: bool) -> None:
+def _finish(run: RunResult, quiet: bool, gate: _Gate, strict: bool) -> None:
     """Warnings, summary, reports, baseline and the exit code, shared by convert and analyse."""
     from ms_fmk_transplt import analysis
     from ms_fmk_transplt.reports.findings import FORMATS
@@ -455,7 +472,7 @@ class _progress:
         self.quiet = quiet
         self.verb = verb
 
-    def __enter__(self):
+    def __enter__(self) -> _progress | None:
         return None if self.quiet else self
 
     def __call__(self, done: int, total: int, path: str) -> None:
@@ -483,7 +500,7 @@ class _progress:
             self.bar.stop()
 
 
-def _summary(run, found, gate: _Gate) -> None:
+def _summary(run: RunResult, found: list[Issue], gate: _Gate) -> None:
     """The console table: what will not run first, then file counts, then where the reports are."""
     from rich.table import Table
 

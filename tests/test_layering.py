@@ -220,3 +220,17 @@ def test_torch_assignment_walk_sees_every_spelling() -> None:
         "    t.x = 1\n"  # a call's result is not torch's own object
     )
     assert torch_assignments(probe) == [4, 5, 6, 8, 9, 10]
+
+
+def test_engine_names_no_rule_kind() -> None:
+    """The engine asks rules for capabilities (`Rule.support_list`, hooks); it never tests a kind's name."""
+    from ms_fmk_transplt.ruleset.registry import all_kinds
+
+    names = set(all_kinds())
+    found = [
+        f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.value}"
+        for path in sorted((PACKAGE / "engine").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and node.value in names
+    ]
+    assert found == []

@@ -27,6 +27,10 @@ class Plan:
     findings: list[Finding] = field(default_factory=list)
 
 
+# what a statement becomes: itself, several statements, or nothing
+_Statements = cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement] | cst.RemovalSentinel
+
+
 class Apply(cst.CSTTransformer):
     """Applies a plan; every lookup is by the original node, so nested edits compose."""
 
@@ -34,7 +38,7 @@ class Apply(cst.CSTTransformer):
         super().__init__()
         self.plan = plan
 
-    def _around(self, original: cst.CSTNode, updated: cst.BaseStatement):
+    def _around(self, original: cst.CSTNode, updated: cst.BaseStatement) -> _Statements:
         before = self.plan.before.get(id(original), [])
         after = self.plan.after.get(id(original), [])
         if id(original) in self.plan.guard:
@@ -51,13 +55,15 @@ class Apply(cst.CSTTransformer):
             return updated
         return cst.FlattenSentinel([*before, updated, *after])
 
-    def leave_SimpleStatementLine(self, original_node, updated_node):
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> _Statements:
         return self._around(original_node, updated_node)
 
-    def leave_With(self, original_node, updated_node):
+    def leave_With(self, original_node: cst.With, updated_node: cst.With) -> _Statements:
         return self._around(original_node, updated_node)
 
-    def leave_If(self, original_node, updated_node):
+    def leave_If(self, original_node: cst.If, updated_node: cst.If) -> _Statements:
         if self.plan.append and id(original_node) == self.plan.main_guard:
             body = updated_node.body
             updated_node = updated_node.with_changes(
@@ -66,34 +72,34 @@ class Apply(cst.CSTTransformer):
             self.plan.append = []
         return self._around(original_node, updated_node)
 
-    def leave_For(self, original_node, updated_node):
+    def leave_For(self, original_node: cst.For, updated_node: cst.For) -> _Statements:
         prefix = self.plan.loop_prefix.get(id(original_node))
         if prefix:
             body = updated_node.body
             updated_node = updated_node.with_changes(body=body.with_changes(body=[*prefix, *body.body]))
         return self._around(original_node, updated_node)
 
-    def leave_Try(self, original_node, updated_node):
+    def leave_Try(self, original_node: cst.Try, updated_node: cst.Try) -> _Statements:
         return self._around(original_node, updated_node)
 
-    def leave_While(self, original_node, updated_node):
+    def leave_While(self, original_node: cst.While, updated_node: cst.While) -> _Statements:
         return self._around(original_node, updated_node)
 
-    def leave_FunctionDef(self, original_node, updated_node):
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> _Statements:
         return self._around(original_node, updated_node)
 
-    def leave_ClassDef(self, original_node, updated_node):
+    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> _Statements:
         return self._around(original_node, updated_node)
 
-    def leave_Call(self, original_node, updated_node):
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         return self.plan.calls.get(id(original_node), updated_node)
 
-    def leave_Name(self, original_node, updated_node):
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
         if id(original_node) in self.plan.unwrap:
             return snippets.unwrapped(original_node.value)
         return updated_node
 
-    def leave_Module(self, original_node, updated_node):
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         if self.plan.append:  # no `if __name__ == "__main__":` block: the end of the script
             return updated_node.with_changes(body=[*updated_node.body, *self.plan.append])
         return updated_node

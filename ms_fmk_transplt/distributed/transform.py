@@ -7,12 +7,13 @@ refer to the input source. The written code is in CUDA terms (snippets.py).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from ms_fmk_transplt.distributed import snippets
 from ms_fmk_transplt.distributed.apply import Apply, Plan
@@ -53,7 +54,9 @@ def distribute_source(source: str, main: str = "main.py", model: str | None = No
 class _Planner:
     """Turns a survey into a plan."""
 
-    def __init__(self, found: Survey, rules: Policy, positions, main: str) -> None:
+    def __init__(
+        self, found: Survey, rules: Policy, positions: Mapping[cst.CSTNode, CodeRange], main: str
+    ) -> None:
         self.found, self.rules, self.positions, self.main = found, rules, positions, main
         self.plan_ = Plan()
         self.names = snippets.Names.avoiding(found.bound)

@@ -190,13 +190,13 @@ def _place(module: cst.Module, converter: Converter) -> tuple[Finding, ...]:
         (lines.get(id(item), (1,))[0], item.api)
         for item in converter.pending
         if item.api
-        and item.rule.kind != "ApiSupportRule"
+        and not item.rule.support_list
         and (item.operation is Operation.UNSUPPORTED or item.support is not None)
     }
     findings = []
     for item in converter.pending:
         start, end, column = lines.get(id(item), (1, 1, 0))
-        if item.rule.kind == "ApiSupportRule" and (start, item.api) in explicit:
+        if item.rule.support_list and (start, item.api) in explicit:
             continue
         if item.line_offset:
             start, column = end, 0

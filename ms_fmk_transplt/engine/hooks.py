@@ -95,7 +95,9 @@ class CallHook(Protocol):
 class StringHook(Protocol):
     """A rewrite of string literals that are code, not prose (the engine decides which are)."""
 
-    in_keys: bool  # also applies to dict keys and subscripts
+    @property
+    def in_keys(self) -> bool:
+        """Whether it also applies to dict keys and subscripts."""
 
     def rewrite_string(
         self, site: Site, original: cst.SimpleString, updated: cst.SimpleString, value: str
@@ -177,7 +179,9 @@ class ValueHook(Protocol):
 class TextHook(Protocol):
     """A line scan of non-Python files that are copied as they are."""
 
-    files: tuple[str, ...]  # globs of the file names it reads (`applies_to` matches them)
+    @property
+    def files(self) -> tuple[str, ...]:
+        """Globs of the file names it reads (`applies_to` matches them)."""
 
     def applies_to(self, file_name: str) -> bool:
         """Does the scan read a file of this name (no folder)?"""

@@ -236,7 +236,9 @@ class _InsertNextTo(cst.CSTTransformer):
     def on_visit(self, node: cst.CSTNode) -> bool:
         return not isinstance(node, cst.BaseExpression)
 
-    def leave_SimpleStatementLine(self, original_node, updated_node):
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine | cst.FlattenSentinel[cst.SimpleStatementLine]:
         if original_node is not self.target:
             return updated_node
         pair = [self.line, updated_node] if self.before else [updated_node, self.line]

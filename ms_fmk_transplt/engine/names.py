@@ -7,7 +7,8 @@ two different meanings is not resolved at all.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Literal, overload
 
 import libcst as cst
 
@@ -34,7 +35,19 @@ def dotted(node: cst.CSTNode | None) -> str | None:
     return ".".join(reversed(parts))
 
 
-def iter_imports(module: cst.Module, lines: bool = False):
+@overload
+def iter_imports(
+    module: cst.Module, lines: Literal[False] = False
+) -> Iterator[cst.Import | cst.ImportFrom]: ...
+
+
+@overload
+def iter_imports(
+    module: cst.Module, lines: Literal[True]
+) -> Iterator[tuple[cst.SimpleStatementLine, cst.Import | cst.ImportFrom]]: ...
+
+
+def iter_imports(module: cst.Module, lines: bool = False) -> Iterator[Any]:
     """Every Import / ImportFrom in the module in source order, at any depth, visiting statements
     only; with `lines`, (line, import) pairs, the line being the SimpleStatementLine holding it."""
     stack: list[cst.CSTNode] = list(reversed(module.body))

@@ -30,6 +30,8 @@ class Rule:
     needs_torch_npu: bool = False  # its rewrites only work once torch_npu is imported
     user: bool = False
     tags: tuple[str, ...] = field(default=())
+    # its kind reports the support lists' verdict: another rule's report of the API outranks it
+    support_list: bool = False
 
     def render(self, **fields: Any) -> str:
         """The finding message for this rule, one line, no trailing period."""

@@ -214,7 +214,7 @@ class Converter(cst.CSTTransformer):
         self.support.enter_annotation()
         return True
 
-    def leave_Annotation(self, original_node: cst.Annotation, updated_node: cst.Annotation):
+    def leave_Annotation(self, original_node: cst.Annotation, updated_node: cst.Annotation) -> cst.Annotation:
         self.support.leave_annotation()
         return updated_node
 
@@ -335,7 +335,9 @@ class Converter(cst.CSTTransformer):
                         break
         return updated
 
-    def leave_FormattedString(self, original_node: cst.FormattedString, updated_node: cst.FormattedString):
+    def leave_FormattedString(
+        self, original_node: cst.FormattedString, updated_node: cst.FormattedString
+    ) -> cst.BaseExpression:
         if self.roles.of(original_node).role in _LEFT_ALONE or not updated_node.parts:
             return updated_node
         template = "".join(
@@ -484,7 +486,7 @@ class Converter(cst.CSTTransformer):
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
         return self.import_statements.rewrite_import(original_node, updated_node)
 
-    def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom):
+    def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom) -> cst.ImportFrom:
         return self.import_statements.rewrite_import_from(original_node, updated_node)
 
     # ---- calls ------------------------------------------------------------------------------------
@@ -589,7 +591,7 @@ class Converter(cst.CSTTransformer):
 
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
-    ):
+    ) -> cst.SimpleStatementLine | cst.FlattenSentinel[cst.SimpleStatementLine]:
         if original_node is self.imports.anchor_line:
             self._anchor_updated = updated_node
         if not self._extra_lines:

@@ -150,6 +150,7 @@ def parse_rule_document(
                     ),
                     user=not builtin,
                     tags=tuple(entry.get("tags", [])),
+                    support_list=kind.support_list,
                 )
             )
     return _unique_ids(rules)

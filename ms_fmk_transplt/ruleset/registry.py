@@ -4,11 +4,40 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
+from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.ruleset import kinds as _kinds_pkg
+
+Entry = dict[str, Any]  # one entry of a rule file, as validated against the kind's schema
+Problem = tuple[str, str]  # (key of the entry, what is wrong with it)
+
+
+class RuleKind(Protocol):
+    """What a rule kind's class provides (static methods; `@kind` registers the class).
+
+    `check` returns the entry's semantic problems (its schema is checked before), `summary` the
+    one-line description of an entry, `key` what makes two entries duplicates, and `compile` adds
+    the kind's validated rules to the engine's tables.
+    """
+
+    @staticmethod
+    def check(entry: Entry) -> list[Problem]: ...
+
+    @staticmethod
+    def summary(entry: Entry) -> str: ...
+
+    @staticmethod
+    def key(entry: Entry) -> Hashable: ...
+
+    @staticmethod
+    def compile(rules: list[Rule], tables: Tables) -> None: ...
+
+
+K = TypeVar("K", bound=RuleKind)
 
 
 @dataclass(frozen=True)
@@ -21,21 +50,24 @@ class Kind:
 
     name: str
     schema: dict[str, Any]
-    check: Callable[[dict[str, Any]], list[tuple[str, str]]]
-    compile: Callable[[list[Any], Any], None]
-    summary: Callable[[dict[str, Any]], str]
+    check: Callable[[Entry], list[Problem]]
+    compile: Callable[[list[Rule], Tables], None]
+    summary: Callable[[Entry], str]
     message: str
-    key: Callable[[dict[str, Any]], Any]  # two entries with the same key are duplicates
+    key: Callable[[Entry], Hashable]  # two entries with the same key are duplicates
     heuristic: bool = False
+    # its findings are the support lists' verdict on an API: a finding of any other rule on the
+    # same API at the same line outranks it (engine/convert.py keeps one finding per call site)
+    support_list: bool = False
 
 
 _KINDS: dict[str, Kind] = {}
 
 
-def kind(**attrs: Any) -> Callable[[Any], Any]:
+def kind(**attrs: Any) -> Callable[[type[K]], type[K]]:
     """Class decorator: register a rule kind named after its module."""
 
-    def register(cls: Any) -> Any:
+    def register(cls: type[K]) -> type[K]:
         module = cls.__module__.rsplit(".", 1)[-1]
         name = attrs.pop("name")
         if module.replace("_", "") != name.lower():
@@ -43,12 +75,13 @@ def kind(**attrs: Any) -> Callable[[Any], Any]:
         _KINDS[name] = Kind(
             name=name,
             schema=attrs.get("schema", {}),
-            check=getattr(cls, "check", lambda entry: []),
+            check=cls.check,
             compile=cls.compile,
             summary=cls.summary,
             message=attrs["message"],
             key=cls.key,
             heuristic=attrs.get("heuristic", False),
+            support_list=attrs.get("support_list", False),
         )
         return cls
 

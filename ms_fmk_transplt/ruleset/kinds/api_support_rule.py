@@ -15,14 +15,19 @@ the dtypes of partial ones.
 Code: name tables `Tables.support`, `tensor_methods`, `aten_ops`, `support_advice`; applied by engine/support.py.
 """
 
+from collections.abc import Hashable
+
+from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.ruleset import checks
-from ms_fmk_transplt.ruleset.registry import kind
+from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 
 _STATUSES = {"unsupported", "partial", "supported"}
 
 
 @kind(
     name="ApiSupportRule",
+    support_list=True,
     schema={
         "required": ["source"],
         "properties": {
@@ -35,7 +40,7 @@ _STATUSES = {"unsupported", "partial", "supported"}
 )
 class ApiSupportRule:
     @staticmethod
-    def check(entry):
+    def check(entry: Entry) -> list[Problem]:
         return [
             (f"advice/{name}", problem)
             for name in entry.get("advice", {})
@@ -43,15 +48,15 @@ class ApiSupportRule:
         ]
 
     @staticmethod
-    def summary(entry):
+    def summary(entry: Entry) -> str:
         return f"classify torch API uses by the release's {entry['source']} list"
 
     @staticmethod
-    def key(entry):
+    def key(entry: Entry) -> Hashable:
         return entry["source"]
 
     @staticmethod
-    def compile(rules, tables):
+    def compile(rules: list[Rule], tables: Tables) -> None:
         from ms_fmk_transplt import data
         from ms_fmk_transplt.engine.tables import SupportEntry
         from ms_fmk_transplt.records import Support
@@ -64,12 +69,12 @@ class ApiSupportRule:
         for rule in rules:
             tables.support_advice.update(rule.params.get("advice", {}))
         for name, (status, dtypes, source) in release["support"].items():
-            rule = by_source.get(source)
-            if rule is None or status not in _STATUSES:
+            owner = by_source.get(source)
+            if owner is None or status not in _STATUSES:
                 continue
-            if not name.startswith(rule.params.get("prefix", "torch.")):
+            if not name.startswith(owner.params.get("prefix", "torch.")):
                 continue
-            entry = SupportEntry(rule, Support(status), dtypes)
+            entry = SupportEntry(owner, Support(status), dtypes)
             tables.support[name] = entry
             if name.startswith("torch.Tensor.") and name.count(".") == 2:
                 tables.tensor_methods[name.rsplit(".", 1)[1]] = entry

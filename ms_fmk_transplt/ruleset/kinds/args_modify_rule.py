@@ -12,6 +12,7 @@ for a bare `func_name`, by the call's short name.
 from __future__ import annotations
 
 import ast
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -19,9 +20,10 @@ import libcst as cst
 
 from ms_fmk_transplt.engine.hooks import Site
 from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset import checks
-from ms_fmk_transplt.ruleset.registry import kind
+from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 
 
 @kind(
@@ -39,7 +41,7 @@ from ms_fmk_transplt.ruleset.registry import kind
 )
 class ArgsModifyRule:
     @staticmethod
-    def check(entry):
+    def check(entry: Entry) -> list[Problem]:
         problems = []
         if p := checks.dotted_name(entry["func_name"]):
             problems.append(("func_name", p))
@@ -50,15 +52,15 @@ class ArgsModifyRule:
         return problems
 
     @staticmethod
-    def summary(entry):
+    def summary(entry: Entry) -> str:
         return f"argument {entry['arg_idx']} of {entry['func_name']} becomes {entry['arg_new']}"
 
     @staticmethod
-    def key(entry):
+    def key(entry: Entry) -> Hashable:
         return (entry["func_name"], entry["arg_idx"], entry.get("arg_name"))
 
     @staticmethod
-    def compile(rules, tables):
+    def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
             p = rule.params
             rewrite = ArgRewrite(rule, p["arg_idx"], p.get("arg_name"), p["arg_new"])

@@ -5,9 +5,12 @@ A heuristic like MethodRenameRule; attributes of imported modules are left to th
 Code: name table `Tables.attributes`; applied by engine/transformer.py `leave_Attribute`.
 """
 
-from ms_fmk_transplt.engine.tables import Rename
+from collections.abc import Hashable
+
+from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.engine.tables import Rename, Tables
 from ms_fmk_transplt.ruleset import checks
-from ms_fmk_transplt.ruleset.registry import kind
+from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 
 
 @kind(
@@ -21,19 +24,19 @@ from ms_fmk_transplt.ruleset.registry import kind
 )
 class AttributeRenameRule:
     @staticmethod
-    def check(entry):
+    def check(entry: Entry) -> list[Problem]:
         return [(k, p) for k in ("attribute", "new_attribute") if (p := checks.identifier(entry[k]))]
 
     @staticmethod
-    def summary(entry):
+    def summary(entry: Entry) -> str:
         return f"attribute .{entry['attribute']} -> .{entry['new_attribute']} (by name)"
 
     @staticmethod
-    def key(entry):
+    def key(entry: Entry) -> Hashable:
         return entry["attribute"]
 
     @staticmethod
-    def compile(rules, tables):
+    def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
             tables.attributes[rule.params["attribute"]] = Rename(rule, rule.params["new_attribute"])
             tables.add_trigger(rule.params["attribute"])

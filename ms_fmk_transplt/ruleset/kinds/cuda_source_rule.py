@@ -11,7 +11,7 @@ Code: `CudaSources.rewrite_call` (reports only), a call hook (engine/hooks.py) k
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -19,8 +19,9 @@ import libcst as cst
 
 from ms_fmk_transplt.engine.hooks import Site
 from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.ruleset import checks
-from ms_fmk_transplt.ruleset.registry import kind
+from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 
 
 @kind(
@@ -37,19 +38,19 @@ from ms_fmk_transplt.ruleset.registry import kind
 )
 class CudaSourceRule:
     @staticmethod
-    def check(entry):
+    def check(entry: Entry) -> list[Problem]:
         return [("func_name", p)] if (p := checks.dotted_name(entry["func_name"])) else []
 
     @staticmethod
-    def summary(entry):
+    def summary(entry: Entry) -> str:
         return f"report {entry['func_name']} calls that compile CUDA sources"
 
     @staticmethod
-    def key(entry):
+    def key(entry: Entry) -> Hashable:
         return entry["func_name"]
 
     @staticmethod
-    def compile(rules, tables):
+    def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
             suffixes = tuple(rule.params.get("suffixes", [".cu", ".cuh"]))
             name = rule.params["func_name"]

@@ -15,15 +15,17 @@ environment variable's name (transformer.py: the environment context).
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 import libcst as cst
 
 from ms_fmk_transplt.engine.hooks import Site
 from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset import checks
-from ms_fmk_transplt.ruleset.registry import kind
+from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 
 
 @kind(
@@ -36,7 +38,7 @@ from ms_fmk_transplt.ruleset.registry import kind
 )
 class EnvVarRule:
     @staticmethod
-    def check(entry):
+    def check(entry: Entry) -> list[Problem]:
         name = entry["name"].rstrip("*")
         problems = []
         if not name or checks.identifier(name + ("X" if entry["name"].endswith("*") else "")):
@@ -51,7 +53,7 @@ class EnvVarRule:
         return problems
 
     @staticmethod
-    def summary(entry):
+    def summary(entry: Entry) -> str:
         new = entry.get("new_name")
         return (
             f"environment variable {entry['name']} -> {new}"
@@ -60,11 +62,11 @@ class EnvVarRule:
         )
 
     @staticmethod
-    def key(entry):
+    def key(entry: Entry) -> Hashable:
         return entry["name"]
 
     @staticmethod
-    def compile(rules, tables):
+    def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
             name = rule.params["name"]
             rename = tables.rename(rule, rule.params.get("new_name"), rule.params.get("suggestion", ""))

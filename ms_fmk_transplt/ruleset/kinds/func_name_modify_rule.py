@@ -18,8 +18,12 @@ call cannot be told from the library's.
 Code: name tables `renames`, `methods`, `functions`; applied by engine/transformer.py, engine/imports.py.
 """
 
+from collections.abc import Hashable
+
+from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.ruleset import checks
-from ms_fmk_transplt.ruleset.registry import kind
+from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 
 
 @kind(
@@ -32,7 +36,7 @@ from ms_fmk_transplt.ruleset.registry import kind
 )
 class FuncNameModifyRule:
     @staticmethod
-    def check(entry):
+    def check(entry: Entry) -> list[Problem]:
         problems = [(k, p) for k in ("old_name", "new_name") if (p := checks.dotted_name(entry[k]))]
         if not problems and "." not in entry["old_name"] and "." in entry["new_name"]:
             problems.append(
@@ -43,15 +47,15 @@ class FuncNameModifyRule:
         return problems
 
     @staticmethod
-    def summary(entry):
+    def summary(entry: Entry) -> str:
         return f"rename function {entry['old_name']} to {entry['new_name']}"
 
     @staticmethod
-    def key(entry):
+    def key(entry: Entry) -> Hashable:
         return entry["old_name"]
 
     @staticmethod
-    def compile(rules, tables):
+    def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
             old, new = rule.params["old_name"], rule.params["new_name"]
             entry = tables.rename(rule, new, rule.params.get("suggestion", ""))

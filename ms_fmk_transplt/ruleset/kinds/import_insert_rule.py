@@ -11,8 +11,12 @@ torch_npu is imported).
 Code: `Tables.import_insert`; applied by engine/imports.py `insert_module_import` (from `leave_Module`).
 """
 
+from collections.abc import Hashable
+
+from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.ruleset import checks
-from ms_fmk_transplt.ruleset.registry import kind
+from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 
 
 @kind(
@@ -30,7 +34,7 @@ from ms_fmk_transplt.ruleset.registry import kind
 )
 class ImportInsertRule:
     @staticmethod
-    def check(entry):
+    def check(entry: Entry) -> list[Problem]:
         problems = []
         if p := checks.dotted_name(entry["module"]):
             problems.append(("module", p))
@@ -42,15 +46,15 @@ class ImportInsertRule:
         return problems
 
     @staticmethod
-    def summary(entry):
+    def summary(entry: Entry) -> str:
         return f"insert `import {entry['module']}` after the first import of {entry.get('after', 'torch')}"
 
     @staticmethod
-    def key(entry):
+    def key(entry: Entry) -> Hashable:
         return "ImportInsertRule"
 
     @staticmethod
-    def compile(rules, tables):
+    def compile(rules: list[Rule], tables: Tables) -> None:
         tables.import_insert = rules[-1]
         for name in rules[-1].params.get("when_used", []):
             tables.needs_module.add(name)

@@ -7,6 +7,7 @@ Code: `KeywordRename.rewrite_call`, a call hook (engine/hooks.py) keyed by `func
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -14,9 +15,10 @@ import libcst as cst
 
 from ms_fmk_transplt.engine.hooks import Site
 from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset import checks
-from ms_fmk_transplt.ruleset.registry import kind
+from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 
 
 @kind(
@@ -33,7 +35,7 @@ from ms_fmk_transplt.ruleset.registry import kind
 )
 class KeywordRenameRule:
     @staticmethod
-    def check(entry):
+    def check(entry: Entry) -> list[Problem]:
         problems = []
         if p := checks.dotted_name(entry["func_name"]):
             problems.append(("func_name", p))
@@ -41,15 +43,15 @@ class KeywordRenameRule:
         return problems
 
     @staticmethod
-    def summary(entry):
+    def summary(entry: Entry) -> str:
         return f"{entry['func_name']}({entry['keyword']}=...) -> {entry['new_keyword']}=..."
 
     @staticmethod
-    def key(entry):
+    def key(entry: Entry) -> Hashable:
         return (entry["func_name"], entry["keyword"])
 
     @staticmethod
-    def compile(rules, tables):
+    def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
             p = rule.params
             tables.add_call_hook(p["func_name"], KeywordRename(rule, p["keyword"], p["new_keyword"]))

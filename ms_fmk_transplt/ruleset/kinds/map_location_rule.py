@@ -34,6 +34,7 @@ rules (the device string rule converts the destinations) and adds the NPU keys o
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,10 +43,11 @@ import libcst as cst
 from ms_fmk_transplt.engine.context import literals
 from ms_fmk_transplt.engine.hooks import Claims, Site
 from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.engine.walk import NodeIndex
 from ms_fmk_transplt.records import Operation, Support
 from ms_fmk_transplt.ruleset import checks
-from ms_fmk_transplt.ruleset.registry import kind
+from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 
 
 @kind(
@@ -70,7 +72,7 @@ from ms_fmk_transplt.ruleset.registry import kind
 )
 class MapLocationRule:
     @staticmethod
-    def check(entry):
+    def check(entry: Entry) -> list[Problem]:
         problems = []
         for name in entry["calls"]:
             if p := checks.dotted_name(name):
@@ -89,7 +91,7 @@ class MapLocationRule:
         return problems
 
     @staticmethod
-    def summary(entry):
+    def summary(entry: Entry) -> str:
         keyword = entry.get("keyword", "map_location")
         return (
             f"{keyword}= of {len(entry['calls'])} checkpoint loaders: destinations {entry['old']!r} ->"
@@ -97,11 +99,11 @@ class MapLocationRule:
         )
 
     @staticmethod
-    def key(entry):
+    def key(entry: Entry) -> Hashable:
         return tuple(sorted(entry["calls"]))
 
     @staticmethod
-    def compile(rules, tables):
+    def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
             p = rule.params
             tables.value_hooks.append(

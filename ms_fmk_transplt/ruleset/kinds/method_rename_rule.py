@@ -6,9 +6,12 @@ receiver resolves to an imported module, nor an attribute that is not called (`a
 Code: name table `Tables.methods`; applied by engine/transformer.py `leave_Call`.
 """
 
-from ms_fmk_transplt.engine.tables import Rename
+from collections.abc import Hashable
+
+from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.engine.tables import Rename, Tables
 from ms_fmk_transplt.ruleset import checks
-from ms_fmk_transplt.ruleset.registry import kind
+from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 
 
 @kind(
@@ -22,19 +25,19 @@ from ms_fmk_transplt.ruleset.registry import kind
 )
 class MethodRenameRule:
     @staticmethod
-    def check(entry):
+    def check(entry: Entry) -> list[Problem]:
         return [(k, p) for k in ("method", "new_method") if (p := checks.identifier(entry[k]))]
 
     @staticmethod
-    def summary(entry):
+    def summary(entry: Entry) -> str:
         return f"method call .{entry['method']}(...) -> .{entry['new_method']}(...) (by name)"
 
     @staticmethod
-    def key(entry):
+    def key(entry: Entry) -> Hashable:
         return entry["method"]
 
     @staticmethod
-    def compile(rules, tables):
+    def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
             tables.methods[rule.params["method"]] = Rename(rule, rule.params["new_method"])
             tables.add_trigger(rule.params["method"])

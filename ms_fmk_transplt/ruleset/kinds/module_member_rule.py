@@ -8,9 +8,12 @@ itself is renamed unless others are kept.
 Code: name tables `Tables.modules`, `Tables.renames`; applied by engine/transformer.py (`Tables.lookup`).
 """
 
-from ms_fmk_transplt.engine.tables import ModuleMembers, Rename
+from collections.abc import Hashable
+
+from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.engine.tables import ModuleMembers, Rename, Tables
 from ms_fmk_transplt.ruleset import checks
-from ms_fmk_transplt.ruleset.registry import kind
+from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 
 
 @kind(
@@ -29,7 +32,7 @@ from ms_fmk_transplt.ruleset.registry import kind
 )
 class ModuleMemberRule:
     @staticmethod
-    def check(entry):
+    def check(entry: Entry) -> list[Problem]:
         problems = [(k, p) for k in ("module", "new_module") if (p := checks.dotted_name(entry[k]))]
         for i, member in enumerate(entry.get("members", [])):
             if p := checks.identifier(member):
@@ -50,15 +53,15 @@ class ModuleMemberRule:
         return problems
 
     @staticmethod
-    def summary(entry):
+    def summary(entry: Entry) -> str:
         return f"{entry['module']}.X -> {entry['new_module']}.X for every X the NPU offers"
 
     @staticmethod
-    def key(entry):
+    def key(entry: Entry) -> Hashable:
         return entry["module"]
 
     @staticmethod
-    def compile(rules, tables):
+    def compile(rules: list[Rule], tables: Tables) -> None:
         from ms_fmk_transplt import data
 
         for rule in rules:

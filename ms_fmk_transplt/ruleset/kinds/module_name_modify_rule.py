@@ -7,12 +7,15 @@ and attribute chains `parent.old.x`. An empty or missing `parent_module` means a
 Code: name table `Tables.renames`; applied by engine/transformer.py (`Tables.lookup`).
 """
 
-from ms_fmk_transplt.engine.tables import Rename
+from collections.abc import Hashable
+
+from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.engine.tables import Rename, Tables
 from ms_fmk_transplt.ruleset import checks
-from ms_fmk_transplt.ruleset.registry import kind
+from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 
 
-def _full(entry, key):
+def _full(entry: Entry, key: str) -> str:
     parent = entry.get("parent_module") or ""
     return f"{parent}.{entry[key]}" if parent else entry[key]
 
@@ -31,7 +34,7 @@ def _full(entry, key):
 )
 class ModuleNameModifyRule:
     @staticmethod
-    def check(entry):
+    def check(entry: Entry) -> list[Problem]:
         problems = [(k, p) for k in ("old_name", "new_name") if (p := checks.dotted_name(entry[k]))]
         parent = entry.get("parent_module")
         if parent and (p := checks.dotted_name(parent)):
@@ -41,15 +44,15 @@ class ModuleNameModifyRule:
         return problems
 
     @staticmethod
-    def summary(entry):
+    def summary(entry: Entry) -> str:
         return f"rename module {_full(entry, 'old_name')} to {_full(entry, 'new_name')}"
 
     @staticmethod
-    def key(entry):
+    def key(entry: Entry) -> Hashable:
         return _full(entry, "old_name")
 
     @staticmethod
-    def compile(rules, tables):
+    def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
             old = _full(rule.params, "old_name")
             tables.renames[old] = Rename(rule, _full(rule.params, "new_name"))

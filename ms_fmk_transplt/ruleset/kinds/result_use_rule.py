@@ -13,15 +13,17 @@ engine finds the uses of a call's result and the names bound to it (transformer.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 import libcst as cst
 
 from ms_fmk_transplt.engine.hooks import ResultUse, Site
 from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset import checks
-from ms_fmk_transplt.ruleset.registry import kind
+from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 
 
 @kind(
@@ -38,19 +40,19 @@ from ms_fmk_transplt.ruleset.registry import kind
 )
 class ResultUseRule:
     @staticmethod
-    def check(entry):
+    def check(entry: Entry) -> list[Problem]:
         return [("name", p)] if (p := checks.dotted_name(entry["name"])) else []
 
     @staticmethod
-    def summary(entry):
+    def summary(entry: Entry) -> str:
         return f"uses of {entry['name']}() that break because it returns {entry['returns']} on the NPU (reported)"
 
     @staticmethod
-    def key(entry):
+    def key(entry: Entry) -> Hashable:
         return entry["name"]
 
     @staticmethod
-    def compile(rules, tables):
+    def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
             tables.result_hooks[rule.params["name"]] = BreakingResult(rule)
             tables.add_trigger(rule.params["name"])

@@ -30,6 +30,7 @@ the engine decides where a literal is prose (transformer.py) and whether it is a
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,9 +39,10 @@ import libcst as cst
 from ms_fmk_transplt.engine.context import CONVENTION, NAME_LISTS, PATTERN_LISTS, REPORTED_TEXT, Verdict
 from ms_fmk_transplt.engine.hooks import Site
 from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset import checks
-from ms_fmk_transplt.ruleset.registry import kind
+from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 
 
 @kind(
@@ -78,7 +80,7 @@ from ms_fmk_transplt.ruleset.registry import kind
 )
 class StringLiteralRule:
     @staticmethod
-    def check(entry):
+    def check(entry: Entry) -> list[Problem]:
         if p := checks.regex(entry["pattern"]):
             return [("pattern", p)]
         regex = re.compile(entry["pattern"])
@@ -96,15 +98,15 @@ class StringLiteralRule:
         return []
 
     @staticmethod
-    def summary(entry):
+    def summary(entry: Entry) -> str:
         return f"string literals matching {entry['pattern']!r}: {entry['old']!r} -> {entry['new']!r} (where code, not prose)"
 
     @staticmethod
-    def key(entry):
+    def key(entry: Entry) -> Hashable:
         return entry["pattern"]
 
     @staticmethod
-    def compile(rules, tables):
+    def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
             p = rule.params
             rewrite = StringRewrite(
@@ -116,7 +118,7 @@ class StringLiteralRule:
             tables.device_spec.add(p.get("device_context", {}))
 
 
-def _sample_suffix(regex, old):
+def _sample_suffix(regex: re.Pattern[str], old: str) -> str:
     """'' when the bare prefix matches, else ':0' so that patterns like cuda(:\\d+)? validate."""
     return "" if regex.fullmatch(old) else ":0"
 

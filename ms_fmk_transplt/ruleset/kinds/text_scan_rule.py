@@ -12,14 +12,16 @@ Code: `TextScan.applies_to` / `scan_line`, a text hook (engine/hooks.py) that en
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable
 from dataclasses import dataclass
 from fnmatch import fnmatch
 from typing import Any
 
 from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.records import Finding, Operation, Support
 from ms_fmk_transplt.ruleset import checks
-from ms_fmk_transplt.ruleset.registry import kind
+from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 
 
 @kind(
@@ -35,19 +37,19 @@ from ms_fmk_transplt.ruleset.registry import kind
 )
 class TextScanRule:
     @staticmethod
-    def check(entry):
+    def check(entry: Entry) -> list[Problem]:
         return [("pattern", p)] if (p := checks.regex(entry["pattern"])) else []
 
     @staticmethod
-    def summary(entry):
+    def summary(entry: Entry) -> str:
         return f"report lines matching {entry['pattern']!r} in {', '.join(entry['files'])} files"
 
     @staticmethod
-    def key(entry):
+    def key(entry: Entry) -> Hashable:
         return entry["pattern"]
 
     @staticmethod
-    def compile(rules, tables):
+    def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
             tables.text_hooks.append(
                 TextScan(rule, re.compile(rule.params["pattern"]), tuple(rule.params["files"]))

@@ -7,8 +7,12 @@ counted by --strict.
 Code: name table `Tables.renames` (report only); applied by engine/transformer.py (`Tables.lookup`).
 """
 
+from collections.abc import Hashable
+
+from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.ruleset import checks
-from ms_fmk_transplt.ruleset.registry import kind
+from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 
 
 @kind(
@@ -18,20 +22,20 @@ from ms_fmk_transplt.ruleset.registry import kind
 )
 class UnsupportedApiRule:
     @staticmethod
-    def check(entry):
+    def check(entry: Entry) -> list[Problem]:
         return [("name", p)] if (p := checks.dotted_name(entry["name"])) else []
 
     @staticmethod
-    def summary(entry):
+    def summary(entry: Entry) -> str:
         what = "has no effect on the NPU (kept)" if entry.get("noop") else "cannot run on the NPU (reported)"
         return f"{entry['name']} {what}"
 
     @staticmethod
-    def key(entry):
+    def key(entry: Entry) -> Hashable:
         return entry["name"]
 
     @staticmethod
-    def compile(rules, tables):
+    def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
             tables.renames[rule.params["name"]] = tables.rename(rule, None, rule.params.get("suggestion", ""))
             tables.add_trigger(rule.params["name"])
