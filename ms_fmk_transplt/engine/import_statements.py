@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.imports import strip_last_comma
+from ms_fmk_transplt.engine.imports import insert_module_import, strip_last_comma
 from ms_fmk_transplt.engine.names import build_dotted, dotted
 from ms_fmk_transplt.engine.pending import Pending
 from ms_fmk_transplt.records import Operation
@@ -40,11 +40,11 @@ class ImportStatements:
         changed = False
         for alias in updated_node.names:
             full = dotted(alias.name)
-            match = self.c.t.lookup(full) if full else None
+            match = self.c.tables.lookup(full) if full else None
             if match is None or full is None:
                 names.append(alias)
                 continue
-            self.c._report_match(original_node, match)
+            self.c.report_match(original_node, match)
             if match.new is None:
                 names.append(alias)
                 continue
@@ -56,7 +56,7 @@ class ImportStatements:
         self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom
     ) -> cst.ImportFrom:
         """`from torch.cuda import x`: renamed names, moved ones split into lines of their own."""
-        if self.c._function_imports and not isinstance(original_node.names, cst.ImportStar):
+        if self.c.renames.function_imports and not isinstance(original_node.names, cst.ImportStar):
             updated_node = self._rename_function_imports(original_node, updated_node)
         module = dotted(updated_node.module) if not updated_node.relative else None
         if module is None:
@@ -68,18 +68,18 @@ class ImportStatements:
         for alias in updated_node.names:
             name = dotted(alias.name)
             full = f"{module}.{name}"
-            match = self.c.t.lookup(full)
+            match = self.c.tables.lookup(full)
             if match is None or not name:
                 kept.append(alias)
                 continue
-            self.c._report_match(original_node, match)
+            self.c.report_match(original_node, match)
             if match.new is None:
                 kept.append(alias)
                 continue
             new_full = match.new + full[len(match.prefix) :]
             parent, _, last = new_full.rpartition(".")
             bound = _asname(alias) or name
-            new_bound, _ = self.c._binding(bound)
+            new_bound, _ = self.c.imports.binding(bound)
             new_alias = alias.with_changes(name=cst.Name(last))
             if new_bound != last:
                 new_alias = new_alias.with_changes(asname=cst.AsName(name=cst.Name(new_bound)))
@@ -108,12 +108,12 @@ class ImportStatements:
         )
         names = list(updated.names)
         for i, alias in enumerate(original.names):
-            plan = self.c._function_imports.get(id(alias))
+            plan = self.c.renames.function_imports.get(id(alias))
             if plan is None:
                 continue
             new, keep, reason = plan
-            entry = self.c.t.functions[dotted(alias.name) or ""]
-            message = entry.rule.render(old=dotted(alias.name), new=new, release=self.c.t.release)
+            entry = self.c.tables.functions[dotted(alias.name) or ""]
+            message = entry.rule.render(old=dotted(alias.name), new=new, release=self.c.tables.release)
             if reason:
                 message += f" (imported as {keep}: {reason})"
             self.c.pending.append(Pending(original, entry.rule, Operation.MODIFY, message))
@@ -127,25 +127,25 @@ class ImportStatements:
 
     def _star_import(self, original: cst.ImportFrom, updated: cst.ImportFrom, module: str) -> cst.ImportFrom:
         """`from torch.cuda.amp import *`: the module's counterpart, or a report; never silence."""
-        match = self.c.t.lookup(module)
+        match = self.c.tables.lookup(module)
         if match is not None and match.prefix == module:
-            self.c._report_match(original, match)
+            self.c.report_match(original, match)
             if match.new is None:
                 return updated
-            self.c._need_import_for(match.new)
+            self.need_import_for(match.new)
             return updated.with_changes(module=build_dotted(match.new))
         if match is not None:  # a member of a module the rules cover: `from torch.cuda.nvtx import *`
             self.c.report_unsupported(original, match.rule, f"from {module} import *", match.suggestion)
             return updated
-        rewritten = [n for n, e in self.c.t.renames.items() if e.new is not None]
-        rewritten += [n for n, m in self.c.t.modules.items() if m.new_module is not None]
+        rewritten = [n for n, e in self.c.tables.renames.items() if e.new is not None]
+        rewritten += [n for n, m in self.c.tables.modules.items() if m.new_module is not None]
         # names the star binds: members one level below the module (torch.nn.Module.cuda is not one)
         covered = sorted(name for name in rewritten if name.rpartition(".")[0] == module)
         if covered:
             rule = (
-                self.c.t.renames[covered[0]]
-                if covered[0] in self.c.t.renames
-                else self.c.t.modules[covered[0]]
+                self.c.tables.renames[covered[0]]
+                if covered[0] in self.c.tables.renames
+                else self.c.tables.modules[covered[0]]
             ).rule
             self.c.pending.append(
                 Pending(
@@ -157,3 +157,35 @@ class ImportStatements:
                 )
             )
         return updated
+
+    def need_import_for(self, target: str) -> None:
+        """Make the first name of a freshly written dotted path resolve (torch.npu needs only torch)."""
+        needed = self.c.imports.needed_import(target)
+        if needed is not None:
+            self.c.imports_needed.add(needed)
+
+    def finish_module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        """The module with `import torch_npu` added where the file's rewrites or APIs need it."""
+        c = self.c
+        rule = c.tables.import_insert
+        if rule is None:
+            return updated_node
+        module_name = rule.params["module"]
+        # a rewrite that spelled out `torch_npu.x.y` needs the bare name, not just any import of it
+        name_needed = module_name in c.imports_needed and c.aliases.get(module_name) != module_name
+        c.imports_needed.discard(module_name)
+        result, insertion = insert_module_import(
+            rule,
+            c.imports,
+            original_node,
+            updated_node,
+            needs_module=c.needs_torch_npu,
+            uses_needed_api=c.uses_needed_api,
+            name_needed=name_needed,
+            anchor_updated=c.anchor_updated,
+        )
+        if insertion is not None:
+            c.pending.append(
+                Pending(insertion.anchor, rule, Operation.INSERT, insertion.message, line_offset=1)
+            )
+        return result

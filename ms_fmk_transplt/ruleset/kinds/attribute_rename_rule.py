@@ -2,7 +2,7 @@
 
 A heuristic like MethodRenameRule; attributes of imported modules are left to the name rules.
 
-Code: name table `Tables.attributes`; applied by engine/transformer.py `leave_Attribute`.
+Code: name table `Tables.attributes`; applied by engine/renames.py `NameRenames.rename_attribute`.
 """
 
 from collections.abc import Hashable

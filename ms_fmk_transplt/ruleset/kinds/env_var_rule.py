@@ -10,7 +10,7 @@ absent the variable is reported as UNSUPPORTED with the rule's `suggestion`.
 
 Code: `EnvRename.rewrite_env_string` / `rewrite_env_keyword`, an environment hook
 (engine/hooks.py) keyed by the name or prefix; the engine finds where a string or keyword is an
-environment variable's name (transformer.py: the environment context).
+environment variable's name (engine/environment.py).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ nothing else, and the finding says why. `lib.func` on an imported module is rena
 not. A file that defines its own `func` keeps its calls and gets one report: by name alone a
 call cannot be told from the library's.
 
-Code: name tables `renames`, `methods`, `functions`; applied by engine/transformer.py, engine/imports.py.
+Code: name tables `renames`, `methods`, `functions`; applied by engine/tables.py (`Tables.lookup`), engine/renames.py, engine/imports.py.
 """
 
 from collections.abc import Hashable

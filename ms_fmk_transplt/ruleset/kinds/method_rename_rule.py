@@ -3,7 +3,7 @@
 A heuristic: the receiver's type is not known statically. It never touches a method whose
 receiver resolves to an imported module, nor an attribute that is not called (`args.cuda`).
 
-Code: name table `Tables.methods`; applied by engine/transformer.py `leave_Call`.
+Code: name table `Tables.methods`; applied by engine/renames.py `NameRenames.rename_call`.
 """
 
 from collections.abc import Hashable

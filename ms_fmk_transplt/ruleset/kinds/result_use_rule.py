@@ -8,7 +8,7 @@ it or passing it on is left alone. Nothing is rewritten: the right replacement d
 the check guards, which the `suggestion` spells out.
 
 Code: `BreakingResult.result_used`, a result hook (engine/hooks.py) keyed by `name`; the
-engine finds the uses of a call's result and the names bound to it (transformer.py).
+engine finds the uses of a call's result and the names bound to it (engine/results.py).
 """
 
 from __future__ import annotations

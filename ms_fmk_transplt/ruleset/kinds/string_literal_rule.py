@@ -23,7 +23,7 @@ mean one thing, such as the legacy tensor-type names `"torch.cuda.HalfTensor"` t
 `t.type()` returns and code looks up in tables.
 
 Code: `StringRewrite.rewrite_string` / `rewrite_fstring`, a string hook (engine/hooks.py);
-the engine decides where a literal is prose (transformer.py) and whether it is a device
+the engine decides where a literal is prose (engine/roles.py) and whether it is a device
 (engine/context.py).
 """
 

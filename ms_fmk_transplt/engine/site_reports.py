@@ -1,0 +1,113 @@
+"""The reporting half of the `Site` the hooks see (engine/hooks.py): findings wait in `pending`.
+
+The transformer inherits it; hooks, the renames and the support classifier's verdicts all record
+their findings here, at original nodes, and engine/convert.py places them afterwards.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import libcst as cst
+
+from ms_fmk_transplt.engine.messages import join_clauses
+from ms_fmk_transplt.engine.pending import Pending
+from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.engine.support import SupportClassifier
+from ms_fmk_transplt.engine.tables import Match, Tables
+from ms_fmk_transplt.records import Operation, Support
+
+_DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+_CHECKS = (Support.PARTIAL, Support.NOT_VERIFIED, Support.DTYPE)  # nothing changed; --strict ignores them
+
+
+class SiteReports:
+    """Findings of one file, waiting for their positions; `needs_torch_npu` once a rewrite needs it."""
+
+    tables: Tables
+    support: SupportClassifier
+
+    def __init__(self) -> None:
+        self.pending: list[Pending] = []
+        self.needs_torch_npu = False
+
+    @property
+    def release(self) -> str:
+        """The Ascend release converted for (hooks.Site)."""
+        return self.tables.release
+
+    def report(
+        self, node: cst.CSTNode, rule: Rule, operation: Operation, heuristic: bool = False, **fields: Any
+    ) -> None:
+        """Record a finding at `node` (an original node) rendered from the rule's template."""
+        fields.setdefault("release", self.tables.release)
+        self.pending.append(Pending(node, rule, operation, rule.render(**fields), heuristic))
+        if operation is not Operation.UNSUPPORTED and rule.needs_torch_npu:
+            self.needs_torch_npu = True
+
+    def report_unsupported(
+        self, node: cst.CSTNode, rule: Rule, what: str, suggestion: str = "", api: str = ""
+    ) -> None:
+        """An UNSUPPORTED finding: `what` cannot run on the NPU as written; `suggestion` says what to do."""
+        noop = bool(rule.params.get("noop"))
+        text = f"{what} has no effect on the NPU" if noop else f"{what} has no NPU counterpart"
+        suggestion = suggestion.format(release=self.tables.release) if suggestion else ""
+        self.pending.append(
+            Pending(
+                node,
+                rule,
+                Operation.UNSUPPORTED,
+                join_clauses(text, suggestion),
+                noop=noop,
+                api=api or (what if _DOTTED.fullmatch(what) else ""),
+                support=Support.NO_EFFECT if noop else Support.UNSUPPORTED,
+                suggestion=suggestion,
+            )
+        )
+
+    def report_message(
+        self,
+        node: cst.CSTNode,
+        rule: Rule,
+        operation: Operation,
+        message: str,
+        heuristic: bool = False,
+        api: str = "",
+        support: Support | None = None,
+    ) -> None:
+        """A finding at `node` (an original node) with a message the caller wrote."""
+        self.pending.append(Pending(node, rule, operation, message, heuristic, api=api, support=support))
+
+    def report_kept(self, node: cst.CSTNode, rule: Rule, message: str) -> None:
+        """Something left as written that may be wrong on the NPU (a heuristic UNSUPPORTED finding)."""
+        self.pending.append(Pending(node, rule, Operation.UNSUPPORTED, message, heuristic=True))
+
+    def report_match(self, node: cst.CSTNode, match: Match) -> None:
+        """A qualified name the tables rewrite (MODIFY) or report (no replacement)."""
+        if match.new is None:
+            self.report_unsupported(node, match.rule, match.prefix, match.suggestion)
+        else:
+            self.report(node, match.rule, Operation.MODIFY, old=match.prefix, new=match.new)
+
+    def classify(
+        self, node: cst.CSTNode, name: str | None, heuristic: bool = False, rewritten: bool = False
+    ) -> None:
+        """Ask the classifier about one use of API `name` (None: reported by a rule, nothing to ask)."""
+        verdict = self.support.classify(node, name, rewritten) if name else None
+        if verdict is None:
+            return
+        self.pending.append(
+            Pending(
+                node,
+                verdict.rule,
+                Operation.CHECK if verdict.support in _CHECKS else Operation.UNSUPPORTED,
+                join_clauses(verdict.message, verdict.suggestion),
+                heuristic=heuristic,
+                api=name or "",
+                support=verdict.support,
+                dtypes=verdict.dtypes,
+                suggestion=verdict.suggestion,
+                source=verdict.source,
+            )
+        )
