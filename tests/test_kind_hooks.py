@@ -26,9 +26,12 @@ from ms_fmk_transplt.ruleset.registry import all_kinds
 PACKAGE = Path(__file__).resolve().parent.parent / "ms_fmk_transplt"
 USER_RULES = [
     Path(__file__).resolve().parent / "fixtures" / "user_rules" / case / "rules.json"
-    for case in ("args_modify", "module_name")
+    for case in ("args_modify", "module_name", "func_name_bare")
 ]
 PROTOCOLS = (
+    hooks.MethodHook,
+    hooks.AttributeHook,
+    hooks.FunctionHook,
     hooks.CallHook,
     hooks.StringHook,
     hooks.EnvHook,

@@ -24,6 +24,7 @@ from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.records import Finding, Operation, Support
 
 if TYPE_CHECKING:
+    from ms_fmk_transplt.engine.ownership import NameOwnership
     from ms_fmk_transplt.engine.roles import LiteralRoles
     from ms_fmk_transplt.engine.walk import NodeIndex
 
@@ -35,6 +36,7 @@ class Site(Protocol):
     """
 
     roles: LiteralRoles  # what is this string literal: a device, prose, a key? (engine/roles.py)
+    names: NameOwnership  # who owns a short name in this file (engine/ownership.py)
 
     @property
     def release(self) -> str:
@@ -76,6 +78,10 @@ class Site(Protocol):
         reports list under that API with that status)."""
         ...
 
+    def report_kept(self, node: cst.CSTNode, rule: Rule, message: str) -> None:
+        """Something left as written that may be wrong on the NPU (a heuristic UNSUPPORTED finding)."""
+        ...
+
 
 class CallHook(Protocol):
     """A rewrite of calls, keyed by the call's qualified name (or, as a heuristic, its short name).
@@ -89,6 +95,59 @@ class CallHook(Protocol):
 
     def rewrite_call(self, site: Site, original: cst.Call, updated: cst.Call, name: str | None) -> cst.Call:
         """The call rewritten (or `updated` as it is); `name` is the qualified name, if resolved."""
+        ...
+
+
+class MethodHook(Protocol):
+    """A rename of a method call by its name alone, `x.cuda()` (heuristic: the receiver's type is
+    unknown). The engine calls it only when the call's qualified name matched no rule."""
+
+    @property
+    def rule(self) -> Rule:
+        """The rule whose findings it reports."""
+        ...
+
+    @property
+    def new(self) -> str | None:
+        """The new name (None: report-only)."""
+        ...
+
+    def rewrite_method_call(self, site: Site, original: cst.Call, updated: cst.Call) -> cst.Call:
+        """The call with the method renamed, or kept (and reported) where the file owns the name."""
+        ...
+
+
+class AttributeHook(Protocol):
+    """A rename of an attribute read by its name alone, `x.is_cuda` (heuristic). The engine calls
+    it only when the attribute chain's qualified name matched no rule."""
+
+    @property
+    def rule(self) -> Rule:
+        """The rule whose findings it reports."""
+        ...
+
+    @property
+    def new(self) -> str | None:
+        """The new name (None: report-only)."""
+        ...
+
+    def rewrite_attribute(
+        self, site: Site, original: cst.Attribute, updated: cst.Attribute
+    ) -> cst.BaseExpression | None:
+        """The attribute renamed, `updated` kept as it is, or None: not this hook's (try the next)."""
+        ...
+
+
+class FunctionHook(MethodHook, AttributeHook, Protocol):
+    """A rename of a function by its bare name where no import binds it (heuristic): calls
+    `func()`, method-style calls `x.func()`, un-called uses `f = func`, `lib.func`."""
+
+    def rewrite_name(self, site: Site, original: cst.Name, updated: cst.Name) -> cst.Name | None:
+        """An un-called load of the bare name renamed, or None when the file binds the name."""
+        ...
+
+    def rewrite_function_call(self, site: Site, original: cst.Call, updated: cst.Call) -> cst.Call:
+        """`func(...)` renamed, or kept (and reported once) where the file defines its own `func`."""
         ...
 
 

@@ -56,7 +56,7 @@ class ImportStatements:
         self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom
     ) -> cst.ImportFrom:
         """`from torch.cuda import x`: renamed names, moved ones split into lines of their own."""
-        if self.c.renames.function_imports and not isinstance(original_node.names, cst.ImportStar):
+        if self.c.function_imports and not isinstance(original_node.names, cst.ImportStar):
             updated_node = self._rename_function_imports(original_node, updated_node)
         module = dotted(updated_node.module) if not updated_node.relative else None
         if module is None:
@@ -108,11 +108,11 @@ class ImportStatements:
         )
         names = list(updated.names)
         for i, alias in enumerate(original.names):
-            plan = self.c.renames.function_imports.get(id(alias))
+            plan = self.c.function_imports.get(alias)
             if plan is None:
                 continue
             new, keep, reason = plan
-            entry = self.c.tables.functions[dotted(alias.name) or ""]
+            entry = self.c.tables.function_hooks[dotted(alias.name) or ""]
             message = entry.rule.render(old=dotted(alias.name), new=new, release=self.c.tables.release)
             if reason:
                 message += f" (imported as {keep}: {reason})"

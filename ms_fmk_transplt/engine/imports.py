@@ -107,7 +107,7 @@ def plan_function_imports(
     tables: Tables,
     imports: Sequence[tuple[cst.SimpleStatementLine, cst.Import | cst.ImportFrom]],
     bindings: Bindings,
-) -> tuple[dict[str, tuple[str, Rule]], dict[int, tuple[str, str | None, str]]]:
+) -> tuple[dict[str, tuple[str, Rule]], dict[cst.ImportAlias, tuple[str, str | None, str]]]:
     """`from lib import func` under a user rule renaming the bare name `func`.
 
     Returns the names whose every use is renamed (name -> (new name, rule)) and, per import alias
@@ -116,8 +116,8 @@ def plan_function_imports(
     function is imported under the old name.
     """
     renames: dict[str, tuple[str, Rule]] = {}
-    planned: dict[int, tuple[str, str | None, str]] = {}
-    if not tables.functions:
+    planned: dict[cst.ImportAlias, tuple[str, str | None, str]] = {}
+    if not tables.function_hooks:
         return renames, planned
     for _, statement in imports:
         if not isinstance(statement, cst.ImportFrom) or isinstance(statement.names, cst.ImportStar):
@@ -126,14 +126,14 @@ def plan_function_imports(
             if not isinstance(alias.name, cst.Name):
                 continue
             old = alias.name.value
-            entry = tables.functions.get(old)
+            entry = tables.function_hooks.get(old)
             if entry is None or entry.new is None:
                 continue
             asname = (
                 alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else None
             )
             if asname is not None and asname != old:
-                planned[id(alias)] = (entry.new, asname, "")
+                planned[alias] = (entry.new, asname, "")
                 continue
             reason = ""
             if old in bindings.bound:
@@ -142,7 +142,7 @@ def plan_function_imports(
                 reason = f"__all__ exports {old}"
             elif entry.new in bindings.bound or entry.new in bindings.imported:
                 reason = f"{entry.new} is already a name in this file"
-            planned[id(alias)] = (entry.new, old if reason else None, reason)
+            planned[alias] = (entry.new, old if reason else None, reason)
             if not reason:
                 renames[old] = (entry.new, entry.rule)
     return renames, planned

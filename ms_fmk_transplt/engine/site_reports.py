@@ -90,6 +90,25 @@ class SiteReports:
         else:
             self.report(node, match.rule, Operation.MODIFY, old=match.prefix, new=match.new)
 
+    def qualify(self, node: cst.CSTNode) -> str | None:
+        """The qualified name an original Name/Attribute chain refers to (the transformer's)."""
+        raise NotImplementedError
+
+    def name_by_string(self, call: cst.Call, owner: cst.BaseExpression, attr: cst.BaseExpression) -> None:
+        """`getattr(torch, "cuda")`: the name a rule rewrites, spelled as a string, is reported."""
+        base = self.qualify(owner)
+        if base is None or not isinstance(attr, cst.SimpleString):
+            return
+        value = attr.evaluated_value
+        if not isinstance(value, str):
+            return
+        match = self.tables.lookup(f"{base}.{value}")
+        if match is None or match.prefix != f"{base}.{value}":
+            return
+        target = f"the string {value!r} (write {match.new.rsplit('.', 1)[-1]!r})" if match.new else ""
+        message = f"{match.prefix} looked up by name is not converted; change {target or 'it by hand'}"
+        self.report_message(call, match.rule, Operation.UNSUPPORTED, message)
+
     def classify(
         self, node: cst.CSTNode, name: str | None, heuristic: bool = False, rewritten: bool = False
     ) -> None:

@@ -12,7 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ms_fmk_transplt.engine.context import DeviceSpec
-from ms_fmk_transplt.engine.hooks import CallHook, EnvHook, ResultHook, StringHook, TextHook, ValueHook
+from ms_fmk_transplt.engine.hooks import (
+    AttributeHook,
+    CallHook,
+    EnvHook,
+    FunctionHook,
+    MethodHook,
+    ResultHook,
+    StringHook,
+    TextHook,
+    ValueHook,
+)
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.records import Support
 
@@ -61,9 +71,10 @@ class Tables:
 
     renames: dict[str, Rename] = field(default_factory=dict)
     modules: dict[str, ModuleMembers] = field(default_factory=dict)
-    methods: dict[str, Rename] = field(default_factory=dict)  # heuristic: x.cuda(...)
-    functions: dict[str, Rename] = field(default_factory=dict)  # heuristic: func(...), unimported
-    attributes: dict[str, Rename] = field(default_factory=dict)  # heuristic: x.is_cuda
+    # renames by short name (heuristic), by the name: x.cuda(...); func(...) unimported; x.is_cuda
+    method_hooks: dict[str, MethodHook] = field(default_factory=dict)
+    function_hooks: dict[str, FunctionHook] = field(default_factory=dict)
+    attribute_hooks: dict[str, AttributeHook] = field(default_factory=dict)
     # hooks (engine/hooks.py), each entry a class of the kind that compiled it (ruleset/kinds/<kind>.py)
     call_hooks: dict[str, list[CallHook]] = field(default_factory=dict)  # by qualified name
     method_call_hooks: dict[str, list[CallHook]] = field(default_factory=dict)  # heuristic: by short name

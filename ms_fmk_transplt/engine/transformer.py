@@ -16,7 +16,7 @@ import libcst as cst
 from ms_fmk_transplt.engine.environment import Environment
 from ms_fmk_transplt.engine.hooks import CallHook, ResultUse, ValueHook
 from ms_fmk_transplt.engine.import_statements import ImportStatements
-from ms_fmk_transplt.engine.imports import plan_imports
+from ms_fmk_transplt.engine.imports import plan_function_imports, plan_imports
 from ms_fmk_transplt.engine.name_uses import NameUses
 from ms_fmk_transplt.engine.names import (
     alias_table,
@@ -26,13 +26,15 @@ from ms_fmk_transplt.engine.names import (
     iter_imports,
     set_segments,
 )
-from ms_fmk_transplt.engine.renames import NameRenames
+from ms_fmk_transplt.engine.ownership import NameOwnership
 from ms_fmk_transplt.engine.results import ResultUses
-from ms_fmk_transplt.engine.roles import LiteralRoles, Role
+from ms_fmk_transplt.engine.roles import LiteralRoles
 from ms_fmk_transplt.engine.site_reports import SiteReports
+from ms_fmk_transplt.engine.string_rewrites import LiteralRewrites
 from ms_fmk_transplt.engine.support import SupportClassifier, converted_name
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.engine.walk import NodeIndex
+from ms_fmk_transplt.records import Operation
 
 
 class Converter(SiteReports, cst.CSTTransformer):
@@ -84,12 +86,17 @@ class Converter(SiteReports, cst.CSTTransformer):
             for q in self.aliases.values()
             for root in ("torch", "torch_npu")
         )
-        # renames by short name (methods, attributes, unimported functions): engine/renames.py
-        self.renames = NameRenames(self, tables, nodes, self.uses, imports, self.qualify)
+        # who owns a short name in this file, for the rename-by-name hooks (engine/ownership.py)
+        self.names = NameOwnership(tables, nodes, self.uses)
+        # bound name -> (new name, rule); import alias -> (new name, name kept bound or None, why)
+        self.function_renames, self.function_imports = plan_function_imports(
+            tables, imports, self.names.bindings
+        )
         # `cap = torch.cuda.get_device_capability()`: name -> (hook, qualified name of the call)
         # `cap = torch.cuda.get_device_capability()`, then `cap[0]`: engine/results.py
         self.results = ResultUses(tables.result_hooks, self.qualify, self)
         self.import_statements = ImportStatements(self)
+        self.strings = LiteralRewrites(self)
 
     # ---- name resolution -------------------------------------------------------------------
     def qualify(self, node: cst.CSTNode) -> str | None:
@@ -135,7 +142,7 @@ class Converter(SiteReports, cst.CSTTransformer):
         positional = [a for a in node.args if a.keyword is None]
         self.support.called(node)
         if name in self.tables.device_spec.attribute_name_calls and len(positional) > 1:
-            self.renames.name_by_string(node, positional[0].value, positional[1].value)
+            self.name_by_string(node, positional[0].value, positional[1].value)
         return True
 
     # ---- results that break on the NPU: engine/results.py -------------------------------------------
@@ -163,56 +170,12 @@ class Converter(SiteReports, cst.CSTTransformer):
     def leave_SimpleString(
         self, original_node: cst.SimpleString, updated_node: cst.SimpleString
     ) -> cst.BaseExpression:
-        role = self.roles.of(original_node).role
-        keyed = role is Role.DATA_KEY
-        if role in _LEFT_ALONE:
-            return updated_node
-        if keyed and not self.tables.keyed_strings:
-            return self._kept(original_node, updated_node)
-        try:
-            value = original_node.evaluated_value
-        except Exception:  # an escape libcst cannot evaluate: leave it alone
-            return updated_node
-        if not isinstance(value, str):
-            return updated_node
-        if role is Role.ENV_NAME:
-            hook = self.environment.hook(value)
-            return (
-                updated_node
-                if hook is None
-                else hook.rewrite_env_string(self, original_node, updated_node, value)
-            )
-        for string_hook in self.tables.string_hooks:
-            if keyed and not string_hook.in_keys:
-                continue
-            result = string_hook.rewrite_string(self, original_node, updated_node, value)
-            if result is not None:
-                return result
-        return self._kept(original_node, updated_node) if keyed else updated_node
-
-    def _kept(self, original: cst.SimpleString, updated: cst.SimpleString) -> cst.SimpleString:
-        """A dict key or subscript kept as the user's: a device-looking one in a torch file is still reported."""
-        if self._imports_torch and self.tables.string_hooks:
-            value = original.evaluated_value
-            if isinstance(value, str):
-                for hook in self.tables.string_hooks:
-                    if hook.report_kept(self, original, value, self.roles.of(original).why):
-                        break
-        return updated
+        return self.strings.simple(original_node, updated_node)
 
     def leave_FormattedString(
         self, original_node: cst.FormattedString, updated_node: cst.FormattedString
     ) -> cst.BaseExpression:
-        if self.roles.of(original_node).role in _LEFT_ALONE or not updated_node.parts:
-            return updated_node
-        template = "".join(
-            p.value if isinstance(p, cst.FormattedStringText) else "{}" for p in original_node.parts
-        )
-        for hook in self.tables.string_hooks:
-            result = hook.rewrite_fstring(self, original_node, updated_node, template)
-            if result is not None:
-                return result
-        return updated_node
+        return self.strings.formatted(original_node, updated_node)
 
     def leave_Dict(self, original_node: cst.Dict, updated_node: cst.Dict) -> cst.BaseExpression:
         hook = self._claimed.get(original_node)
@@ -237,9 +200,16 @@ class Converter(SiteReports, cst.CSTTransformer):
             if qualified is not None and qualified.startswith(("torch.", "torch_npu.")):
                 match = self.tables.lookup(qualified)
                 self.classify(original_node, converted_name(qualified, match), rewritten=match is not None)
-        renamed = self.renames.rename_name(original_node, updated_node)
-        if renamed is not None:
-            return renamed
+        function = self.function_renames.get(original_node.value)
+        if function is not None and load:
+            new_name, rule = function
+            self.report(original_node, rule, Operation.MODIFY, old=original_node.value, new=new_name)
+            return updated_node.with_changes(value=new_name)
+        hook = self.tables.function_hooks.get(original_node.value) if load else None
+        if hook is not None and not self.uses.is_called(original_node):
+            renamed = hook.rewrite_name(self, original_node, updated_node)
+            if renamed is not None:
+                return renamed
         new = self.renamed_names.get(original_node.value)
         if new is None or not load:
             return updated_node
@@ -259,7 +229,7 @@ class Converter(SiteReports, cst.CSTTransformer):
                 name == n or name.startswith(n + ".") for n in self.tables.needs_module
             )
         if match is None:
-            return self.renames.rename_attribute(original_node, updated_node)
+            return self._rename_attribute(original_node, updated_node)
         self.report_match(original_node, match)
         assert name is not None  # a match implies a dotted name
         target = match.new if match.new is not None else match.prefix
@@ -279,6 +249,17 @@ class Converter(SiteReports, cst.CSTTransformer):
         return self.import_statements.rewrite_import_from(original_node, updated_node)
 
     # ---- calls ------------------------------------------------------------------------------------
+    def _rename_attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        """An attribute no qualified name matched: `lib.func` un-called, then `x.is_cuda` by name."""
+        hooks = [self.tables.attribute_hooks.get(original.attr.value)]
+        if not self.uses.is_called(original):
+            hooks.insert(0, self.tables.function_hooks.get(original.attr.value))
+        for hook in hooks:
+            result = hook.rewrite_attribute(self, original, updated) if hook is not None else None
+            if result is not None:
+                return result
+        return updated
+
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         updated_node = self.environment.rename_keywords(self, original_node, updated_node)
         func = original_node.func
@@ -288,13 +269,20 @@ class Converter(SiteReports, cst.CSTTransformer):
         if name is None and self._imports_torch and isinstance(func, cst.Attribute):
             # classified as converted: x.cuda() is about to be x.npu()
             method = func.attr.value
-            own = self.renames.own_method(func)  # self.cuda() where the class defines cuda: the user's
-            renamed = self.tables.methods.get(method)
+            own = self.names.own_method(func)  # self.cuda() where the class defines cuda: the user's
+            renamed = self.tables.method_hooks.get(method)
             if renamed is not None and renamed.new is not None and not own:
                 method = renamed.new
             if method in self.tables.tensor_methods and not own and not isinstance(func.value, _LITERALS):
                 self.classify(original_node, f"torch.Tensor.{method}", heuristic=True)
-        result = self.renames.rename_call(original_node, updated_node, resolved, name)
+        if isinstance(func, cst.Attribute) and not resolved and isinstance(updated_node.func, cst.Attribute):
+            method_hook = self.tables.method_hooks.get(func.attr.value)
+            if method_hook is not None:
+                result = method_hook.rewrite_method_call(self, original_node, updated_node)
+        elif isinstance(func, cst.Name) and name is None and func.value not in self.names.bindings.imported:
+            function_hook = self.tables.function_hooks.get(func.value)
+            if function_hook is not None:  # an imported name: the import's rename covers it
+                result = function_hook.rewrite_function_call(self, original_node, updated_node)
         hooks = self.tables.call_hooks.get(name) if name else None
         if self.tables.method_call_hooks:
             short = (
@@ -332,8 +320,6 @@ class Converter(SiteReports, cst.CSTTransformer):
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         return self.import_statements.finish_module(original_node, updated_node)
 
-
-_LEFT_ALONE = (Role.PROSE, Role.CLAIMED)  # never rewritten by a string rule
 
 # receivers that are never tensors: "a,b".split(",") is str.split
 _LITERALS = (

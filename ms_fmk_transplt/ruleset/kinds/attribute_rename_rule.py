@@ -2,13 +2,19 @@
 
 A heuristic like MethodRenameRule; attributes of imported modules are left to the name rules.
 
-Code: name table `Tables.attributes`; applied by engine/renames.py `NameRenames.rename_attribute`.
+Code: `AttributeRename.rewrite_attribute`, an attribute hook (engine/hooks.py) keyed by the attribute's
+name; which attributes the file assigns itself is read by engine/ownership.py.
 """
 
 from collections.abc import Hashable
+from dataclasses import dataclass
 
+import libcst as cst
+
+from ms_fmk_transplt.engine.hooks import Site
 from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Rename, Tables
+from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 
@@ -38,5 +44,32 @@ class AttributeRenameRule:
     @staticmethod
     def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
-            tables.attributes[rule.params["attribute"]] = Rename(rule, rule.params["new_attribute"])
+            tables.attribute_hooks[rule.params["attribute"]] = AttributeRename(
+                rule, rule.params["new_attribute"]
+            )
             tables.add_trigger(rule.params["attribute"])
+
+
+@dataclass(frozen=True)
+class AttributeRename:
+    """`x.attribute` -> `x.new` by name, unless the file assigns an attribute of that name itself."""
+
+    rule: Rule
+    new: str | None
+
+    def rewrite_attribute(
+        self, site: Site, original: cst.Attribute, updated: cst.Attribute
+    ) -> cst.BaseExpression | None:
+        """The attribute renamed; kept where this object's attribute is the file's own (reported
+        when only another object's is)."""
+        if self.new is None:
+            return updated
+        attr = original.attr.value
+        if site.names.assigns(original.value, attr):
+            return updated
+        if site.names.assigns_anywhere(attr):
+            message = f".{attr} kept: this file also assigns its own .{attr}; if this one is a tensor's, write .{self.new}"
+            site.report_kept(original, self.rule, message)
+            return updated
+        site.report(original, self.rule, Operation.MODIFY, heuristic=True, old=attr, new=self.new)
+        return updated.with_changes(attr=updated.attr.with_changes(value=self.new))

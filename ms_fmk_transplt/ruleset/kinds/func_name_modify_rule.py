@@ -15,14 +15,23 @@ nothing else, and the finding says why. `lib.func` on an imported module is rena
 not. A file that defines its own `func` keeps its calls and gets one report: by name alone a
 call cannot be told from the library's.
 
-Code: name tables `renames`, `methods`, `functions`; applied by engine/tables.py (`Tables.lookup`), engine/renames.py, engine/imports.py.
+Code: `FunctionRename.rewrite_function_call` (with `rewrite_name`, `rewrite_attribute` and the method
+form it inherits from MethodRename), a function hook (engine/hooks.py) for bare names; a dotted
+name goes to the name table `Tables.renames`, which the engine's one qualified-name rename
+applies (`Tables.lookup`), and imports by name are planned in engine/imports.py.
 """
 
 from collections.abc import Hashable
+from dataclasses import dataclass
 
+import libcst as cst
+
+from ms_fmk_transplt.engine.hooks import Site
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset import checks
+from ms_fmk_transplt.ruleset.kinds.method_rename_rule import MethodRename
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 
 
@@ -62,6 +71,44 @@ class FuncNameModifyRule:
             if "." in old:
                 tables.renames[old] = entry
             else:
-                tables.methods[old] = entry
-                tables.functions[old] = entry
+                hook = FunctionRename(rule, entry.new)
+                tables.method_hooks[old] = hook
+                tables.function_hooks[old] = hook
             tables.add_trigger(old)
+
+
+@dataclass(frozen=True)
+class FunctionRename(MethodRename):
+    """A bare function name renamed where no import binds it: `func()`, `x.func()`, `f = func`, `lib.func`."""
+
+    def rewrite_function_call(self, site: Site, original: cst.Call, updated: cst.Call) -> cst.Call:
+        """`func(...)` renamed; kept, and reported once, where the file binds `func` itself."""
+        func, new_func = original.func, updated.func
+        if self.new is None or not isinstance(func, cst.Name) or not isinstance(new_func, cst.Name):
+            return updated
+        if func.value in site.names.bindings.bound:
+            self.keep(site, original, func.value)
+            return updated
+        site.report(original, self.rule, Operation.MODIFY, heuristic=True, old=func.value, new=self.new)
+        return updated.with_changes(func=new_func.with_changes(value=self.new))
+
+    def rewrite_name(self, site: Site, original: cst.Name, updated: cst.Name) -> cst.Name | None:
+        """An un-called `func` bound nowhere in the file (a star import brought it): renamed as its calls are."""
+        if self.new is None or not site.names.unbound(original.value):
+            return None
+        site.report(original, self.rule, Operation.MODIFY, heuristic=True, old=original.value, new=self.new)
+        return updated.with_changes(value=self.new)
+
+    def rewrite_attribute(
+        self, site: Site, original: cst.Attribute, updated: cst.Attribute
+    ) -> cst.BaseExpression | None:
+        """`lib.func` passed around un-called, on a module the file imports: the same rename as calls."""
+        root = original.value
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if self.new is None or not isinstance(root, cst.Name):
+            return None
+        if root.value not in site.names.bindings.imported or root.value in site.names.bindings.bound:
+            return None
+        site.report(original, self.rule, Operation.MODIFY, old=original.attr.value, new=self.new)
+        return updated.with_changes(attr=updated.attr.with_changes(value=self.new))

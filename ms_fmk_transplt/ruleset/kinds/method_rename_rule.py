@@ -3,13 +3,19 @@
 A heuristic: the receiver's type is not known statically. It never touches a method whose
 receiver resolves to an imported module, nor an attribute that is not called (`args.cuda`).
 
-Code: name table `Tables.methods`; applied by engine/renames.py `NameRenames.rename_call`.
+Code: `MethodRename.rewrite_method_call`, a method hook (engine/hooks.py) keyed by the method's name;
+who owns the name in the file is read by engine/ownership.py.
 """
 
 from collections.abc import Hashable
+from dataclasses import dataclass
 
+import libcst as cst
+
+from ms_fmk_transplt.engine.hooks import Site
 from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Rename, Tables
+from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 
@@ -39,5 +45,32 @@ class MethodRenameRule:
     @staticmethod
     def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
-            tables.methods[rule.params["method"]] = Rename(rule, rule.params["new_method"])
+            tables.method_hooks[rule.params["method"]] = MethodRename(rule, rule.params["new_method"])
             tables.add_trigger(rule.params["method"])
+
+
+@dataclass(frozen=True)
+class MethodRename:
+    """`x.method(...)` -> `x.new(...)` by name; kept, and reported once, where the file defines the method."""
+
+    rule: Rule
+    new: str | None
+
+    def rewrite_method_call(self, site: Site, original: cst.Call, updated: cst.Call) -> cst.Call:
+        """The call with the method renamed (the engine hands only calls of `x.method`)."""
+        func, new_func = original.func, updated.func
+        if self.new is None or not isinstance(func, cst.Attribute) or not isinstance(new_func, cst.Attribute):
+            return updated
+        if site.names.own_method(func):
+            self.keep(site, original, func.attr.value)
+            return updated
+        site.report(original, self.rule, Operation.MODIFY, heuristic=True, old=func.attr.value, new=self.new)
+        return updated.with_changes(
+            func=new_func.with_changes(attr=new_func.attr.with_changes(value=self.new))
+        )
+
+    def keep(self, site: Site, node: cst.CSTNode, name: str) -> None:
+        """A call of a name the file defines itself: it is not the library's function, say so once."""
+        if site.names.first_keep(name):
+            message = f"{name} kept: this file defines its own {name}; where a call means the library's, write {self.new}"
+            site.report_kept(node, self.rule, message)

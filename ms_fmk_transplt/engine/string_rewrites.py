@@ -1,0 +1,77 @@
+"""String literals rewritten by the role the literal pass gave them (engine/roles.py).
+
+Prose and literals a value hook claimed are never touched; an environment variable's name goes to
+its environment hook; a device, backend or other code string to the string hooks in order, the
+first that answers winning; a dict key or subscript only to hooks that apply to keys, and one
+kept in a torch file that looks like a device is still reported.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from ms_fmk_transplt.engine.roles import Role
+
+if TYPE_CHECKING:
+    from ms_fmk_transplt.engine.transformer import Converter
+
+LEFT_ALONE = (Role.PROSE, Role.CLAIMED)  # never rewritten by a string rule
+
+
+class LiteralRewrites:
+    """The string-literal half of the traversal of one module (the converter is the hooks' site)."""
+
+    def __init__(self, converter: Converter) -> None:
+        self.c = converter
+
+    def simple(self, original: cst.SimpleString, updated: cst.SimpleString) -> cst.BaseExpression:
+        """A plain or implicitly concatenated piece: `"cuda:0"`, `'NCCL_DEBUG'`."""
+        c = self.c
+        role = c.roles.of(original).role
+        keyed = role is Role.DATA_KEY
+        if role in LEFT_ALONE:
+            return updated
+        if keyed and not c.tables.keyed_strings:
+            return self._kept(original, updated)
+        try:
+            value = original.evaluated_value
+        except Exception:  # an escape libcst cannot evaluate: leave it alone
+            return updated
+        if not isinstance(value, str):
+            return updated
+        if role is Role.ENV_NAME:
+            hook = c.environment.hook(value)
+            return updated if hook is None else hook.rewrite_env_string(c, original, updated, value)
+        for string_hook in c.tables.string_hooks:
+            if keyed and not string_hook.in_keys:
+                continue
+            result = string_hook.rewrite_string(c, original, updated, value)
+            if result is not None:
+                return result
+        return self._kept(original, updated) if keyed else updated
+
+    def _kept(self, original: cst.SimpleString, updated: cst.SimpleString) -> cst.SimpleString:
+        """A dict key or subscript kept as the user's: a device-looking one in a torch file is still reported."""
+        c = self.c
+        if c.imports_torch and c.tables.string_hooks:
+            value = original.evaluated_value
+            if isinstance(value, str):
+                for hook in c.tables.string_hooks:
+                    if hook.report_kept(c, original, value, c.roles.of(original).why):
+                        break
+        return updated
+
+    def formatted(self, original: cst.FormattedString, updated: cst.FormattedString) -> cst.BaseExpression:
+        """An f-string: the hooks see its template with `{}` for each replacement field."""
+        if self.c.roles.of(original).role in LEFT_ALONE or not updated.parts:
+            return updated
+        template = "".join(
+            p.value if isinstance(p, cst.FormattedStringText) else "{}" for p in original.parts
+        )
+        for hook in self.c.tables.string_hooks:
+            result = hook.rewrite_fstring(self.c, original, updated, template)
+            if result is not None:
+                return result
+        return updated
