@@ -49,7 +49,7 @@ from ms_fmk_transplt.engine.imports import add_needed_imports
 from ms_fmk_transplt.engine.normalise import LONE_BACKSLASH, libcst_limit, normalise, restore, same_tree
 from ms_fmk_transplt.engine.suppress import annotate
 from ms_fmk_transplt.engine.tables import Tables
-from ms_fmk_transplt.engine.transformer import Converter
+from ms_fmk_transplt.engine.transformer import ModuleRewriter
 from ms_fmk_transplt.records import FileResult, RunResult, Status
 from ms_fmk_transplt.ruleset import compile_rules, load_rules
 from ms_fmk_transplt.run import REPORTS, _rule_table
@@ -61,7 +61,7 @@ PHASES = (
     "CPython ast.parse",
     "prefilter (could_match)",
     "libcst parse",
-    "Converter init (look-ahead)",
+    "ModuleRewriter init (look-ahead)",
     "transform",
     "imports",
     "positions (_place)",
@@ -115,8 +115,8 @@ def convert_timed(path: str, data: bytes, tables: Tables, clock: Clock) -> FileR
     if module is None:
         reason = libcst_limit(data) or problem or "libcst does not print the file back as it read it"
         return FileResult(path, Status.FAILED, reason=f"{reason} (libcst; CPython parses it)")
-    with clock.phase("Converter init (look-ahead)"):
-        converter = Converter(tables, module)
+    with clock.phase("ModuleRewriter init (look-ahead)"):
+        converter = ModuleRewriter(tables, module)
     with clock.phase("transform"):
         new_module = module.visit(converter)
     with clock.phase("imports"):

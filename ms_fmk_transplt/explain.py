@@ -15,7 +15,7 @@ import libcst as cst
 from ms_fmk_transplt.engine.convert import convert_source
 from ms_fmk_transplt.engine.positions import positions
 from ms_fmk_transplt.engine.tables import Tables
-from ms_fmk_transplt.engine.transformer import Converter
+from ms_fmk_transplt.engine.transformer import ModuleRewriter
 from ms_fmk_transplt.engine.walk import NodeIndex
 
 _STRINGS = (cst.SimpleString, cst.FormattedString)
@@ -44,7 +44,7 @@ def _device_pattern(tables: Tables) -> tuple[re.Pattern[str], str]:
 def literal_roles(data: bytes, tables: Tables) -> list[LiteralLine]:
     """Every string literal of the source with its role and evidence, in file order."""
     module = cst.parse_module(data)
-    converter = Converter(tables, module)
+    converter = ModuleRewriter(tables, module)
     pattern, old = _device_pattern(tables)
     literals = [node for cls in _STRINGS for node in NodeIndex(module).of(cls)]
     where = positions(module, literals)

@@ -100,7 +100,7 @@ def _sized(files: list[tuple[str, str]]) -> list[tuple[str, str, int]]:
     return sized
 
 
-def convert_entries(
+def map_files(
     entries: Iterable[Entry],
     tables: Tables | TableSource,
     jobs: int = 0,
@@ -238,7 +238,7 @@ def _scan_text(rel: str, data: bytes, source: TableSource) -> tuple:
 
 
 class StreamWriter:
-    """A `convert_entries` sink: writes each Python file into staging as its result arrives and
+    """A `map_files` sink: writes each Python file into staging as its result arrives and
     keeps only the findings, so memory does not grow with the size of the tree."""
 
     def __init__(self, entries: Iterable[Entry], staging: Path) -> None:

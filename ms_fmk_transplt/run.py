@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 from ms_fmk_transplt import data, reports
 from ms_fmk_transplt.cache import ResultCache, default_cache_dir, rule_set_key
 from ms_fmk_transplt.discover import Entry, apply_excludes, discover
-from ms_fmk_transplt.pipeline import Progress, Staging, StreamWriter, TableSource, convert_entries, write_tree
+from ms_fmk_transplt.pipeline import Progress, Staging, StreamWriter, TableSource, map_files, write_tree
 from ms_fmk_transplt.records import FileResult, RunResult
 
 if TYPE_CHECKING:
@@ -220,9 +220,7 @@ def convert_project(
     staging = Staging(final, force=options.force)
     with staging as folder:
         sink = StreamWriter(entries, folder)
-        results = convert_entries(
-            entries, tables, jobs=options.jobs, progress=progress, cache=cache, sink=sink
-        )
+        results = map_files(entries, tables, jobs=options.jobs, progress=progress, cache=cache, sink=sink)
         if stage is not None:
             results = stage.results(results)
         taken = {e.rel for e in entries}
@@ -326,9 +324,7 @@ def analyse_project(
     def drop_output(result: FileResult) -> FileResult:
         return result if keep_output or result.output is None else dataclasses.replace(result, output=None)
 
-    results = convert_entries(
-        entries, tables, jobs=options.jobs, progress=progress, cache=cache, sink=drop_output
-    )
+    results = map_files(entries, tables, jobs=options.jobs, progress=progress, cache=cache, sink=drop_output)
     run = RunResult(
         input_root=root,
         output_root=str(report_folder) if report_folder is not None else "",

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from ms_fmk_transplt.discover import discover
 from ms_fmk_transplt.engine.convert import convert_source
-from ms_fmk_transplt.pipeline import convert_entries
+from ms_fmk_transplt.pipeline import map_files
 from ms_fmk_transplt.records import Status
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -75,7 +75,7 @@ def test_bytes_outside_changes_preserved(builtin_tables) -> None:
 
 
 def _explode_inside_the_engine(monkeypatch) -> None:
-    from ms_fmk_transplt.engine.transformer import Converter
+    from ms_fmk_transplt.engine.transformer import ModuleRewriter
 
     def leave_Call(self, original, updated):
         return _deeper(updated)
@@ -83,7 +83,7 @@ def _explode_inside_the_engine(monkeypatch) -> None:
     def _deeper(node):
         raise ValueError("boom")
 
-    monkeypatch.setattr(Converter, "leave_Call", leave_Call)
+    monkeypatch.setattr(ModuleRewriter, "leave_Call", leave_Call)
 
 
 def test_internal_error_fails_the_file_and_keeps_the_whole_traceback(builtin_tables, monkeypatch) -> None:
@@ -161,8 +161,8 @@ def test_serial_equals_parallel(tmp_path: Path, builtin_tables) -> None:
         (tmp_path / f"m{i:02d}.py").write_bytes(case.read_bytes())
     (tmp_path / "broken.py").write_bytes(b"def (:\n")
     entries = discover(tmp_path)
-    serial = convert_entries(entries, builtin_tables, jobs=1)
-    parallel = convert_entries(entries, builtin_tables, jobs=2)
+    serial = map_files(entries, builtin_tables, jobs=1)
+    parallel = map_files(entries, builtin_tables, jobs=2)
     assert serial == parallel
     assert any(r.status is Status.CONVERTED for r in serial)
 
@@ -187,7 +187,7 @@ def test_an_unedited_module_prints_back_as_its_input(path: Path, builtin_tables)
     import libcst as cst
 
     from ms_fmk_transplt.engine.convert import edited
-    from ms_fmk_transplt.engine.transformer import Converter
+    from ms_fmk_transplt.engine.transformer import ModuleRewriter
 
     data = path.read_bytes()
     try:
@@ -196,7 +196,7 @@ def test_an_unedited_module_prints_back_as_its_input(path: Path, builtin_tables)
         pytest.skip("libcst cannot read this fixture")
     if module.bytes != data:
         pytest.skip("libcst prints this file back otherwise: the engine converts it normalised")
-    converter = Converter(builtin_tables, module)
+    converter = ModuleRewriter(builtin_tables, module)
     printed = module.visit(converter).bytes
     if not edited(converter):
         assert printed == data

@@ -24,7 +24,7 @@ from ms_fmk_transplt.engine.normalise import (
 from ms_fmk_transplt.engine.positions import positions
 from ms_fmk_transplt.engine.suppress import annotate
 from ms_fmk_transplt.engine.tables import Tables
-from ms_fmk_transplt.engine.transformer import Converter
+from ms_fmk_transplt.engine.transformer import ModuleRewriter
 from ms_fmk_transplt.records import FileResult, Finding, Operation, Status, Support
 
 _PY2_HINTS = (
@@ -122,7 +122,7 @@ def _convert(path: str, data: bytes, tables: Tables) -> FileResult:
         if module is None:
             reason = libcst_limit(data) or problem or "libcst does not print the file back as it read it"
             return FileResult(path, Status.FAILED, reason=f"{reason} (libcst; CPython parses it)")
-    converter = Converter(tables, module)
+    converter = ModuleRewriter(tables, module)
     new_module = module.visit(converter)
     new_module = add_needed_imports(new_module, converter.imports_needed)
     findings = annotate(_place(module, converter), data)
@@ -150,12 +150,12 @@ class Counted(TypedDict):
     supported_by_kernel: int  # by an NPU kernel alone
 
 
-def counted(converter: Converter) -> Counted:
+def counted(converter: ModuleRewriter) -> Counted:
     """The API uses counted, not listed: supported by a list, and by an NPU kernel alone."""
     return {"supported": converter.support.supported, "supported_by_kernel": converter.support.by_kernel}
 
 
-def edited(converter: Converter) -> bool:
+def edited(converter: ModuleRewriter) -> bool:
     """Did the transform change anything? Every rewrite reports a MODIFY, INSERT or DELETE finding
     (tests/test_engine.py checks that an unedited module prints back as its input)."""
     return bool(converter.imports_needed) or any(
@@ -174,7 +174,7 @@ def _parse_normalised(normalised: Normalised, data: bytes) -> cst.Module | None:
     return module if module.bytes == normalised.data else None
 
 
-def _place(module: cst.Module, converter: Converter) -> tuple[Finding, ...]:
+def _place(module: cst.Module, converter: ModuleRewriter) -> tuple[Finding, ...]:
     """Original positions for the pending findings (engine/positions.py: only their nodes' ranges)."""
     if not converter.pending:
         return ()

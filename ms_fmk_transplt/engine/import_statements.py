@@ -18,7 +18,7 @@ from ms_fmk_transplt.engine.pending import Pending
 from ms_fmk_transplt.records import Operation
 
 if TYPE_CHECKING:
-    from ms_fmk_transplt.engine.transformer import Converter
+    from ms_fmk_transplt.engine.transformer import ModuleRewriter
 
 
 def _asname(alias: cst.ImportAlias) -> str | None:
@@ -31,7 +31,7 @@ def _asname(alias: cst.ImportAlias) -> str | None:
 class ImportStatements:
     """The import-statement rewrites of one module (the converter holds the tables and findings)."""
 
-    def __init__(self, converter: Converter) -> None:
+    def __init__(self, converter: ModuleRewriter) -> None:
         self.c = converter
 
     def rewrite_import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:

@@ -15,7 +15,7 @@ import libcst as cst
 from ms_fmk_transplt.engine.roles import Role
 
 if TYPE_CHECKING:
-    from ms_fmk_transplt.engine.transformer import Converter
+    from ms_fmk_transplt.engine.transformer import ModuleRewriter
 
 LEFT_ALONE = (Role.PROSE, Role.CLAIMED)  # never rewritten by a string rule
 
@@ -23,7 +23,7 @@ LEFT_ALONE = (Role.PROSE, Role.CLAIMED)  # never rewritten by a string rule
 class LiteralRewrites:
     """The string-literal half of the traversal of one module (the converter is the hooks' site)."""
 
-    def __init__(self, converter: Converter) -> None:
+    def __init__(self, converter: ModuleRewriter) -> None:
         self.c = converter
 
     def simple(self, original: cst.SimpleString, updated: cst.SimpleString) -> cst.BaseExpression:

@@ -37,7 +37,7 @@ from ms_fmk_transplt.engine.walk import NodeIndex
 from ms_fmk_transplt.records import Operation
 
 
-class Converter(SiteReports, cst.CSTTransformer):
+class ModuleRewriter(SiteReports, cst.CSTTransformer):
     """Applies the tables to one module; read `pending`, `needs_torch_npu` and `imports_needed` after."""
 
     def __init__(self, tables: Tables, module: cst.Module) -> None:
