@@ -167,7 +167,7 @@ def test_an_api_backed_by_an_npu_kernel_is_supported_and_counted(builtin_tables)
     assert doubt.source == "no list entry; aten::special_erfcx has no NPU kernel of its own"
     assert result.supported_by_kernel == 1  # torch.relu: aten::relu has an NPU kernel
     old = compile_rules(load_rules(), release="2.1.0")
-    assert "relu" in old.aten_ops and old.aten_ops != builtin_tables.aten_ops
+    assert "relu" in old.support.aten_ops and old.support.aten_ops != builtin_tables.support.aten_ops
 
 
 def test_the_converted_name_is_classified_never_the_old_one(builtin_tables) -> None:

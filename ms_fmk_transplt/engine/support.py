@@ -9,11 +9,11 @@ never `torch.Tensor.cuda`). The verdict comes from, in order:
    dtypes a partial entry gives; a partial use whose code shows a dtype outside them (`.double()`,
    `dtype=torch.float64`) is `unsupported-dtype`;
 2. `torch.npu.*`: the `torch.cuda.*` entry of the same member, then torch.npu's public names;
-3. an ATen operator torch_npu has an NPU kernel for (`Tables.aten_ops`): `torch.relu` runs
+3. an ATen operator torch_npu has an NPU kernel for (`SupportLists.aten_ops`): `torch.relu` runs
    `aten::relu`, so it is supported by kernel though the list does not name it;
 4. otherwise a called torch name is not verified (absent from the lists is not unsupported).
 
-Supported uses are counted, not listed. Advice is the rules' own (`Tables.support_advice`, by API
+Supported uses are counted, not listed. Advice is the rules' own (`SupportLists.advice`, by API
 name or dotted prefix), else a sentence per status.
 """
 
@@ -113,7 +113,8 @@ class SupportClassifier:
     """Classifies API uses of one file against the release's data; `supported` counts the rest."""
 
     def __init__(self, tables: Tables, qualify: Callable[[cst.CSTNode], str | None]) -> None:
-        self.t = tables
+        self.tables = tables
+        self.lists = tables.support
         self.qualify = qualify
         self.supported = 0  # uses a list (or torch.npu's surface) gives as supported
         self.by_kernel = 0  # uses absent from the lists whose ATen operator has an NPU kernel
@@ -146,15 +147,15 @@ class SupportClassifier:
         `rewritten`: `name` is what a rule rewrote the code to; absent from every list, the
         rule's target is taken as the NPU's own API (counted, not doubted).
         """
-        rule = self.t.support_rule
+        rule = self.lists.rule
         if rule is None or self._annotation_depth:
             return None
-        release = self.t.release
-        entry = self.t.support.get(name)
+        release = self.tables.release
+        entry = self.lists.apis.get(name)
         if entry is None and name.startswith(("torch.npu.", "torch_npu.npu.")):
             member = name.split(".npu.", 1)[1]
-            entry = self.t.support.get("torch.cuda." + member)
-            if entry is None and member.split(".", 1)[0] in self.t.npu_members:
+            entry = self.lists.apis.get("torch.cuda." + member)
+            if entry is None and member.split(".", 1)[0] in self.lists.npu_members:
                 self.supported += 1
                 return None
         if entry is None:
@@ -167,7 +168,7 @@ class SupportClassifier:
                 self.supported += 1
                 return None
             op = aten_op(name)
-            if op is not None and op in self.t.aten_ops:
+            if op is not None and op in self.lists.aten_ops:
                 self.by_kernel += 1
                 return None
             # a composite op has no kernel of its own yet may run: the kernel's absence is a source
@@ -226,14 +227,14 @@ class SupportClassifier:
 
     def _advice(self, name: str) -> str:
         """The rules' advice for `name`: by the whole name, else by its longest dotted prefix."""
-        advice = self.t.support_advice
+        advice = self.lists.advice
         if not advice:
             return ""
         parts = name.split(".")
         for end in range(len(parts), 0, -1):
             text = advice.get(".".join(parts[:end]))
             if text is not None:
-                return text.format(release=self.t.release)
+                return text.format(release=self.tables.release)
         return ""
 
     def _dtype_shown(self, node: cst.CSTNode, dtypes: str) -> str | None:

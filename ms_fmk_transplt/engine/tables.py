@@ -66,6 +66,18 @@ class Match:
 
 
 @dataclass
+class SupportLists:
+    """The release's support data, as the support classifier reads it (engine/support.py)."""
+
+    apis: dict[str, SupportEntry] = field(default_factory=dict)  # qualified name -> entry
+    tensor_methods: dict[str, SupportEntry] = field(default_factory=dict)  # method name -> entry (heuristic)
+    rule: Rule | None = None  # the rule that reports names absent from every list
+    npu_members: frozenset[str] = frozenset()  # torch.npu's public names in the release
+    aten_ops: frozenset[str] = frozenset()  # ATen operators with an NPU kernel in the release
+    advice: dict[str, str] = field(default_factory=dict)  # API name or dotted prefix -> advice
+
+
+@dataclass
 class Tables:
     """Everything the transformer needs, keyed for dictionary lookups."""
 
@@ -90,13 +102,7 @@ class Tables:
     import_insert: Rule | None = None
     needs_module: set[str] = field(default_factory=set)  # using these needs the inserted import
     triggers: set[tuple[str, ...]] = field(default_factory=set)
-    # support classification: qualified name -> entry; tensor method name -> entry (heuristic)
-    support: dict[str, SupportEntry] = field(default_factory=dict)
-    tensor_methods: dict[str, SupportEntry] = field(default_factory=dict)
-    support_rule: Rule | None = None  # the rule that reports names absent from every list
-    npu_members: frozenset[str] = frozenset()  # torch.npu's public names in the release
-    aten_ops: frozenset[str] = frozenset()  # ATen operators with an NPU kernel in the release
-    support_advice: dict[str, str] = field(default_factory=dict)  # API name or dotted prefix -> advice
+    support: SupportLists = field(default_factory=lambda: SupportLists())  # filled by ApiSupportRule
     release: str = ""
 
     def lookup(self, name: str) -> Match | None:

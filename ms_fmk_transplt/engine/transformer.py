@@ -273,7 +273,11 @@ class ModuleRewriter(SiteReports, cst.CSTTransformer):
             renamed = self.tables.method_hooks.get(method)
             if renamed is not None and renamed.new is not None and not own:
                 method = renamed.new
-            if method in self.tables.tensor_methods and not own and not isinstance(func.value, _LITERALS):
+            if (
+                method in self.tables.support.tensor_methods
+                and not own
+                and not isinstance(func.value, _LITERALS)
+            ):
                 self.classify(original_node, f"torch.Tensor.{method}", heuristic=True)
         if isinstance(func, cst.Attribute) and not resolved and isinstance(updated_node.func, cst.Attribute):
             method_hook = self.tables.method_hooks.get(func.attr.value)

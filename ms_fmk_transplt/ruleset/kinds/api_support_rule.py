@@ -63,11 +63,12 @@ class ApiSupportRule:
 
         release = data.release(tables.release)
         by_source = {rule.params["source"]: rule for rule in rules}
-        tables.support_rule = rules[0]
-        tables.npu_members = frozenset(release["torch.npu"])
-        tables.aten_ops = frozenset(release.get("aten_ops", ()))
+        lists = tables.support
+        lists.rule = rules[0]
+        lists.npu_members = frozenset(release["torch.npu"])
+        lists.aten_ops = frozenset(release.get("aten_ops", ()))
         for rule in rules:
-            tables.support_advice.update(rule.params.get("advice", {}))
+            lists.advice.update(rule.params.get("advice", {}))
         for name, (status, dtypes, source) in release["support"].items():
             owner = by_source.get(source)
             if owner is None or status not in _STATUSES:
@@ -75,7 +76,7 @@ class ApiSupportRule:
             if not name.startswith(owner.params.get("prefix", "torch.")):
                 continue
             entry = SupportEntry(owner, Support(status), dtypes)
-            tables.support[name] = entry
+            lists.apis[name] = entry
             if name.startswith("torch.Tensor.") and name.count(".") == 2:
-                tables.tensor_methods[name.rsplit(".", 1)[1]] = entry
+                lists.tensor_methods[name.rsplit(".", 1)[1]] = entry
         tables.add_trigger("torch")
