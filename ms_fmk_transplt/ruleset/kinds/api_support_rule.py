@@ -12,7 +12,7 @@ rule reports names no list holds. `advice` maps an API name, or a dotted prefix 
 to do instead; it replaces the generic sentence for unsupported and not-verified uses and follows
 the dtypes of partial ones.
 
-Code: name tables `Tables.support`, `tensor_methods`, `aten_ops`, `support_advice`; applied by engine/support.py.
+Code: name tables `Tables.support` (`SupportLists`: apis, tensor_methods, aten_ops, advice); applied by engine/support.py.
 """
 
 from collections.abc import Hashable
