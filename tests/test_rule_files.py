@@ -50,7 +50,7 @@ def test_guide_example_loads(tmp_path: Path) -> None:
         ({"rules": []}, "FILE: /rules: [] is not of type 'object'"),
         (
             {"rules": {"RenameRule": []}},
-            "FILE: /rules: unknown rule kind 'RenameRule'; valid kinds: ApiSupportRule, "
+            "FILE: /rules: unknown rule kind 'RenameRule'; valid kinds: ApiSupportRule, ArgValueRule, "
             "ArgsModifyRule, AttributeRenameRule, CudaSourceRule, EnvVarRule, FuncNameModifyRule, ImportInsertRule, KeywordDefaultRule, "
             "KeywordRenameRule, MapLocationRule, "
             "MethodRenameRule, ModuleMemberRule, ModuleNameModifyRule, ResultUseRule, StringLiteralRule, TextScanRule, UnsupportedApiRule",

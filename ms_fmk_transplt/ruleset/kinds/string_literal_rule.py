@@ -36,7 +36,14 @@ from typing import Any
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.context import CONVENTION, NAME_LISTS, PATTERN_LISTS, REPORTED_TEXT, Verdict
+from ms_fmk_transplt.engine.context import (
+    ACCELERATOR,
+    CONVENTION,
+    NAME_LISTS,
+    PATTERN_LISTS,
+    REPORTED_TEXT,
+    Verdict,
+)
 from ms_fmk_transplt.engine.hooks import Site
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
@@ -177,6 +184,9 @@ class StringRewrite:
             (
                 f"{value!r} kept: not provably a device here ({why}); if it names one, write {self.new!r}"
                 if unknown
+                else f"{value!r} kept ({why}): Lightning has no {self.new!r} accelerator; subclass its"
+                " Accelerator for the NPU and pass an instance as accelerator="
+                if why.startswith(ACCELERATOR)
                 else f"{value!r} kept as the user's text ({why}); if it names a device, write {self.new!r}"
             ),
             heuristic=True,
