@@ -353,10 +353,13 @@ def _ratio(num: int, den: int) -> str:
 def figures(rows: Sequence[tuple[Label, Outcome]]) -> dict[str, Any]:
     """Headline numbers: device precision / recall, all-rewrite precision / recall, silent devices."""
     rows = [(label, outcome) for label, outcome in rows if outcome.kind != "missing"]
+    # a device conversion: a device literal converted, or any other literal wrongly made an npu one
+    # (an API path rightly renamed to torch.npu.x is that role's rewrite, not a device's)
     device_converted = [
         (label, o)
         for label, o in rows
-        if o.kind == "converted" and ("npu" in o.new_text.lower() or label.role in DEVICE_ROLES)
+        if o.kind == "converted"
+        and (label.role in DEVICE_ROLES or ("npu" in o.new_text.lower() and not is_correct(label, o)))
     ]
     device_ok = [
         (label, o) for label, o in device_converted if label.role in DEVICE_ROLES and is_correct(label, o)

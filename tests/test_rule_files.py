@@ -53,7 +53,7 @@ def test_guide_example_loads(tmp_path: Path) -> None:
             "FILE: /rules: unknown rule kind 'RenameRule'; valid kinds: ApiSupportRule, ArgValueRule, "
             "ArgsModifyRule, AttributeRenameRule, CudaSourceRule, EnvVarRule, FuncNameModifyRule, ImportInsertRule, KeywordDefaultRule, "
             "KeywordRenameRule, MapLocationRule, "
-            "MethodRenameRule, ModuleMemberRule, ModuleNameModifyRule, ResultUseRule, StringLiteralRule, TextScanRule, UnsupportedApiRule",
+            "MethodRenameRule, ModuleMemberRule, ModuleNameModifyRule, PatchTargetRule, ResultUseRule, StringLiteralRule, TextScanRule, UnsupportedApiRule",
         ),
         (
             {"rules": {"StringLiteralRule": [{"pattern": "cuda(", "old": "cuda", "new": "npu"}]}},

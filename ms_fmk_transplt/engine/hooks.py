@@ -82,6 +82,10 @@ class Site(Protocol):
         """Something left as written that may be wrong on the NPU (a heuristic UNSUPPORTED finding)."""
         ...
 
+    def renamed(self, name: str) -> str | None:
+        """What a qualified API name becomes under the rules (None: no rule renames it)."""
+        ...
+
 
 class CallHook(Protocol):
     """A rewrite of calls, keyed by the call's qualified name (or, as a heuristic, its short name).

@@ -79,6 +79,13 @@ class SiteReports:
         """A finding at `node` (an original node) with a message the caller wrote."""
         self.pending.append(Pending(node, rule, operation, message, heuristic, api=api, support=support))
 
+    def renamed(self, name: str) -> str | None:
+        """What a qualified API name becomes under the rules (None: no rule renames it)."""
+        match = self.tables.lookup(name)
+        if match is None or match.new is None:
+            return None
+        return match.new + name[len(match.prefix) :]
+
     def report_kept(self, node: cst.CSTNode, rule: Rule, message: str) -> None:
         """Something left as written that may be wrong on the NPU (a heuristic UNSUPPORTED finding)."""
         self.pending.append(Pending(node, rule, Operation.UNSUPPORTED, message, heuristic=True))
