@@ -95,6 +95,24 @@ def test_guide_example_loads(tmp_path: Path) -> None:
             "FILE: /rules/FuncNameModifyRule/0: 'new_name' is required",
         ),
         (
+            {
+                "rules": {
+                    "StringLiteralRule": [
+                        {"pattern": "(x,)*cuda:nccl", "old": "cuda", "new": "npu", "everywhere": True}
+                    ]
+                }
+            },
+            "FILE: /rules/StringLiteralRule/0/old: with everywhere, the pattern must match 'cuda' itself",
+        ),
+        (
+            {"rules": {"ArgValueRule": [{"func_name": "a.T", "keyword": "accelerator", "values": []}]}},
+            "FILE: /rules/ArgValueRule/0: 'suggestion' is required",
+        ),
+        (
+            {"rules": {"PatchTargetRule": [{"func_name": "unittest..patch"}]}},
+            "FILE: /rules/PatchTargetRule/0/func_name: 'unittest..patch' is not a valid dotted name (identifiers joined by '.')",
+        ),
+        (
             {"rules": {"FuncNameModifyRule": [{"old_name": "a.b", "new_name": 3}]}},
             "FILE: /rules/FuncNameModifyRule/0/new_name: 3 is not of type 'string'",
         ),

@@ -1,7 +1,7 @@
 """StringLiteralRule: rewrite string literals that name a device or backend, `"cuda:0"` -> `"npu:0"`.
 
 A heuristic: a literal (or f-string, with `{...}` standing for each expression) whose whole value
-matches `pattern` has its leading `old` replaced by `new`, wherever it is code rather than the
+matches `pattern` has its leading `old` (with `everywhere`, every `old` in it) replaced by `new`, wherever it is code rather than the
 user's words. Never changed: docstrings and bare string statements, arguments of print / logging /
 warnings / exceptions, `help=`-like keywords, option names given to add_argument, attribute names
 given to getattr, dict keys and subscripts (a `map_location` dict's keys, which name where a
@@ -61,6 +61,7 @@ from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
             "old": {"type": "string"},
             "new": {"type": "string"},
             "in_keys": {"type": "boolean"},
+            "everywhere": {"type": "boolean"},
             "device_context": {
                 "type": "object",
                 "additionalProperties": False,
@@ -92,7 +93,10 @@ class StringLiteralRule:
             return [("pattern", p)]
         regex = re.compile(entry["pattern"])
         starts = entry["pattern"].startswith(re.escape(entry["old"]))
-        if not entry["old"] or not (
+        if entry.get("everywhere"):
+            if not entry["old"] or not regex.fullmatch(entry["old"]):
+                return [("old", f"with everywhere, the pattern must match {entry['old']!r} itself")]
+        elif not entry["old"] or not (
             starts or regex.fullmatch(entry["old"] + _sample_suffix(regex, entry["old"]))
         ):
             return [("old", f"the pattern must match strings that start with {entry['old']!r}")]
@@ -117,7 +121,12 @@ class StringLiteralRule:
         for rule in rules:
             p = rule.params
             rewrite = StringRewrite(
-                rule, re.compile(p["pattern"]), p["old"], p["new"], bool(p.get("in_keys"))
+                rule,
+                re.compile(p["pattern"]),
+                p["old"],
+                p["new"],
+                bool(p.get("in_keys")),
+                bool(p.get("everywhere")),
             )
             tables.string_hooks.append(rewrite)
             tables.keyed_strings = tables.keyed_strings or bool(p.get("in_keys"))
@@ -139,6 +148,7 @@ class StringRewrite:
     old: str
     new: str
     in_keys: bool = False
+    everywhere: bool = False  # every `old` in the value is replaced, not only a leading one
 
     def rewrite_string(
         self, site: Site, original: cst.SimpleString, updated: cst.SimpleString, value: str
@@ -157,7 +167,9 @@ class StringRewrite:
             if verdict is Verdict.UNKNOWN or why.startswith(REPORTED_TEXT):
                 self.report_kept(site, original, value, why, unknown=verdict is Verdict.UNKNOWN)
             return updated
-        new_value = self.new + value[len(self.old) :]
+        new_value = (
+            value.replace(self.old, self.new) if self.everywhere else self.new + value[len(self.old) :]
+        )
         site.report(
             original,
             self.rule,
