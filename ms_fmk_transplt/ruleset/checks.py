@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import keyword
 import re
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import libcst as cst
+
+
+def problems(entry: Mapping[str, Any], **checks: Callable[[str], str | None]) -> list[tuple[str, str]]:
+    """(key, problem) for each key of `entry` given here whose check finds one, in the order given."""
+    return [(key, p) for key, check in checks.items() if key in entry and (p := check(entry[key]))]
 
 
 def identifier(value: str) -> str | None:

@@ -37,14 +37,9 @@ from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 class KeywordDefaultRule:
     @staticmethod
     def check(entry: Entry) -> list[Problem]:
-        problems = []
-        if p := checks.dotted_name(entry["func_name"]):
-            problems.append(("func_name", p))
-        if p := checks.identifier(entry["keyword"]):
-            problems.append(("keyword", p))
-        if p := checks.expression(entry["value"]):
-            problems.append(("value", p))
-        return problems
+        return checks.problems(
+            entry, func_name=checks.dotted_name, keyword=checks.identifier, value=checks.expression
+        )
 
     @staticmethod
     def summary(entry: Entry) -> str:

@@ -36,11 +36,9 @@ from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 class KeywordRenameRule:
     @staticmethod
     def check(entry: Entry) -> list[Problem]:
-        problems = []
-        if p := checks.dotted_name(entry["func_name"]):
-            problems.append(("func_name", p))
-        problems += [(k, p) for k in ("keyword", "new_keyword") if (p := checks.identifier(entry[k]))]
-        return problems
+        return checks.problems(
+            entry, func_name=checks.dotted_name, keyword=checks.identifier, new_keyword=checks.identifier
+        )
 
     @staticmethod
     def summary(entry: Entry) -> str:

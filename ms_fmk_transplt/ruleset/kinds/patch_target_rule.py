@@ -45,12 +45,7 @@ _ROOTS = ("torch",)  # where a dotted API path in the string starts
 class PatchTargetRule:
     @staticmethod
     def check(entry: Entry) -> list[Problem]:
-        problems = []
-        if p := checks.dotted_name(entry["func_name"]):
-            problems.append(("func_name", p))
-        if "keyword" in entry and (p := checks.identifier(entry["keyword"])):
-            problems.append(("keyword", p))
-        return problems
+        return checks.problems(entry, func_name=checks.dotted_name, keyword=checks.identifier)
 
     @staticmethod
     def summary(entry: Entry) -> str:
