@@ -98,11 +98,11 @@ def test_guide_example_loads(tmp_path: Path) -> None:
             {
                 "rules": {
                     "StringLiteralRule": [
-                        {"pattern": "(x,)*cuda:nccl", "old": "cuda", "new": "npu", "everywhere": True}
+                        {"pattern": "(x,)*cuda:nccl", "old": "gpu", "new": "npu", "everywhere": True}
                     ]
                 }
             },
-            "FILE: /rules/StringLiteralRule/0/old: with everywhere, the pattern must match 'cuda' itself",
+            "FILE: /rules/StringLiteralRule/0/old: with everywhere, the pattern must spell out 'gpu'",
         ),
         (
             {"rules": {"ArgValueRule": [{"func_name": "a.T", "keyword": "accelerator", "values": []}]}},

@@ -94,8 +94,8 @@ class StringLiteralRule:
         regex = re.compile(entry["pattern"])
         starts = entry["pattern"].startswith(re.escape(entry["old"]))
         if entry.get("everywhere"):
-            if not entry["old"] or not regex.fullmatch(entry["old"]):
-                return [("old", f"with everywhere, the pattern must match {entry['old']!r} itself")]
+            if not entry["old"] or re.escape(entry["old"]) not in entry["pattern"]:
+                return [("old", f"with everywhere, the pattern must spell out {entry['old']!r}")]
         elif not entry["old"] or not (
             starts or regex.fullmatch(entry["old"] + _sample_suffix(regex, entry["old"]))
         ):
@@ -175,8 +175,9 @@ class StringRewrite:
             self.rule,
             Operation.MODIFY,
             heuristic=(not in_argument and not contextual) or why.endswith(CONVENTION),
-            old=repr(value),
-            new=repr(new_value),
+            # a replacement inside a longer string names the part it replaces
+            old=repr(self.old if self.everywhere else value),
+            new=repr(self.new if self.everywhere else new_value),
         )
         quote = original.quote
         return updated.with_changes(value=f"{original.prefix}{quote}{new_value}{quote}")
