@@ -34,12 +34,15 @@ from typing import Any
 import libcst as cst
 
 from ms_fmk_transplt import data
+from ms_fmk_transplt.engine.device_flow import DeviceFlow, own_attribute, returns
 from ms_fmk_transplt.engine.walk import NodeIndex, children
 
 CONVENTION = " (convention)"
 PATH_PIECE = "a path piece given to "  # text that could still be a device: kept, reported
 ACCELERATOR = "a Lightning accelerator name "  # Lightning has no "npu" accelerator: kept, reported
-REPORTED_TEXT = (PATH_PIECE, ACCELERATOR)
+NAME_PIECE = "a piece of the text "  # f"{'cuda' if c else 'cpu'}_time_total": kept, reported
+REPORTED_TEXT = (PATH_PIECE, ACCELERATOR, NAME_PIECE)
+_DEVICE_TAIL = re.compile(r"(:\w*)?")  # what an f-string may add to a device type and stay one
 
 
 class Verdict(str, Enum):
@@ -56,6 +59,7 @@ NAME_LISTS = (
     "text_keywords",
     "text_targets",
     "device_types",
+    "accelerator_types",
     "message_calls",
     "message_keywords",
     "message_continues",
@@ -84,6 +88,7 @@ class DeviceSpec:
     device_types: set[str] = field(default_factory=set)  # "cpu", "mps": a sibling makes it a device
     device_tests: list[re.Pattern[str]] = field(default_factory=list)  # torch.cuda.is_available()
     accelerator_names: list[re.Pattern[str]] = field(default_factory=list)  # Lightning's accelerator=
+    accelerator_types: set[str] = field(default_factory=set)  # "gpu", "auto": never a torch device
     # where literals are the user's words: the role pass reads these (engine/roles.py)
     message_calls: set[str] = field(default_factory=set)
     message_keywords: set[str] = field(default_factory=set)
@@ -155,8 +160,11 @@ def literals(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
     elif isinstance(node, (cst.Tuple, cst.List, cst.Set)):
         for element in node.elements:
             yield from literals(element.value)
-    elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Modulo, cst.Add)):
-        yield from literals(node.left)  # "cuda:%d" % rank, "cuda:" + str(rank)
+    elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        yield from literals(node.left)  # "cuda:" + str(rank)
+        yield from literals(node.right)  # ["cpu"] + ["cuda"]
+    elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+        yield from literals(node.left)  # "cuda:%d" % rank
     elif (
         isinstance(node, cst.Call)
         and isinstance(node.func, cst.Attribute)
@@ -178,7 +186,7 @@ class DeviceContext:
         self.qualify = qualify
         self.devices: dict[int, str] = {}  # id(literal) -> evidence
         self.text: dict[int, str] = {}
-        self.flow_names: set[str] = set()  # variables the file passes to a device-taking API
+        self.flow = DeviceFlow()  # variables and attributes that hold or reach a device
         self.prefixes: set[int] = set()  # "cuda:" + str(rank): the left operand of a concatenation
         self.tables: set[str] = set()  # dicts the file looks up by a device type: their keys are devices
 
@@ -187,10 +195,17 @@ class DeviceContext:
         """Mark every literal of the module that its place shows to be a device or text."""
         nodes = module if isinstance(module, NodeIndex) else NodeIndex(module)
         calls = nodes.of(cst.Call)
+        self.flow.scan_aliases(nodes, self._takes_device)
+        self.flow.scan_params(nodes)
         for call in calls:  # first every variable that reaches a device API, wherever it is used
             for arg, _ in self.device_slots(call):
-                if isinstance(arg.value, cst.Name):
-                    self.flow_names.add(arg.value.value)
+                self.flow.reach(arg.value)
+        for function in nodes.of(cst.FunctionDef):  # def device_name(self): return self._name
+            if self.spec.device_named(function.name.value):
+                for statement in returns(function):
+                    if statement.value is not None:
+                        self.flow.reach(statement.value)
+        self.flow.bind(nodes, self.device_typed)  # dst = torch.device(s); src = t.device
         for call in calls:  # then the tables looked up by a device: BACKENDS.get(device.type)
             func = call.func
             if (
@@ -228,6 +243,9 @@ class DeviceContext:
             (cst.Tuple, marker.visit_sequence),
             (cst.Set, marker.visit_sequence),
             (cst.FunctionDef, marker.visit_FunctionDef),
+            (cst.For, marker.visit_For),
+            (cst.FormattedString, marker.visit_FormattedString),
+            (cst.CompFor, marker.visit_For),
         )
         for cls, mark in handlers:
             for node in nodes.of(cls):
@@ -241,6 +259,8 @@ class DeviceContext:
         if qualified == "functools.partial" and call.args and call.args[0].keyword is None:
             func, args = call.args[0].value, call.args[1:]  # partial(torch.autocast, "cuda")
             qualified = self.qualify(func)
+        if qualified is None and isinstance(func, cst.Name):
+            qualified = self.flow.aliases.get(func.value)  # scope = torch.autocast; scope("cuda")
         short = short_name(func)
         name = qualified or short
         positions = self.spec.calls.get(qualified or "", set()) | self.spec.calls.get(short, set())
@@ -258,6 +278,15 @@ class DeviceContext:
             if index in positions:
                 yield arg, f"argument {index + 1} of {name} takes a device"
             index += 1
+
+    def _takes_device(self, func: cst.BaseExpression) -> str | None:
+        """The API's name when `func` names a callable that takes a device, else None."""
+        if not isinstance(func, (cst.Name, cst.Attribute)):
+            return None
+        qualified = self.qualify(func)
+        if qualified is not None and qualified in self.spec.calls:
+            return qualified
+        return None
 
     def device_typed(self, node: cst.BaseExpression) -> bool:
         """`x.device`, `x.device.type`, `args.device`, `str(x.device)`, a variable fed to a device API."""
@@ -280,7 +309,7 @@ class DeviceContext:
             return False
         if isinstance(node, cst.Attribute) and node.attr.value == "type" and self.device_typed(node.value):
             return True  # torch.device(d).type, parallel_devices[0].type
-        if isinstance(node, cst.Name) and node.value in self.flow_names:
+        if self.flow.typed(node):
             return True
         return self.spec.device_named(code_of(node))
 
@@ -353,6 +382,10 @@ class _Marker:
             typed = next((p for p in positional if c.device_typed(p)), None)
             if typed is not None:  # self.assertEqual(p.device.type, "cuda")
                 c.mark(positional, c.devices, f"compared with {code_of(typed)}")
+        elif short == "parametrize" and len(positional) > 1 and c.spec.accelerator_named(
+            (_string(positional[0]) or "").strip()
+        ):  # parametrize("accelerator", ["cpu", "cuda", "mps"]): Lightning's names
+            c.mark(positional[1:2], c.text, f"{ACCELERATOR}(a value of the parameter {_string(positional[0])!r})")
         elif short == "parametrize" and len(positional) > 1:
             names = _string(positional[0]) or ""
             if any(c.spec.device_named(n.strip()) for n in names.split(",")) and "," not in names:
@@ -368,6 +401,21 @@ class _Marker:
             attribute = _string(positional[1])
             if attribute is not None and c.spec.device_named(attribute):
                 c.mark(positional[2:3], c.devices, f"set as the attribute {attribute!r}")
+        self._own_function(node, short)
+
+    def _own_function(self, node: cst.Call, short: str) -> None:
+        """`_capture("cuda")` where the module defines `def _capture(target_device)`."""
+        c = self.c
+        params = c.flow.params.get(short)
+        own = isinstance(node.func, cst.Name) or own_attribute(node.func) is not None
+        if not params or not own or short in c.spec.calls:
+            return
+        for index, arg in enumerate(node.args):
+            if arg.keyword is not None or arg.star or index >= len(params):
+                break
+            param = params[index]
+            if c.spec.device_named(param) or param in c.flow.names:
+                c.mark([arg.value], c.devices, f"given to {short}() as its parameter {param}")
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         left = node.left
@@ -433,15 +481,10 @@ class _Marker:
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         # def infer_device(): ... return "cuda"
-        if not self.c.spec.device_named(node.name.value):
-            return
-        stack: list[cst.CSTNode] = [node.body]
-        while stack:
-            current = stack.pop()
-            if isinstance(current, cst.Return) and current.value is not None:
-                self.c.mark([current.value], self.c.devices, f"returned by {node.name.value}()")
-            elif not isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-                stack.extend(children(current))
+        if self.c.spec.device_named(node.name.value):
+            for statement in returns(node):
+                if statement.value is not None:
+                    self.c.mark([statement.value], self.c.devices, f"returned by {node.name.value}()")
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if isinstance(node.value, cst.Name) and node.value.value in self.c.tables and len(node.slice) == 1:
@@ -467,7 +510,32 @@ class _Marker:
                 if isinstance(option, cst.MatchValue):
                     self.c.mark([option.value], self.c.devices, f"a case of match {code_of(node.subject)}")
 
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        # f"{'cuda' if is_cuda else 'cpu'}_time_total": the pieces make a name, not a device
+        text = "".join(p.value for p in node.parts if isinstance(p, cst.FormattedStringText))
+        if _DEVICE_TAIL.fullmatch(text):
+            return
+        template = "".join(
+            p.value if isinstance(p, cst.FormattedStringText) else "{}" for p in node.parts
+        )
+        pieces = [p.expression for p in node.parts if isinstance(p, cst.FormattedStringExpression)]
+        self.c.mark(pieces, self.c.text, f"{NAME_PIECE}f{template!r}")
+
+    def visit_For(self, node: cst.For | cst.CompFor) -> None:
+        # for dev in ["cpu"] + (["cuda"] if torch.cuda.is_available() else []): torch.device(dev)
+        if self.c.device_typed(node.target):
+            self.c.mark([node.iter], self.c.devices, f"iterated as {code_of(node.target)}")
+
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        # class T: device_map_for_quantization = "cuda" (later device_map=self.device_map_for_quantization)
+        for statement in node.body.body:
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    if isinstance(small, cst.Assign) and any(
+                        isinstance(t.target, cst.Name) and t.target.value in self.c.flow.attributes
+                        for t in small.targets
+                    ):
+                        self.c.mark([small.value], self.c.devices, "a class attribute that holds a device")
         # class Device(Enum): CUDA = "cuda"
         if not self.c.spec.device_named(node.name.value):
             return
@@ -490,6 +558,10 @@ class _Marker:
     def _siblings(self, values: list[cst.BaseExpression], why: str) -> None:
         """A literal beside a device type ("cpu", "mps") is a device type too, by convention."""
         found = [v for v in values if isinstance(v, cst.SimpleString)]
+        lightning = next((_string(v) for v in found if _string(v) in self.c.spec.accelerator_types), None)
+        if lightning is not None:  # {"cpu", "gpu", "cuda", "auto"}: accelerator names, not torch devices
+            self.c.mark(found, self.c.text, f"{ACCELERATOR}(listed with {lightning!r})")
+            return
         other = next((_string(v) for v in found if _string(v) in self.c.spec.device_types), None)
         if other is not None:
             self.c.mark(found, self.c.devices, why.format(other=repr(other)) + CONVENTION)

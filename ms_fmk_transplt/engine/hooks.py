@@ -174,7 +174,9 @@ class StringHook(Protocol):
         """The same for an f-string, `template` being its text with `{}` for each expression."""
         ...
 
-    def report_kept(self, site: Site, original: cst.SimpleString, value: str, why: str) -> bool:
+    def report_kept(
+        self, site: Site, original: cst.SimpleString | cst.FormattedString, value: str, why: str
+    ) -> bool:
         """A literal the engine keeps as the user's text (`why`): report it if it looks like a match."""
         ...
 

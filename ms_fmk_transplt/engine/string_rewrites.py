@@ -64,14 +64,24 @@ class LiteralRewrites:
         return updated
 
     def formatted(self, original: cst.FormattedString, updated: cst.FormattedString) -> cst.BaseExpression:
-        """An f-string: the hooks see its template with `{}` for each replacement field."""
-        if self.c.roles.of(original).role in LEFT_ALONE or not updated.parts:
+        """An f-string: the hooks see its template with `{}` for each replacement field; a dict key
+        or subscript (`generators[f"cuda:{i}"]`) only hooks that apply to keys, like a plain literal."""
+        c = self.c
+        role = c.roles.of(original)
+        if role.role in LEFT_ALONE or not updated.parts:
             return updated
+        keyed = role.role is Role.DATA_KEY
         template = "".join(
             p.value if isinstance(p, cst.FormattedStringText) else "{}" for p in original.parts
         )
-        for hook in self.c.tables.string_hooks:
-            result = hook.rewrite_fstring(self.c, original, updated, template)
+        for hook in c.tables.string_hooks:
+            if keyed and not hook.in_keys:
+                continue
+            result = hook.rewrite_fstring(c, original, updated, template)
             if result is not None:
                 return result
+        if keyed and c.imports_torch:
+            for hook in c.tables.string_hooks:
+                if hook.report_kept(c, original, template, role.why):
+                    break
         return updated

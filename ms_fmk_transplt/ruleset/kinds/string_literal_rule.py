@@ -183,7 +183,12 @@ class StringRewrite:
         return updated.with_changes(value=f"{original.prefix}{quote}{new_value}{quote}")
 
     def report_kept(
-        self, site: Site, original: cst.SimpleString, value: str, why: str, unknown: bool = False
+        self,
+        site: Site,
+        original: cst.SimpleString | cst.FormattedString,
+        value: str,
+        why: str,
+        unknown: bool = False,
     ) -> bool:
         """Report a device-looking literal kept in a torch file (any kept one `unknown` to the context)."""
         contextual = "device_context" in self.rule.params

@@ -1,0 +1,126 @@
+"""Which names and attributes of a module hold devices, found before the literals are marked.
+
+The device evidence (engine/context.py) asks whether an expression is device-typed. Beyond names
+that look like a device (`device`, `args.dev`), a module tells by how it uses them:
+- a variable or `self.X` / `cls.X` attribute handed to an API that takes a device
+  (`torch.device(kind)`, `device_map=self.device_map_for_quantization`);
+- a variable bound to a device-typed value (`dst = torch.device(s)`, `src = t.device`,
+  `name = get_accelerator().device_name()`), so `dst.type == "cuda"` compares a device;
+- a variable or attribute returned by a function named like a device
+  (`def device_name(self): return self._name`);
+- a variable bound to an API that takes a device, called later (`scope = torch.autocast`,
+  `scope = autocast if amp else nullcontext; with scope("cuda")`): the alias takes what the API takes;
+- a parameter of a function the module defines (`def _capture(target_device)`): its callers'
+  arguments in that place.
+Names are per module, not per scope: a variable that holds a device in one function is taken to
+hold one wherever the module uses that name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import libcst as cst
+
+from ms_fmk_transplt.engine.walk import NodeIndex, children
+
+_RECEIVERS = ("self", "cls")
+
+
+def own_attribute(node: cst.BaseExpression) -> str | None:
+    """`X` of `self.X` / `cls.X`, else None."""
+    if (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value in _RECEIVERS
+    ):
+        return node.attr.value
+    return None
+
+
+def choices(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """The values an expression picks from: both branches of a ternary, the operands of `or`."""
+    if isinstance(node, cst.IfExp):
+        yield from choices(node.body)
+        yield from choices(node.orelse)
+    elif isinstance(node, cst.BooleanOperation):
+        yield from choices(node.left)
+        yield from choices(node.right)
+    else:
+        yield node
+
+
+def returns(function: cst.FunctionDef) -> Iterator[cst.Return]:
+    """The return statements of a function, not of the functions and classes nested in it."""
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Return):
+            yield current
+        elif not isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(children(current))
+
+
+class DeviceFlow:
+    """The module's device-holding names, attributes, callable aliases and function parameters."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()  # variables that hold or reach a device
+        self.attributes: set[str] = set()  # X of self.X / cls.X that holds or reaches a device
+        self.aliases: dict[str, str] = {}  # variable -> the device-taking API it is bound to
+        self.params: dict[str, list[str]] = {}  # function the module defines -> positional params
+
+    def scan_aliases(self, nodes: NodeIndex, takes_device: Callable[[cst.BaseExpression], str | None]) -> None:
+        """`scope = torch.autocast` (or a ternary / `or` of callables, one of them device-taking)."""
+        for assign in nodes.of(cst.Assign):
+            targets = [t.target for t in assign.targets if isinstance(t.target, cst.Name)]
+            if not targets or isinstance(assign.value, cst.Call):
+                continue
+            api = next((a for a in map(takes_device, choices(assign.value)) if a), None)
+            if api is not None:
+                for target in targets:
+                    self.aliases[target.value] = api
+
+    def scan_params(self, nodes: NodeIndex) -> None:
+        """The positional parameters of every function the module defines, by its name."""
+        for function in nodes.of(cst.FunctionDef):
+            params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+            if params and params[0] in _RECEIVERS:
+                params = params[1:]
+            self.params.setdefault(function.name.value, params)
+
+    def reach(self, value: cst.BaseExpression) -> None:
+        """`value` is handed to a device-taking API: a variable or own attribute in it holds a device."""
+        for choice in choices(value):
+            if isinstance(choice, cst.Name):
+                self.names.add(choice.value)
+            attribute = own_attribute(choice)
+            if attribute is not None:
+                self.attributes.add(attribute)
+
+    def bind(self, nodes: NodeIndex, typed: Callable[[cst.BaseExpression], bool]) -> None:
+        """Variables bound to a device-typed value, until nothing new is bound."""
+        assigns = [
+            (t.target.value, a.value)
+            for a in nodes.of(cst.Assign)
+            for t in a.targets
+            if isinstance(t.target, cst.Name)
+        ]
+        while True:
+            before = len(self.names)
+            for name, value in assigns:
+                if name not in self.names and not _literal(value) and typed(value):
+                    self.names.add(name)
+            if len(self.names) == before:
+                return
+
+    def typed(self, node: cst.BaseExpression) -> bool:
+        """A variable or own attribute the module shows to hold a device."""
+        if isinstance(node, cst.Name):
+            return node.value in self.names
+        attribute = own_attribute(node)
+        return attribute is not None and attribute in self.attributes
+
+
+def _literal(value: cst.BaseExpression) -> bool:
+    return isinstance(value, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString))
