@@ -154,6 +154,8 @@ def test_the_derived_device_apis_are_shipped() -> None:
     assert calls["torch.device"] == {"keywords": ["device", "type"], "positions": [0]}
     assert calls["torch.get_autocast_dtype"]["positions"] == [0]
     assert calls["torch.zeros"] == {"keywords": ["device"], "positions": []}
+    # methods of torch's test base classes, called on self: self.create_pg("cuda")
+    assert data.torch_device_apis()["methods"]["create_pg"] == {"keywords": ["device"], "positions": [0]}
 
 
 @pytest.mark.slow

@@ -4,7 +4,8 @@ Run from the repository root with the project's venv (torch installed by tools/s
     .venv/bin/python tools/derive_device_apis.py [--check]
 Writes ms_fmk_transplt/data/torch_device_apis.json: for each public callable, the positions and
 keyword names of its parameters that take a device (`device`, `device_type`, `pin_memory_device`,
-`output_device`, and `type` of `torch.device`). Python callables are read with
+`output_device`, and `type` of `torch.device`), and under "methods" the same for the methods of
+torch's test base classes (`DistributedTestBase.create_pg`), by method name. Python callables are read with
 `inspect.signature`; builtins (which have none) from the type stubs torch ships
 (`torch/_C/__init__.pyi`, `torch/_C/_VariableFunctions.pyi`), every overload merged. A public
 name counts only when it is the object the stub or module defines (`torch.zeros is
@@ -44,6 +45,9 @@ DEVICE_PARAMS = frozenset({"device", "device_type", "pin_memory_device", "output
 # parameters that take a device only in one callable (`torch.device(type="cuda", index=0)`)
 OWN_PARAMS = {"torch.device": frozenset({"type"})}
 STUBS = {"_C/__init__.pyi": "torch._C", "_C/_VariableFunctions.pyi": "torch._C._VariableFunctions"}
+# test base classes whose methods a test suite calls on `self` (`self.create_pg("cuda")`): read from
+# the source, since importing them needs test-only packages; recorded by method name
+TEST_BASES = {"testing/_internal/common_distributed.py": ("DistributedTestBase",)}
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
@@ -102,6 +106,19 @@ def _from_stubs(found: dict[str, dict[str, set]]) -> None:
                         _add(found, f"torch.{node.name}", _stub_params(member))
 
 
+def _from_test_bases(found: dict[str, dict[str, set]]) -> None:
+    import torch
+
+    base = Path(torch.__file__).parent
+    for source, classes in TEST_BASES.items():
+        tree = ast.parse((base / source).read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name in classes:
+                for member in node.body:
+                    if isinstance(member, ast.FunctionDef) and not member.name.startswith("_"):
+                        _add(found, member.name, _stub_params(member))
+
+
 def derive() -> dict[str, Any]:
     """The document: the torch version and, per qualified name, positions and keywords."""
     import torch
@@ -109,14 +126,20 @@ def derive() -> dict[str, Any]:
     found: dict[str, dict[str, set]] = {}
     _from_signatures(found)
     _from_stubs(found)
-    calls = {
-        name: {"positions": sorted(entry["positions"]), "keywords": sorted(entry["keywords"])}
-        for name, entry in sorted(found.items())
-    }
+    methods: dict[str, dict[str, set]] = {}
+    _from_test_bases(methods)
     return {
         "source": "tools/derive_device_apis.py: inspect.signature and torch/_C/*.pyi of the pinned torch",
         "torch": torch.__version__.split("+")[0],
-        "calls": calls,
+        "calls": _listed(found),
+        "methods": _listed(methods),
+    }
+
+
+def _listed(found: dict[str, dict[str, set]]) -> dict[str, dict[str, list]]:
+    return {
+        name: {"positions": sorted(entry["positions"]), "keywords": sorted(entry["keywords"])}
+        for name, entry in sorted(found.items())
     }
 
 

@@ -102,7 +102,8 @@ class DeviceSpec:
     def add(self, params: dict) -> None:
         """Merge one rule's `device_context`."""
         if params.get("calls_from") == "torch":
-            for name, entry in data.torch_device_apis()["calls"].items():
+            apis = data.torch_device_apis()
+            for name, entry in (*apis["calls"].items(), *apis.get("methods", {}).items()):
                 self.calls.setdefault(name, set()).update(entry["positions"])
                 self.call_keywords.setdefault(name, set()).update(entry["keywords"])
         for name, positions in params.get("calls", {}).items():

@@ -5,7 +5,9 @@ A literal is a variable's name where the code reads or writes the process enviro
 the rule data (`env_calls`), `... in os.environ`, the keys of a dict built for a child process
 (`{**os.environ, ...}`, `env={...}`, `os.environ.update({...})`), test fixtures that set it
 (`monkeypatch.setenv`, `mock.patch.dict(os.environ, {...})`), and names bound to the environment
-or a copy of it (`env = os.environ.copy()`). Keyword names count in `os.environ.update(NAME=...)`,
+or a copy of it (`env = os.environ.copy()`); a literal compared with, or tested as a prefix of, a
+loop variable over the environment's names (`for k in os.environ: if "NCCL" in k`) names one too
+(a backend rule must not touch it). Keyword names count in `os.environ.update(NAME=...)`,
 `dict(os.environ, NAME=...)` and `mock.patch.dict(os.environ, NAME=...)`. A key or index that is
 the keys of a dict literal the file binds to a name it passes as `env=` (a helper building a
 child's environment).
@@ -19,6 +21,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
+from ms_fmk_transplt.engine.device_flow import choices
 from ms_fmk_transplt.engine.hooks import EnvHook, Site
 from ms_fmk_transplt.engine.walk import NodeIndex
 
@@ -48,6 +51,7 @@ class Environment:
         self.keyword_calls: dict[int, str] = {}  # id(call) -> evidence: NAME= keywords are names
         self.dict_names: set[str] = set()  # variables holding a child's environment: env=env
         self.key_names: set[str] = set()  # variables holding a variable's name: os.environ[key]
+        self.name_vars: set[str] = set()  # loop variables over the environment's names: for k in os.environ
 
     def hook(self, name: str) -> EnvHook | None:
         """The hook for an environment variable's name: by the whole name, else by a prefix."""
@@ -90,6 +94,8 @@ class Environment:
                     self.names.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
             if len(self.names) == before:
                 break
+        for loop in nodes.of_any(cst.For, cst.CompFor):  # for k in os.environ: the names, one by one
+            self._iterate(loop.target, loop.iter)
         for call in nodes.of(cst.Call):
             self._call(call)
         for built in nodes.of(cst.Dict):
@@ -107,6 +113,12 @@ class Environment:
             for target in comparison.comparisons:
                 if isinstance(target.operator, (cst.In, cst.NotIn)) and self.is_environ(target.comparator):
                     self.found[id(comparison.left)] = "tested with `in os.environ`"
+            parts = [comparison.left, *(t.comparator for t in comparison.comparisons)]
+            named = next((p for p in parts if isinstance(p, cst.Name) and p.value in self.name_vars), None)
+            if named is not None:  # if "NCCL" in k: a test of the variable's name, not a backend
+                for part in parts:
+                    if isinstance(part, cst.SimpleString):
+                        self.found[id(part)] = f"compared with {named.value}, an environment variable's name"
         # env = {"CUDA_VISIBLE_DEVICES": "0"}; subprocess.run(cmd, env=env): a child's environment
         # key, value = "NCCL_DEBUG", "INFO"; os.environ[key] = value: a variable's name
         for assign in assigns:
@@ -120,12 +132,23 @@ class Environment:
                     self._bind(t.value, v.value)
         elif isinstance(target, cst.Name) and target.value in self.dict_names and isinstance(value, cst.Dict):
             self._dict(value, f"a key of {target.value}, passed on as an environment")
-        elif (
-            isinstance(target, cst.Name)
-            and target.value in self.key_names
-            and isinstance(value, cst.SimpleString)
-        ):
-            self.found[id(value)] = f"bound to {target.value}, used as an environment variable's name"
+        elif isinstance(target, cst.Name) and target.value in self.key_names:
+            # NAME = "ZE_AFFINITY_MASK" if xpu else "CUDA_VISIBLE_DEVICES"; env[NAME] = "1,2"
+            for choice in choices(value):
+                if isinstance(choice, cst.SimpleString):
+                    self.found[id(choice)] = f"bound to {target.value}, used as an environment variable's name"
+
+    def _iterate(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
+        """`for k in os.environ`, `for k in env.keys()`, `for k, v in env.items()`: k is a name."""
+        method = ""
+        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute):
+            method, iterable = iterable.func.attr.value, iterable.func.value
+        if method not in ("", "keys", "items") or not self.is_environ(iterable):
+            return
+        if method == "items" and isinstance(target, cst.Tuple) and target.elements:
+            target = target.elements[0].value
+        if isinstance(target, cst.Name):
+            self.name_vars.add(target.value)
 
     def _found(self, node: cst.BaseExpression, why: str) -> None:
         if isinstance(node, cst.Name):
@@ -155,6 +178,17 @@ class Environment:
         elif isinstance(func, cst.Name) and func.value == "dict" and positional:
             if self.is_environ(positional[0].value):
                 self.keyword_calls[id(node)] = "a keyword of dict(os.environ, ...)"
+        elif (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in ("startswith", "endswith")
+            and isinstance(func.value, cst.Name)
+            and func.value.value in self.name_vars
+            and positional
+        ):  # k.startswith("NCCL_") over the environment's names
+            pieces = positional[0].value
+            for piece in pieces.elements if isinstance(pieces, cst.Tuple) else [positional[0]]:
+                if isinstance(piece.value, cst.SimpleString):
+                    self.found[id(piece.value)] = f"tested against {func.value.value}, an environment variable's name"
         elif isinstance(func, cst.Attribute) and func.attr.value in self.setters and positional:
             self._found(positional[0].value, _CALL.format(name=func.attr.value))
         elif isinstance(func, cst.Attribute) and func.attr.value == "dict" and positional:
