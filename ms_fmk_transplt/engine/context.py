@@ -166,12 +166,28 @@ def literals(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
         yield from literals(node.right)  # ["cpu"] + ["cuda"]
     elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
         yield from literals(node.left)  # "cuda:%d" % rank
+        if (_string(node.left) or "").startswith("%s"):  # "%s:%d" % ("cuda", rank)
+            right = node.right
+            yield from literals(right.elements[0].value if isinstance(right, cst.Tuple) else right)
     elif (
         isinstance(node, cst.Call)
         and isinstance(node.func, cst.Attribute)
         and node.func.attr.value == "format"
     ):
         yield from literals(node.func.value)  # "cuda:{}".format(rank)
+        template = _string(node.func.value) or ""
+        if template.startswith(("{}", "{0}")) and node.args and node.args[0].keyword is None:
+            yield from literals(node.args[0].value)  # "{}:{}".format("cuda", rank)
+    elif (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "join"
+        and _string(node.func.value) in ("", ":")
+        and len(node.args) == 1
+        and isinstance(node.args[0].value, (cst.List, cst.Tuple))
+        and node.args[0].value.elements
+    ):
+        yield from literals(node.args[0].value.elements[0].value)  # ":".join(["cuda", str(rank)])
     elif isinstance(node, cst.Call) and short_name(node.func) in ("field", "Field"):
         for arg in node.args:  # dataclasses.field(default="cuda"), pydantic Field("cuda")
             if arg.keyword is None or arg.keyword.value == "default":
@@ -355,7 +371,8 @@ class _Marker:
                 )
         short = short_name(node.func)
         name = self.c.qualify(node.func) or short
-        if name in c.spec.text_calls or short in c.spec.text_calls:
+        joined = isinstance(node.func, cst.Attribute) and _string(node.func.value) in ("", ":")
+        if (name in c.spec.text_calls or short in c.spec.text_calls) and not joined:  # not ":".join
             c.mark((a.value for a in node.args), c.text, PATH_PIECE + name)
         for a in node.args:
             if a.keyword and a.keyword.value in c.spec.text_keywords:

@@ -67,6 +67,7 @@ class LiteralRoles:
         self.environment = environment
         self._roles: dict[int, Evidence] = {}  # id(literal) -> prose, data key, environment name
         self._device_args: dict[int, str] = {}  # id(literal) -> the argument taking a device it is in
+        self.spelled: dict[int, str] = {}  # id(first piece) -> the value its pieces spell: 'cu' 'da'
 
     def scan(self, nodes: NodeIndex, devices: bool = True) -> None:
         """Give the module's literals their roles (`devices=False`: no device rule is loaded)."""
@@ -81,6 +82,8 @@ class LiteralRoles:
         for arg in nodes.of(cst.Arg):
             if arg.keyword is not None and arg.keyword.value in self.spec.message_keywords:
                 self._prose(arg.value, f"{arg.keyword.value}= is a message")
+        for whole in nodes.of_any(cst.ConcatenatedString, cst.BinaryOperation, cst.Call):
+            self._spell(whole)
         for element in nodes.of(cst.DictElement):
             self._key(element.key, "a dict key")
         for subscript in nodes.of(cst.Subscript):
@@ -105,6 +108,14 @@ class LiteralRoles:
         for arg in call.args:
             if arg.keyword is not None and arg.keyword.value in self.spec.backend_keywords:
                 self._under(arg.value, self._device_args, f"{arg.keyword.value}= takes a backend")
+
+    def _spell(self, whole: cst.BaseExpression) -> None:
+        """A value spelled in literal pieces ('cu' 'da', "cu" + "da", "".join(["cu", "da"])), by its first piece."""
+        pieces = spelled_pieces(whole)
+        if pieces and len(pieces) > 1:
+            value = "".join(str(p.evaluated_value) for p in pieces)
+            if len(value) > len(self.spelled.get(id(pieces[0]), "")):
+                self.spelled[id(pieces[0])] = value
 
     def _mark(self, node: cst.CSTNode, evidence: Evidence) -> None:
         for child in self._walk(node, stop=False):
@@ -195,6 +206,35 @@ class LiteralRoles:
         if verdict is Verdict.TEXT:
             return Evidence(Role.USER_TEXT, why)
         return Evidence(Role.CODE, why)
+
+
+def spelled_pieces(node: cst.BaseExpression) -> list[cst.SimpleString] | None:
+    """The plain literals a string is spelled from, in order; None unless it is only literals."""
+    if isinstance(node, cst.SimpleString):
+        return [node] if isinstance(node.evaluated_value, str) else None
+    if isinstance(node, cst.ConcatenatedString):
+        parts = (node.left, node.right)
+    elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        parts = (node.left, node.right)
+    elif (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "join"
+        and isinstance(node.func.value, cst.SimpleString)
+        and node.func.value.evaluated_value == ""
+        and len(node.args) == 1
+        and isinstance(node.args[0].value, (cst.List, cst.Tuple))
+    ):
+        parts = tuple(e.value for e in node.args[0].value.elements)
+    else:
+        return None
+    found: list[cst.SimpleString] = []
+    for part in parts:
+        pieces = spelled_pieces(part)  # type: ignore[arg-type]
+        if pieces is None:
+            return None
+        found.extend(pieces)
+    return found
 
 
 # The policy, as the rules reference prints it (docs/rules.md); the code above is its letter.

@@ -155,7 +155,7 @@ class StringRewrite:
     ) -> cst.BaseExpression | None:
         """None when `value` does not match; else the literal, rewritten where it is a device."""
         if not site.roles.context.matches(original, value, self.pattern, self.old):
-            return None
+            return self._spelled(site, original, updated, value)
         contextual = "device_context" in self.rule.params
         in_argument = site.roles.in_device_arg(original)
         verdict, why = (
@@ -181,6 +181,28 @@ class StringRewrite:
         )
         quote = original.quote
         return updated.with_changes(value=f"{original.prefix}{quote}{new_value}{quote}")
+
+    def _spelled(
+        self, site: Site, original: cst.SimpleString, updated: cst.SimpleString, value: str
+    ) -> cst.BaseExpression | None:
+        """The first piece of a value spelled in pieces that match only together ('cu' 'da'): reported."""
+        whole = site.roles.spelled.get(id(original))
+        if (
+            whole is None
+            or "device_context" not in self.rule.params
+            or not self.pattern.fullmatch(whole)
+            or not site.imports_torch
+        ):
+            return None
+        site.report_message(
+            original,
+            self.rule,
+            Operation.UNSUPPORTED,
+            f"{whole!r} spelled in pieces ({value!r} first) kept: the converter rewrites whole literals"
+            f" only; if it names a device, write {self.new!r}",
+            heuristic=True,
+        )
+        return updated
 
     def report_kept(
         self,
