@@ -41,7 +41,9 @@ CONVENTION = " (convention)"
 PATH_PIECE = "a path piece given to "  # text that could still be a device: kept, reported
 ACCELERATOR = "a Lightning accelerator name "  # Lightning has no "npu" accelerator: kept, reported
 NAME_PIECE = "a piece of the text "  # f"{'cuda' if c else 'cpu'}_time_total": kept, reported
-REPORTED_TEXT = (PATH_PIECE, ACCELERATOR, NAME_PIECE)
+ECHO = "the value the file's argument "  # parse(["--device=cuda:0"]); opts["device"] == "cuda:0"
+REPORTED_TEXT = (PATH_PIECE, ACCELERATOR, NAME_PIECE, ECHO)
+_ARGUMENT = re.compile(r"--?[\w.-]+=(.+)")  # one command-line argument with its value
 _DEVICE_TAIL = re.compile(r"(:\w*)?")  # what an f-string may add to a device type and stay one
 
 
@@ -206,6 +208,8 @@ class DeviceContext:
         self.flow = DeviceFlow()  # variables and attributes that hold or reach a device
         self.prefixes: set[int] = set()  # "cuda:" + str(rank): the left operand of a concatenation
         self.tables: set[str] = set()  # dicts the file looks up by a device type: their keys are devices
+        self.arguments: dict[str, str] = {}  # value -> a command-line argument carrying it: "--device=cuda:0"
+        self.echoes: dict[int, str] = {}  # id(literal) -> the argument it is compared as parsed back
 
     # ---- the module-wide pass: which variables flow into device-taking APIs ----------------------
     def scan(self, module: cst.Module | NodeIndex) -> None:
@@ -242,6 +246,10 @@ class DeviceContext:
                 and self.device_typed(index.value)
             ):
                 self.tables.add(table.value)
+        for string in nodes.of(cst.SimpleString):  # parse(["--device=cuda:0"]): the argument stays
+            argument = _ARGUMENT.fullmatch(_string(string) or "")
+            if argument is not None:
+                self.arguments.setdefault(argument.group(1), str(string.evaluated_value))
         marker = _Marker(self)
         handlers: tuple[tuple[type[cst.CSTNode], Callable[[Any], None]], ...] = (
             (cst.Call, marker.visit_Call),
@@ -343,6 +351,8 @@ class DeviceContext:
     def verdict(self, node: cst.BaseExpression, value: str, old: str) -> tuple[Verdict, str]:
         """Device, text or unknown, with the evidence."""
         key = id(node)
+        if key in self.echoes:
+            return Verdict.TEXT, self.echoes[key]
         device = self.devices.get(key)
         if device is not None and not (device.endswith(CONVENTION) and key in self.text):
             return Verdict.DEVICE, device
@@ -447,6 +457,10 @@ class _Marker:
         typed = next((p for p in parts if self.c.device_typed(p)), None)
         if typed is not None:
             self.c.mark(parts, self.c.devices, f"compared with {code_of(typed)}")
+            for part in parts:  # the test parses "--device=cuda:0" and compares what it got back
+                argument = self.c.arguments.get(_string(part) or "")
+                if argument is not None:
+                    self.c.echoes[id(part)] = f"{ECHO}{argument!r} gives, compared as parsed back"
         accelerator = next((p for p in parts if self._accelerator(p)), None)
         if accelerator is not None:
             self.c.mark(parts, self.c.text, f"{ACCELERATOR}(compared with {code_of(accelerator)})")

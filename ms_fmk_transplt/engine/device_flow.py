@@ -5,7 +5,8 @@ that look like a device (`device`, `args.dev`), a module tells by how it uses th
 - a variable or `self.X` / `cls.X` attribute handed to an API that takes a device
   (`torch.device(kind)`, `device_map=self.device_map_for_quantization`);
 - a variable bound to a device-typed value (`dst = torch.device(s)`, `src = t.device`,
-  `name = get_accelerator().device_name()`), so `dst.type == "cuda"` compares a device;
+  `name = get_accelerator().device_name()`), so `dst.type == "cuda"` compares a device, and the
+  variables a device loop runs over (`for d in (first, second): torch.ones(1, device=d)`);
 - a variable or attribute returned by a function named like a device
   (`def device_name(self): return self._name`);
 - a variable bound to an API that takes a device, called later (`scope = torch.autocast`,
@@ -106,11 +107,15 @@ class DeviceFlow:
             for t in a.targets
             if isinstance(t.target, cst.Name)
         ]
+        loops = [loop for loop in nodes.of_any(cst.For, cst.CompFor) if isinstance(loop.iter, (cst.Tuple, cst.List))]
         while True:
             before = len(self.names)
             for name, value in assigns:
                 if name not in self.names and not _literal(value) and typed(value):
                     self.names.add(name)
+            for loop in loops:  # for d in (device, other): torch.ones(1, device=d)
+                if typed(loop.target):
+                    self.names.update(e.value.value for e in loop.iter.elements if isinstance(e.value, cst.Name))
             if len(self.names) == before:
                 return
 
