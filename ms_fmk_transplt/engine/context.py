@@ -35,7 +35,7 @@ import libcst as cst
 
 from ms_fmk_transplt import data
 from ms_fmk_transplt.engine.device_flow import DeviceFlow, own_attribute, returns
-from ms_fmk_transplt.engine.walk import NodeIndex, children
+from ms_fmk_transplt.engine.walk import NodeIndex
 
 CONVENTION = " (convention)"
 PATH_PIECE = "a path piece given to "  # text that could still be a device: kept, reported
@@ -410,10 +410,14 @@ class _Marker:
             typed = next((p for p in positional if c.device_typed(p)), None)
             if typed is not None:  # self.assertEqual(p.device.type, "cuda")
                 c.mark(positional, c.devices, f"compared with {code_of(typed)}")
-        elif short == "parametrize" and len(positional) > 1 and c.spec.accelerator_named(
-            (_string(positional[0]) or "").strip()
+        elif (
+            short == "parametrize"
+            and len(positional) > 1
+            and c.spec.accelerator_named((_string(positional[0]) or "").strip())
         ):  # parametrize("accelerator", ["cpu", "cuda", "mps"]): Lightning's names
-            c.mark(positional[1:2], c.text, f"{ACCELERATOR}(a value of the parameter {_string(positional[0])!r})")
+            c.mark(
+                positional[1:2], c.text, f"{ACCELERATOR}(a value of the parameter {_string(positional[0])!r})"
+            )
         elif short == "parametrize" and len(positional) > 1:
             names = _string(positional[0]) or ""
             if any(c.spec.device_named(n.strip()) for n in names.split(",")) and "," not in names:
@@ -547,9 +551,7 @@ class _Marker:
         text = "".join(p.value for p in node.parts if isinstance(p, cst.FormattedStringText))
         if _DEVICE_TAIL.fullmatch(text):
             return
-        template = "".join(
-            p.value if isinstance(p, cst.FormattedStringText) else "{}" for p in node.parts
-        )
+        template = "".join(p.value if isinstance(p, cst.FormattedStringText) else "{}" for p in node.parts)
         pieces = [p.expression for p in node.parts if isinstance(p, cst.FormattedStringExpression)]
         self.c.mark(pieces, self.c.text, f"{NAME_PIECE}f{template!r}")
 

@@ -70,8 +70,11 @@ class DeviceFlow:
         self.attributes: set[str] = set()  # X of self.X / cls.X that holds or reaches a device
         self.aliases: dict[str, str] = {}  # variable -> the device-taking API it is bound to
         self.params: dict[str, list[str]] = {}  # function the module defines -> positional params
+        self.strings: dict[str, list[cst.SimpleString]] = {}  # variable -> the literals bound to it
 
-    def scan_aliases(self, nodes: NodeIndex, takes_device: Callable[[cst.BaseExpression], str | None]) -> None:
+    def scan_aliases(
+        self, nodes: NodeIndex, takes_device: Callable[[cst.BaseExpression], str | None]
+    ) -> None:
         """`scope = torch.autocast` (or a ternary / `or` of callables, one of them device-taking)."""
         for assign in nodes.of(cst.Assign):
             targets = [t.target for t in assign.targets if isinstance(t.target, cst.Name)]
@@ -83,12 +86,22 @@ class DeviceFlow:
                     self.aliases[target.value] = api
 
     def scan_params(self, nodes: NodeIndex) -> None:
-        """The positional parameters of every function the module defines, by its name."""
+        """The positional parameters of every function the module defines, by its name; and the
+        string literals every variable and parameter is bound to (`accelerator = "gpu"`)."""
         for function in nodes.of(cst.FunctionDef):
             params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
             if params and params[0] in _RECEIVERS:
                 params = params[1:]
             self.params.setdefault(function.name.value, params)
+        bound: list[tuple[cst.BaseExpression, cst.BaseExpression | None]] = [
+            (t.target, a.value) for a in nodes.of(cst.Assign) for t in a.targets
+        ]
+        bound += [(a.target, a.value) for a in nodes.of(cst.AnnAssign)]
+        bound += [(p.name, p.default) for p in nodes.of(cst.Param)]
+        for target, value in bound:
+            if isinstance(target, cst.Name) and value is not None:
+                found = [c for c in choices(value) if isinstance(c, cst.SimpleString)]
+                self.strings.setdefault(target.value, []).extend(found)
 
     def reach(self, value: cst.BaseExpression) -> None:
         """`value` is handed to a device-taking API: a variable or own attribute in it holds a device."""
@@ -107,7 +120,11 @@ class DeviceFlow:
             for t in a.targets
             if isinstance(t.target, cst.Name)
         ]
-        loops = [loop for loop in nodes.of_any(cst.For, cst.CompFor) if isinstance(loop.iter, (cst.Tuple, cst.List))]
+        loops = [
+            loop
+            for loop in nodes.of_any(cst.For, cst.CompFor)
+            if isinstance(loop.iter, (cst.Tuple, cst.List))
+        ]
         while True:
             before = len(self.names)
             for name, value in assigns:
@@ -115,7 +132,9 @@ class DeviceFlow:
                     self.names.add(name)
             for loop in loops:  # for d in (device, other): torch.ones(1, device=d)
                 if typed(loop.target):
-                    self.names.update(e.value.value for e in loop.iter.elements if isinstance(e.value, cst.Name))
+                    self.names.update(
+                        e.value.value for e in loop.iter.elements if isinstance(e.value, cst.Name)
+                    )
             if len(self.names) == before:
                 return
 

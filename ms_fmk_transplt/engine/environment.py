@@ -136,7 +136,9 @@ class Environment:
             # NAME = "ZE_AFFINITY_MASK" if xpu else "CUDA_VISIBLE_DEVICES"; env[NAME] = "1,2"
             for choice in choices(value):
                 if isinstance(choice, cst.SimpleString):
-                    self.found[id(choice)] = f"bound to {target.value}, used as an environment variable's name"
+                    self.found[id(choice)] = (
+                        f"bound to {target.value}, used as an environment variable's name"
+                    )
 
     def _iterate(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
         """`for k in os.environ`, `for k in env.keys()`, `for k, v in env.items()`: k is a name."""
@@ -188,7 +190,9 @@ class Environment:
             pieces = positional[0].value
             for piece in pieces.elements if isinstance(pieces, cst.Tuple) else [positional[0]]:
                 if isinstance(piece.value, cst.SimpleString):
-                    self.found[id(piece.value)] = f"tested against {func.value.value}, an environment variable's name"
+                    self.found[id(piece.value)] = (
+                        f"tested against {func.value.value}, an environment variable's name"
+                    )
         elif isinstance(func, cst.Attribute) and func.attr.value in self.setters and positional:
             self._found(positional[0].value, _CALL.format(name=func.attr.value))
         elif isinstance(func, cst.Attribute) and func.attr.value == "dict" and positional:

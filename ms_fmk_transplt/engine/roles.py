@@ -212,9 +212,10 @@ def spelled_pieces(node: cst.BaseExpression) -> list[cst.SimpleString] | None:
     """The plain literals a string is spelled from, in order; None unless it is only literals."""
     if isinstance(node, cst.SimpleString):
         return [node] if isinstance(node.evaluated_value, str) else None
-    if isinstance(node, cst.ConcatenatedString):
-        parts = (node.left, node.right)
-    elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+    parts: tuple[cst.BaseExpression, ...]
+    if isinstance(node, cst.ConcatenatedString) or (
+        isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add)
+    ):
         parts = (node.left, node.right)
     elif (
         isinstance(node, cst.Call)
@@ -230,7 +231,7 @@ def spelled_pieces(node: cst.BaseExpression) -> list[cst.SimpleString] | None:
         return None
     found: list[cst.SimpleString] = []
     for part in parts:
-        pieces = spelled_pieces(part)  # type: ignore[arg-type]
+        pieces = spelled_pieces(part)
         if pieces is None:
             return None
         found.extend(pieces)

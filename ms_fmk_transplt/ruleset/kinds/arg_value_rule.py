@@ -4,7 +4,8 @@
 rewritten, since Lightning has no NPU accelerator name to write instead, so the call is reported
 with what to do. The call is matched by qualified name; the argument by `keyword`, or by its
 0-based position `arg_idx` among positional arguments when given; only a string literal equal to
-one of `values` is reported (a variable or another value is left alone).
+one of `values` is reported, or a variable the module binds (or defaults) to one of them
+(`accelerator = "gpu"; Trainer(accelerator=accelerator)`); any other value is left alone.
 
 Code: `ArgValueReport.rewrite_call` (reports only), a call hook (engine/hooks.py) keyed by `func_name`.
 """
@@ -84,7 +85,18 @@ class ArgValueReport:
             and not any(a.star for a in original.args[: original.args.index(positional[self.arg_idx])])
         ):
             chosen = positional[self.arg_idx]
-        if chosen is None or not isinstance(chosen.value, cst.SimpleString):
+        if chosen is None:
+            return updated
+        if isinstance(chosen.value, cst.Name):  # accelerator = "gpu"; Trainer(accelerator=accelerator)
+            held = site.roles.context.flow.strings.get(chosen.value.value, [])
+            found = next((v.evaluated_value for v in held if v.evaluated_value in self.values), None)
+            if found is not None:
+                what = f"{self.keyword}={chosen.value.value} (which can hold {found!r})"
+                site.report_unsupported(
+                    chosen.value, self.rule, what, self.rule.params["suggestion"], api=name or ""
+                )
+            return updated
+        if not isinstance(chosen.value, cst.SimpleString):
             return updated
         value = chosen.value.evaluated_value
         if value not in self.values:
