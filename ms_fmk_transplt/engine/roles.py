@@ -242,19 +242,28 @@ def spelled_pieces(node: cst.BaseExpression) -> list[cst.SimpleString] | None:
 POLICY = """\
 Every string literal gets one role before anything is rewritten, with the evidence for it;
 `ms_fmk_transplt explain FILE[:LINE]` prints both. The lists behind each role are rule data
-(`device_context` of TP103, the TP4xx variable names); the torch functions that take a device
-are read from the pinned torch's signatures by `tools/derive_device_apis.py`.
+(`device_context` of TP103, the TP4xx variable names); the torch functions that take a device,
+and the device-taking methods of torch's test base classes (`self.create_pg("cuda")`), are read
+from the pinned torch by `tools/derive_device_apis.py`.
 
 - **Converted as a device**, in any file: `"cuda"` / `"cuda:N"` (and `f"cuda:{i}"`, `"cuda:%d"`,
-  `"cuda:" + str(i)`, `"cuda:{}".format(i)`) where a device goes: an argument a torch function
-  takes as `device` / `device_type` (positional or keyword, `functools.partial` too),
-  `device=` / `device_map=` / `map_location=` anywhere, `.to(...)`; compared with something
-  device-typed (`x.device.type`, `str(x.device)`, `devices[0]`, `torch.device(d).type`,
-  `get_accelerator().device_name()`, `match dev.type: case "cuda":`, `assertEqual(p.device.type,
-  ...)`, `.startswith(...)` of a device); bound to a device-named variable, attribute, parameter,
-  dict key, dataclass field, `setattr(ns, "device", ...)`, `--device` option, Enum named like a
-  device, or returned by a function named like one; keys of a dict the file looks up by a device
-  type. An index (`"cuda:0"`) is proof on its own: nobody names a folder that.
+  `"cuda:" + str(i)`, `"cuda:{}".format(i)`, and the whole `"cuda"` piece of
+  `"%s:%d" % ("cuda", i)`, `"{}:{}".format("cuda", i)`, `":".join(["cuda", str(i)])`) where a
+  device goes: an argument a torch function takes as `device` / `device_type` (positional or
+  keyword, `functools.partial` too, or through a variable bound to one:
+  `scope = autocast if amp else nullcontext; with scope("cuda")`), `device=` / `device_map=` /
+  `map_location=` anywhere, `.to(...)`; compared with something device-typed (`x.device.type`,
+  `str(x.device)`, `devices[0]`, `torch.device(d).type`, a variable bound to a device such as
+  `dst = torch.device(s)` or `name = get_accelerator().device_name()`, `match dev.type: case
+  "cuda":`, `assertEqual(p.device.type, ...)`, `.startswith(...)` of a device); bound to a
+  device-named variable, attribute, parameter, dict key, dataclass field,
+  `setattr(ns, "device", ...)`, `--device` option, Enum named like a device, or returned by a
+  function named like one (also through `return self._kind`); bound to a variable or a class
+  attribute the module hands to a device-taking API (`device_map=self.device_map_for_quantization`),
+  iterated by a loop whose variable is one (`for dev in ["cpu"] + ["cuda"]: torch.device(dev)`),
+  given to a function the module defines in the place of a device parameter
+  (`def _capture(target_device)`, `_capture("cuda")`); keys of a dict the file looks up by a
+  device type. An index (`"cuda:0"`) is proof on its own: nobody names a folder that.
 - **Converted by convention** (marked *heuristic* in the log): a literal beside another device
   type (`"cuda" if ok else "cpu"`, `["cpu", "cuda"]`, a `parametrize("device", [...])` list) or
   picked by a CUDA test (`"cuda" if torch.cuda.is_available() else x`, `if ngpu > 0`). Why: in
@@ -264,16 +273,30 @@ are read from the pinned torch's signatures by `tools/derive_device_apis.py`.
 - **Kept, the user's text**: docstrings, messages (print, logging, warnings, exceptions and the
   `format` / `join` inside them), `help=` and similar keywords, option names, `dest=`, `__all__`,
   attribute names given to `getattr` and its kin, path pieces, dict keys and subscripts that
-  label data, and Lightning accelerator names (`Trainer(accelerator="cuda")`: Lightning's own
-  registry, which has no "npu" entry). Why: renaming a user's key, label or path breaks a
-  program that ran before, silently; code nested in a message (`print(x.to("cuda"))`) is code.
+  label data (f-strings too: `generators[f"cuda:{i}"]`), pieces of an f-string that is a name
+  rather than a device (`f"{'cuda' if c else 'cpu'}_time_total"`), and Lightning accelerator
+  names (`Trainer(accelerator="cuda")`, a list holding `"gpu"`, `"tpu"` or `"auto"`,
+  `parametrize("accelerator", [...])`: Lightning's own registry, which has no "npu" entry). Why:
+  renaming a user's key, label or path breaks a program that ran before, silently; code nested in
+  a message (`print(x.to("cuda"))`) is code.
+- **Reported, not converted**, because the change would be wrong or is not the converter's to
+  make: a device spelled only by pieces that match together (`'cu' 'da'`, `"cu" + "da"`,
+  `"".join(["cu", "da"])`: the converter rewrites whole literals, not an expression the user
+  composed; such spellings are rare); a value compared as parsed back from a command-line
+  argument the same file writes (`parse(["--device=cuda:0"])`, then `opts["device"] ==
+  "cuda:0"`: converting the comparison alone breaks the test, and the argument is the user's
+  text); Lightning / Fabric asked for CUDA by `accelerator="gpu"`, literally or through a
+  variable the module binds or defaults to it (Lightning ships no NPU accelerator; the report
+  says to subclass its Accelerator and pass an instance).
 - **Always reported when kept in a file that imports torch**: a device-looking literal (exact
-  `"cuda"` / `"cuda:N"`) that is a dict key, a subscript, a path piece or an accelerator name,
-  and every one with no evidence either way ("not provably a device"). Why: a silent miss is the
-  worst outcome; a reported one costs the user one look. Messages, option names, attribute
-  names and `__all__` entries are not reported: they cannot be used as a device.
+  `"cuda"` / `"cuda:N"`) that is a dict key, a subscript, a path piece, a piece of a name or an
+  accelerator name, and every one with no evidence either way ("not provably a device"). Why: a
+  silent miss is the worst outcome; a reported one costs the user one look. Messages, option
+  names, attribute names and `__all__` entries are not reported: they cannot be used as a device.
 - **Environment variables**: renamed where the environment is read or written (os.environ and its
   methods, `os.getenv`, `env={...}` and dicts passed as `env=`, `monkeypatch.setenv`,
-  `mock.patch.dict(os.environ, ...)`, a variable used as a name in these); the same name in any
-  other dict is the user's.
+  `mock.patch.dict(os.environ, ...)`, a variable used as a name in these, each branch of a
+  ternary bound to it); the same name in any other dict is the user's. A literal compared with
+  a loop variable over the environment's names (`for k in os.environ: if "NCCL" in k`) is part
+  of a variable's name, never a backend.
 """
