@@ -284,8 +284,8 @@ class DeviceContext:
         if qualified == "functools.partial" and call.args and call.args[0].keyword is None:
             func, args = call.args[0].value, call.args[1:]  # partial(torch.autocast, "cuda")
             qualified = self.qualify(func)
-        if qualified is None and isinstance(func, cst.Name):
-            qualified = self.flow.aliases.get(func.value)  # scope = torch.autocast; scope("cuda")
+        if qualified is None:  # scope = torch.autocast; scope("cuda")
+            qualified = self.flow.alias(func, self._takes_device)
         short = short_name(func)
         name = qualified or short
         positions = self.spec.calls.get(qualified or "", set()) | self.spec.calls.get(short, set())

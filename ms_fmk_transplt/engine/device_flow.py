@@ -39,6 +39,14 @@ def own_attribute(node: cst.BaseExpression) -> str | None:
     return None
 
 
+def alias_key(node: cst.BaseExpression) -> str | None:
+    """How an alias is remembered: `scope` for a variable, `.scope` for `self.scope` / `cls.scope`."""
+    if isinstance(node, cst.Name):
+        return node.value
+    attribute = own_attribute(node)
+    return None if attribute is None else "." + attribute
+
+
 def choices(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
     """The values an expression picks from: both branches of a ternary, the operands of `or`."""
     if isinstance(node, cst.IfExp):
@@ -75,15 +83,28 @@ class DeviceFlow:
     def scan_aliases(
         self, nodes: NodeIndex, takes_device: Callable[[cst.BaseExpression], str | None]
     ) -> None:
-        """`scope = torch.autocast` (or a ternary / `or` of callables, one of them device-taking)."""
+        """`scope = torch.autocast`, `self.scope = ...` (or a ternary / `or` of callables, one of
+        them device-taking)."""
         for assign in nodes.of(cst.Assign):
-            targets = [t.target for t in assign.targets if isinstance(t.target, cst.Name)]
+            targets = [key for key in (alias_key(t.target) for t in assign.targets) if key]
             if not targets or isinstance(assign.value, cst.Call):
                 continue
             api = next((a for a in map(takes_device, choices(assign.value)) if a), None)
             if api is not None:
                 for target in targets:
-                    self.aliases[target.value] = api
+                    self.aliases[target] = api
+
+    def alias(
+        self, func: cst.BaseExpression, takes_device: Callable[[cst.BaseExpression], str | None]
+    ) -> str | None:
+        """The device-taking API a called expression stands for: `scope(...)`, `self.scope(...)`,
+        `(autocast if amp else nullcontext)(...)`."""
+        key = alias_key(func)
+        if key is not None:
+            return self.aliases.get(key)
+        if isinstance(func, (cst.IfExp, cst.BooleanOperation)):
+            return next((a for a in map(takes_device, choices(func)) if a), None)
+        return None
 
     def scan_params(self, nodes: NodeIndex) -> None:
         """The positional parameters of every function the module defines, by its name; and the
@@ -115,10 +136,7 @@ class DeviceFlow:
     def bind(self, nodes: NodeIndex, typed: Callable[[cst.BaseExpression], bool]) -> None:
         """Variables bound to a device-typed value, until nothing new is bound."""
         assigns = [
-            (t.target.value, a.value)
-            for a in nodes.of(cst.Assign)
-            for t in a.targets
-            if isinstance(t.target, cst.Name)
+            pair for a in nodes.of(cst.Assign) for t in a.targets for pair in _pairs(t.target, a.value)
         ]
         loops = [
             loop
@@ -144,6 +162,19 @@ class DeviceFlow:
             return node.value in self.names
         attribute = own_attribute(node)
         return attribute is not None and attribute in self.attributes
+
+
+def _pairs(target: cst.BaseExpression, value: cst.BaseExpression) -> Iterator[tuple[str, cst.BaseExpression]]:
+    """(variable, value) of an assignment, tuples unpacked: `src, dst = t.device, torch.device(s)`."""
+    if isinstance(target, cst.Name):
+        yield target.value, value
+    elif (
+        isinstance(target, (cst.Tuple, cst.List))
+        and isinstance(value, (cst.Tuple, cst.List))
+        and len(target.elements) == len(value.elements)
+    ):
+        for t, v in zip(target.elements, value.elements):
+            yield from _pairs(t.value, v.value)
 
 
 def _literal(value: cst.BaseExpression) -> bool:
