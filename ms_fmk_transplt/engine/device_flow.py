@@ -47,6 +47,30 @@ def alias_key(node: cst.BaseExpression) -> str | None:
     return None if attribute is None else "." + attribute
 
 
+def value_key(node: cst.BaseExpression) -> str | None:
+    """How a bound value is remembered: `x` for a variable, `.x` for any attribute (`args.x`, `self.x`)."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return "." + node.attr.value
+    return None
+
+
+def _option_defaults(call: cst.Call) -> list[tuple[cst.BaseExpression, cst.BaseExpression | None]]:
+    """`add_argument("--accelerator", default="gpu")`: (the parsed attribute, its default)."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "add_argument"):
+        return []
+    default = next((a.value for a in call.args if a.keyword and a.keyword.value == "default"), None)
+    dest = next((a.value for a in call.args if a.keyword and a.keyword.value == "dest"), None)
+    options = [a.value for a in call.args if a.keyword is None and isinstance(a.value, cst.SimpleString)]
+    names = [dest] if isinstance(dest, cst.SimpleString) else options
+    attributes = [
+        str(n.evaluated_value).lstrip("-").replace("-", "_") for n in names if isinstance(n, cst.SimpleString)
+    ]
+    return [(cst.Attribute(cst.Name("args"), cst.Name(a)), default) for a in attributes if a.isidentifier()]
+
+
 def choices(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
     """The values an expression picks from: both branches of a ternary, the operands of `or`."""
     if isinstance(node, cst.IfExp):
@@ -119,10 +143,18 @@ class DeviceFlow:
         ]
         bound += [(a.target, a.value) for a in nodes.of(cst.AnnAssign)]
         bound += [(p.name, p.default) for p in nodes.of(cst.Param)]
+        for call in nodes.of(cst.Call):  # add_argument("--accelerator", default="gpu"): args.accelerator
+            bound += _option_defaults(call)
         for target, value in bound:
-            if isinstance(target, cst.Name) and value is not None:
+            key = value_key(target)
+            if key is not None and value is not None:
                 found = [c for c in choices(value) if isinstance(c, cst.SimpleString)]
-                self.strings.setdefault(target.value, []).extend(found)
+                self.strings.setdefault(key, []).extend(found)
+
+    def held(self, node: cst.BaseExpression) -> list[cst.SimpleString]:
+        """The literals the module binds to a variable or attribute (`accelerator`, `args.accelerator`)."""
+        key = value_key(node)
+        return [] if key is None else self.strings.get(key, [])
 
     def reach(self, value: cst.BaseExpression) -> None:
         """`value` is handed to a device-taking API: a variable or own attribute in it holds a device."""

@@ -143,6 +143,13 @@ class Environment:
     def _iterate(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
         """`for k in os.environ`, `for k in env.keys()`, `for k, v in env.items()`: k is a name."""
         method = ""
+        if (  # sorted(os.environ), list(env.keys())
+            isinstance(iterable, cst.Call)
+            and isinstance(iterable.func, cst.Name)
+            and iterable.func.value in ("sorted", "list", "tuple", "set")
+            and len(iterable.args) == 1
+        ):
+            iterable = iterable.args[0].value
         if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute):
             method, iterable = iterable.func.attr.value, iterable.func.value
         if method not in ("", "keys", "items") or not self.is_environ(iterable):

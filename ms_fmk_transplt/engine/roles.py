@@ -286,8 +286,10 @@ from the pinned torch by `tools/derive_device_apis.py`.
   argument the same file writes (`parse(["--device=cuda:0"])`, then `opts["device"] ==
   "cuda:0"`: converting the comparison alone breaks the test, and the argument is the user's
   text); Lightning / Fabric asked for CUDA by `accelerator="gpu"`, literally or through a
-  variable the module binds or defaults to it (Lightning ships no NPU accelerator; the report
-  says to subclass its Accelerator and pass an instance).
+  variable or attribute the module binds or defaults to it (`args.accelerator` of
+  `add_argument("--accelerator", default="gpu")` too): Lightning ships no NPU accelerator, so
+  there is nothing to write instead; the report says to subclass its Accelerator and pass an
+  instance.
 - **Always reported when kept in a file that imports torch**: a device-looking literal (exact
   `"cuda"` / `"cuda:N"`) that is a dict key, a subscript, a path piece, a piece of a name or an
   accelerator name, and every one with no evidence either way ("not provably a device"). Why: a

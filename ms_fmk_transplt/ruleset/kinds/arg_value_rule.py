@@ -4,8 +4,10 @@
 rewritten, since Lightning has no NPU accelerator name to write instead, so the call is reported
 with what to do. The call is matched by qualified name; the argument by `keyword`, or by its
 0-based position `arg_idx` among positional arguments when given; only a string literal equal to
-one of `values` is reported, or a variable the module binds (or defaults) to one of them
-(`accelerator = "gpu"; Trainer(accelerator=accelerator)`); any other value is left alone.
+one of `values` is reported, or a variable or attribute the module binds (or defaults, or gives
+as an option's default) to one of them (`accelerator = "gpu"; Trainer(accelerator=accelerator)`,
+`add_argument("--accelerator", default="gpu")`, `Trainer(accelerator=args.accelerator)`); any
+other value is left alone.
 
 Code: `ArgValueReport.rewrite_call` (reports only), a call hook (engine/hooks.py) keyed by `func_name`.
 """
@@ -18,6 +20,7 @@ from typing import ClassVar
 
 import libcst as cst
 
+from ms_fmk_transplt.engine.context import code_of
 from ms_fmk_transplt.engine.hooks import Site
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
@@ -87,11 +90,13 @@ class ArgValueReport:
             chosen = positional[self.arg_idx]
         if chosen is None:
             return updated
-        if isinstance(chosen.value, cst.Name):  # accelerator = "gpu"; Trainer(accelerator=accelerator)
-            held = site.roles.context.flow.strings.get(chosen.value.value, [])
+        if isinstance(
+            chosen.value, (cst.Name, cst.Attribute)
+        ):  # accelerator = "gpu"; Trainer(accelerator=accelerator)
+            held = site.roles.context.flow.held(chosen.value)
             found = next((v.evaluated_value for v in held if v.evaluated_value in self.values), None)
             if found is not None:
-                what = f"{self.keyword}={chosen.value.value} (which can hold {found!r})"
+                what = f"{self.keyword}={code_of(chosen.value)} (which can hold {found!r})"
                 site.report_unsupported(
                     chosen.value, self.rule, what, self.rule.params["suggestion"], api=name or ""
                 )
