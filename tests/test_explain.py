@@ -48,3 +48,29 @@ def test_cli(tmp_path: Path) -> None:
     assert script.read_bytes() == SOURCE  # read, never written
     missing = CliRunner().invoke(app, ["explain", str(tmp_path / "none.py")])
     assert missing.exit_code != 0 and "none.py: no such file" in missing.output
+
+
+FLOW = b"""import torch
+from torch import autocast
+
+scope = autocast
+with scope("cuda"):
+    dst = torch.device("cpu")
+device = "cu" "da"
+opts = parse(["--device=cuda:0"])
+assert opts["device"] == "cuda:0"
+"""
+
+
+def test_the_evidence_names_the_flow(builtin_tables) -> None:
+    """An alias of a device-taking API, pieces that spell a device, an argument parsed back."""
+    rows = {(r.line, r.code): (r.role, r.why) for r in literal_roles(FLOW, builtin_tables)}
+    assert rows[(5, '"cuda"')] == ("device", "argument 1 of torch.autocast takes a device")
+    assert rows[(7, '"cu"')] == (
+        "code",
+        "the first piece of 'cuda', spelled in pieces: reported, not rewritten",
+    )
+    assert rows[(9, '"cuda:0"')] == (
+        "user text",
+        "the value the file's argument '--device=cuda:0' gives, compared as parsed back",
+    )

@@ -199,6 +199,11 @@ class LiteralRoles:
         if evidence.role is not Role.CODE or not isinstance(node, cst.SimpleString):
             return evidence
         if not self.context.matches(node, value, pattern, old):
+            whole = self.spelled.get(id(node))
+            if whole is not None and pattern.fullmatch(whole):
+                return Evidence(
+                    Role.CODE, f"the first piece of {whole!r}, spelled in pieces: reported, not rewritten"
+                )
             return Evidence(Role.CODE, "not device-looking; rules matching its text decide")
         verdict, why = self.device(node, value, old)
         if verdict is Verdict.DEVICE:
