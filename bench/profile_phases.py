@@ -36,6 +36,7 @@ import libcst as cst
 
 from ms_fmk_transplt import data as release_data
 from ms_fmk_transplt.discover import EntryKind, discover
+from ms_fmk_transplt.engine import fast_path
 from ms_fmk_transplt.engine.convert import (
     _decode_problem,
     _parse_normalised,
@@ -60,6 +61,7 @@ PHASES = (
     "decode check",
     "CPython ast.parse",
     "prefilter (could_match)",
+    "fast path (ast classification)",
     "libcst parse",
     "ModuleRewriter init (look-ahead)",
     "transform",
@@ -93,13 +95,18 @@ def convert_timed(path: str, data: bytes, tables: Tables, clock: Clock) -> FileR
     if problem:
         return FileResult(path, Status.FAILED, reason=problem)
     with clock.phase("CPython ast.parse"):
-        problem = _syntax_problem(data)
-    if problem:
-        return FileResult(path, Status.FAILED, reason=problem)
+        tree = _syntax_problem(data)
+    if isinstance(tree, str):
+        return FileResult(path, Status.FAILED, reason=tree)
     with clock.phase("prefilter (could_match)"):
         could = tables.could_match(data)
     if not could:
         return FileResult(path, Status.UNCHANGED)
+    with clock.phase("fast path (ast classification)"):
+        fast = None if tables.could_rewrite(data) else fast_path.classify(path, data, tree, tables)
+    if fast is not None:
+        return fast
+    del tree
     normalised = None
     problem = ""
     with clock.phase("libcst parse"):

@@ -11,6 +11,7 @@ from typing import TypedDict
 
 import libcst as cst
 
+from ms_fmk_transplt.engine import fast_path
 from ms_fmk_transplt.engine.imports import add_needed_imports
 from ms_fmk_transplt.engine.normalise import (
     LONE_BACKSLASH,
@@ -64,13 +65,12 @@ def _decode_problem(data: bytes) -> str | None:
     return None
 
 
-def _syntax_problem(data: bytes) -> str | None:
-    """CPython's verdict on the source (libcst accepts some Python 2 forms that CPython rejects)."""
+def _syntax_problem(data: bytes) -> ast.Module | str:
+    """CPython's tree of the source, or why CPython rejects it (libcst accepts some Python 2 forms)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ast.parse(data)
-            return None
+            return ast.parse(data)
     except SyntaxError as exc:
         reason = f"syntax error at line {exc.lineno}: {exc.msg}"
         if any(p.search(data) for p in _PY2_HINTS):
@@ -80,10 +80,14 @@ def _syntax_problem(data: bytes) -> str | None:
         return f"not parseable: {exc}"
 
 
-def convert_source(path: str, data: bytes, tables: Tables) -> FileResult:
-    """Convert one Python source; on any failure the result says why and carries no output."""
+def convert_source(path: str, data: bytes, tables: Tables, *, fast: bool = True) -> FileResult:
+    """Convert one Python source; on any failure the result says why and carries no output.
+
+    `fast`: a file no rewrite rule can touch is classified on CPython's ast (engine/fast_path.py);
+    False sends every file through libcst (the fast path's equivalence test and bench compare them).
+    """
     try:
-        return _convert(path, data, tables)
+        return _convert(path, data, tables, fast)
     except RecursionError:
         return FileResult(path, Status.FAILED, reason="source too deeply nested to convert")
     except Exception as exc:  # the engine's last line of defence: one bad file never stops a run
@@ -96,17 +100,22 @@ def convert_source(path: str, data: bytes, tables: Tables) -> FileResult:
         )
 
 
-def _convert(path: str, data: bytes, tables: Tables) -> FileResult:
+def _convert(path: str, data: bytes, tables: Tables, fast: bool) -> FileResult:
     problem = _decode_problem(data)
     if problem:
         return FileResult(path, Status.FAILED, reason=problem)
-    problem = _syntax_problem(data)
-    if problem:
-        return FileResult(path, Status.FAILED, reason=problem)
+    tree = _syntax_problem(data)
+    if isinstance(tree, str):
+        return FileResult(path, Status.FAILED, reason=tree)
     if not tables.could_match(data):
         return FileResult(path, Status.UNCHANGED)
-    normalised: Normalised | None = None
+    if fast and not tables.could_rewrite(data):
+        result = fast_path.classify(path, data, tree, tables)
+        if result is not None:
+            return result
+    del tree
     problem = ""
+    normalised: Normalised | None = None
     try:
         module: cst.Module | None = cst.parse_module(data)
         # libcst reads a backslash-only line into the wrong block and prints it back moved, and

@@ -14,12 +14,11 @@ import libcst as cst
 from ms_fmk_transplt.engine.messages import join_clauses
 from ms_fmk_transplt.engine.pending import Pending
 from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.support import SupportClassifier
+from ms_fmk_transplt.engine.support import SupportClassifier, operation_of
 from ms_fmk_transplt.engine.tables import Match, Tables
 from ms_fmk_transplt.records import Operation, Support
 
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
-_CHECKS = (Support.PARTIAL, Support.NOT_VERIFIED, Support.DTYPE)  # nothing changed; --strict ignores them
 
 
 class SiteReports:
@@ -127,7 +126,7 @@ class SiteReports:
             Pending(
                 node,
                 verdict.rule,
-                Operation.CHECK if verdict.support in _CHECKS else Operation.UNSUPPORTED,
+                operation_of(verdict),
                 join_clauses(verdict.message, verdict.suggestion),
                 heuristic=heuristic,
                 api=name or "",

@@ -27,10 +27,10 @@ import libcst as cst
 from ms_fmk_transplt.engine.messages import join_clauses
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Match, Tables
-from ms_fmk_transplt.records import Support
+from ms_fmk_transplt.records import Operation, Support
 
 # the lists' dtype words for torch's dtype names and for the tensor methods that cast
-_DTYPE_WORDS = {
+DTYPE_WORDS = {
     "float64": "fp64",
     "double": "fp64",
     "float32": "fp32",
@@ -52,7 +52,7 @@ _DTYPE_WORDS = {
     "complex128": "complex128",
     "cdouble": "complex128",
 }
-_CASTS = {
+CASTS = {
     "double": "fp64",
     "float": "fp32",
     "half": "fp16",
@@ -73,6 +73,7 @@ _ATEN_NAMESPACES = {
     "torch.special": "special_",
     "torch.fft": "fft_",
 }
+_CHECKS = (Support.PARTIAL, Support.NOT_VERIFIED, Support.DTYPE)
 _LISTS = {
     "api_support": "PyTorch {release} support list",
     "msfmktransplt_support": "msFmkTransplt's PyTorch {release} list",
@@ -89,6 +90,11 @@ class Verdict:
     suggestion: str
     dtypes: str
     source: str  # what decided: a list, an NPU kernel's absence, the code's dtype
+
+
+def operation_of(verdict: Verdict) -> Operation:
+    """CHECK for a use that may run (nothing changed; --strict ignores it), else UNSUPPORTED."""
+    return Operation.CHECK if verdict.support in _CHECKS else Operation.UNSUPPORTED
 
 
 def aten_op(name: str) -> str | None:
@@ -109,46 +115,31 @@ def converted_name(name: str, match: Match | None) -> str | None:
     return match.new + name[len(match.prefix) :]
 
 
-class SupportClassifier:
-    """Classifies API uses of one file against the release's data; `supported` counts the rest."""
+class Verdicts:
+    """The release's verdict on API uses, whatever tree the use was read from; counts the supported.
 
-    def __init__(self, tables: Tables, qualify: Callable[[cst.CSTNode], str | None]) -> None:
+    The syntax side says two things about a use: whether it is invoked (called, a decorator, a
+    base class) and, for a partial entry, which dtype the code shows. `SupportClassifier` reads
+    them from libcst's tree, engine/fast_path.py from CPython's ast.
+    """
+
+    def __init__(self, tables: Tables) -> None:
         self.tables = tables
         self.lists = tables.support
-        self.qualify = qualify
         self.supported = 0  # uses a list (or torch.npu's surface) gives as supported
         self.by_kernel = 0  # uses absent from the lists whose ATen operator has an NPU kernel
-        self._invoked: set[int] = set()  # references that are called, decorate or are subclassed
-        self._calls: dict[int, cst.Call] = {}  # id(func) -> the call, for the dtypes it shows
-        self._annotation_depth = 0
 
-    # ---- what the traversal tells us -----------------------------------------------------------
-    def called(self, call: cst.Call) -> None:
-        """`call.func` is invoked; the call's arguments may show a dtype."""
-        self._invoked.add(id(call.func))
-        self._calls[id(call.func)] = call
+    def judge(
+        self, name: str, invoked: bool, dtype_shown: Callable[[str], str | None], rewritten: bool = False
+    ) -> Verdict | None:
+        """The verdict on one use of API `name`, or None when it is supported (counted).
 
-    def invoked(self, node: cst.CSTNode) -> None:
-        """`node` is used as an API (a decorator, a base class)."""
-        self._invoked.add(id(node))
-
-    def enter_annotation(self) -> None:
-        """Names inside a type annotation are not uses."""
-        self._annotation_depth += 1
-
-    def leave_annotation(self) -> None:
-        """The annotation entered last is left."""
-        self._annotation_depth -= 1
-
-    # ---- the verdict ----------------------------------------------------------------------------
-    def classify(self, node: cst.CSTNode, name: str, rewritten: bool = False) -> Verdict | None:
-        """The verdict on one use of API `name` at `node`, or None when it is supported (counted).
-
-        `rewritten`: `name` is what a rule rewrote the code to; absent from every list, the
-        rule's target is taken as the NPU's own API (counted, not doubted).
+        `invoked`: the use is a call, a decorator or a base class; `dtype_shown(dtypes)`: a dtype
+        the use's code shows outside `dtypes`. `rewritten`: `name` is what a rule rewrote the code
+        to; absent from every list, the rule's target is taken as the NPU's own API (counted).
         """
         rule = self.lists.rule
-        if rule is None or self._annotation_depth:
+        if rule is None:
             return None
         release = self.tables.release
         entry = self.lists.apis.get(name)
@@ -160,7 +151,7 @@ class SupportClassifier:
                 return None
         if entry is None:
             # an unlisted reference that is not invoked (a dtype such as torch.float32) is no API use
-            if id(node) not in self._invoked and not isinstance(node, cst.Call):
+            if not invoked:
                 return None
             if not name.startswith(("torch.", "torch_npu.")):
                 return None
@@ -200,7 +191,7 @@ class SupportClassifier:
                 "",
                 source,
             )
-        shown = self._dtype_shown(node, entry.dtypes) if entry.dtypes else None
+        shown = dtype_shown(entry.dtypes) if entry.dtypes else None
         if shown is not None:
             return Verdict(
                 entry.rule,
@@ -237,6 +228,43 @@ class SupportClassifier:
                 return text.format(release=self.tables.release)
         return ""
 
+
+class SupportClassifier(Verdicts):
+    """Classifies API uses of one libcst module as the transformer meets them."""
+
+    def __init__(self, tables: Tables, qualify: Callable[[cst.CSTNode], str | None]) -> None:
+        super().__init__(tables)
+        self.qualify = qualify
+        self._invoked: set[int] = set()  # references that are called, decorate or are subclassed
+        self._calls: dict[int, cst.Call] = {}  # id(func) -> the call, for the dtypes it shows
+        self._annotation_depth = 0
+
+    # ---- what the traversal tells us -----------------------------------------------------------
+    def called(self, call: cst.Call) -> None:
+        """`call.func` is invoked; the call's arguments may show a dtype."""
+        self._invoked.add(id(call.func))
+        self._calls[id(call.func)] = call
+
+    def invoked(self, node: cst.CSTNode) -> None:
+        """`node` is used as an API (a decorator, a base class)."""
+        self._invoked.add(id(node))
+
+    def enter_annotation(self) -> None:
+        """Names inside a type annotation are not uses."""
+        self._annotation_depth += 1
+
+    def leave_annotation(self) -> None:
+        """The annotation entered last is left."""
+        self._annotation_depth -= 1
+
+    # ---- the verdict ----------------------------------------------------------------------------
+    def classify(self, node: cst.CSTNode, name: str, rewritten: bool = False) -> Verdict | None:
+        """The verdict on one use of API `name` at `node`, or None when it is supported (counted)."""
+        if self._annotation_depth:
+            return None
+        invoked = id(node) in self._invoked or isinstance(node, cst.Call)
+        return self.judge(name, invoked, lambda dtypes: self._dtype_shown(node, dtypes), rewritten)
+
     def _dtype_shown(self, node: cst.CSTNode, dtypes: str) -> str | None:
         """A dtype the code shows for this use that `dtypes` lacks: `dtype=torch.float64`,
         `x.double().sum()`, `x.to(torch.half)`; None when it shows none or only listed ones."""
@@ -263,7 +291,7 @@ class SupportClassifier:
         """The dtype a cast call gives its result: `x.double()`, `x.to(torch.float64)`."""
         if not isinstance(call.func, cst.Attribute):
             return []
-        cast = _CASTS.get(call.func.attr.value)
+        cast = CASTS.get(call.func.attr.value)
         if cast is not None and not call.args:
             return [cast]
         if _is_cast(call):
@@ -274,7 +302,7 @@ class SupportClassifier:
         name = self.qualify(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
         if name is None or not name.startswith("torch."):
             return None
-        return _DTYPE_WORDS.get(name[len("torch.") :])
+        return DTYPE_WORDS.get(name[len("torch.") :])
 
 
 def _is_cast(call: cst.Call) -> bool:

@@ -102,6 +102,10 @@ class Tables:
     import_insert: Rule | None = None
     needs_module: set[str] = field(default_factory=set)  # using these needs the inserted import
     triggers: set[tuple[str, ...]] = field(default_factory=set)
+    # the fast path (engine/fast_path.py): words of the rules it cannot see by name, and names
+    # (dotted: any use under the name; single: the identifier) whose use sends a file to libcst
+    text_triggers: set[tuple[str, ...]] = field(default_factory=set)
+    trigger_names: set[str] = field(default_factory=set)
     support: SupportLists = field(default_factory=lambda: SupportLists())  # filled by ApiSupportRule
     release: str = ""
 
@@ -130,15 +134,29 @@ class Tables:
             return Rename(rule, None, f"{suggestion}; {hint}" if suggestion else hint)
         return Rename(rule, new, suggestion)
 
-    def add_trigger(self, *names: str) -> None:
+    def add_trigger(self, *names: str, classify_only: bool = False) -> None:
         """Record what a file must contain for a rule to match in it.
 
         Any use of a dotted name `a.b.c` spells out its last two segments somewhere in the file,
         whatever the import form (`import a.b as m; m.c`, `from a.b import c`, `a.b.c`), so the
         pair ("b", "c") is a necessary condition; a single word is its own condition.
+        A file holding these words is converted by libcst; `classify_only`: the rule only
+        classifies API uses, which CPython's ast does as well (engine/fast_path.py).
         """
         for name in names:
+            trigger = tuple(name.split(".")[-2:])
+            self.triggers.add(trigger)
+            if not classify_only:
+                self.text_triggers.add(trigger)
+
+    def add_name_trigger(self, *names: str) -> None:
+        """As `add_trigger`, for a rule that acts only where the code uses one of these names: a
+        qualified name or one under it (`torch.cuda` covers `torch.cuda.synchronize`), a single
+        identifier wherever it is spelled (`x.cuda`, `cuda(...)`). The fast path reads the names
+        (engine/fast_path.py) and gives a file that uses one to libcst."""
+        for name in names:
             self.triggers.add(tuple(name.split(".")[-2:]))
+            self.trigger_names.add(name)
 
     def add_call_hook(self, name: str, hook: CallHook, by_short_name: bool = False) -> None:
         """Register a call hook; the hooks on one name stay in ascending `order`, then compile order."""
@@ -159,3 +177,8 @@ class Tables:
     def could_match(self, data: bytes) -> bool:
         """False only when no rule can possibly match in `data` (proved by test to change nothing)."""
         return any(all(word.encode() in data for word in trigger) for trigger in self.triggers)
+
+    def could_rewrite(self, data: bytes) -> bool:
+        """False when no rule that matches text can match in `data`: the rules left act by name,
+        and engine/fast_path.py sees their names (proved by test to give libcst's result)."""
+        return any(all(word.encode() in data for word in trigger) for trigger in self.text_triggers)

@@ -79,4 +79,4 @@ class ApiSupportRule:
             lists.apis[name] = entry
             if name.startswith("torch.Tensor.") and name.count(".") == 2:
                 lists.tensor_methods[name.rsplit(".", 1)[1]] = entry
-        tables.add_trigger("torch")
+        tables.add_trigger("torch", classify_only=True)

@@ -62,7 +62,7 @@ class ArgValueRule:
             p = rule.params
             hook = ArgValueReport(rule, p["keyword"], p.get("arg_idx"), frozenset(p["values"]))
             tables.add_call_hook(p["func_name"], hook)
-            tables.add_trigger(p["func_name"])
+            tables.add_name_trigger(p["func_name"])
 
 
 @dataclass(frozen=True)

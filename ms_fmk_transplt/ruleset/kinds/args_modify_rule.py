@@ -65,7 +65,7 @@ class ArgsModifyRule:
             p = rule.params
             rewrite = ArgRewrite(rule, p["arg_idx"], p.get("arg_name"), p["arg_new"])
             tables.add_call_hook(p["func_name"], rewrite, by_short_name="." not in p["func_name"])
-            tables.add_trigger(p["func_name"])
+            tables.add_name_trigger(p["func_name"])
 
 
 @dataclass(frozen=True)

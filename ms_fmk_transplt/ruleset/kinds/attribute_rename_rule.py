@@ -47,7 +47,7 @@ class AttributeRenameRule:
             tables.attribute_hooks[rule.params["attribute"]] = AttributeRename(
                 rule, rule.params["new_attribute"]
             )
-            tables.add_trigger(rule.params["attribute"])
+            tables.add_name_trigger(rule.params["attribute"])
 
 
 @dataclass(frozen=True)

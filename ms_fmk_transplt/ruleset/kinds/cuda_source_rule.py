@@ -59,7 +59,7 @@ class CudaSourceRule:
             hooks[:] = [h for h in hooks if not isinstance(h, CudaSources)]
             keywords = tuple(rule.params.get("keywords", ()))
             tables.add_call_hook(name, CudaSources(rule, suffixes, keywords))
-            tables.add_trigger(name)
+            tables.add_name_trigger(name)
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,7 @@ class FuncNameModifyRule:
                 hook = FunctionRename(rule, entry.new)
                 tables.method_hooks[old] = hook
                 tables.function_hooks[old] = hook
-            tables.add_trigger(old)
+            tables.add_name_trigger(old)
 
 
 @dataclass(frozen=True)

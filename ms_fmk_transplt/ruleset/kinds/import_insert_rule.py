@@ -58,8 +58,9 @@ class ImportInsertRule:
         tables.import_insert = rules[-1]
         for name in rules[-1].params.get("when_used", []):
             tables.needs_module.add(name)
-            tables.add_trigger(name)
+            tables.add_name_trigger(name)
         if rules[-1].params.get("entry_points"):
-            tables.add_trigger(rules[-1].params.get("after", "torch"))
-            tables.triggers.add((rules[-1].params.get("after", "torch"), "__main__"))
-            tables.triggers.discard((rules[-1].params.get("after", "torch"),))
+            # an entry point is a file with both words (`if __name__ == "__main__":`)
+            entry_point = (rules[-1].params.get("after", "torch"), "__main__")
+            tables.triggers.add(entry_point)
+            tables.text_triggers.add(entry_point)

@@ -54,7 +54,7 @@ class KeywordDefaultRule:
         for rule in rules:
             p = rule.params
             tables.add_call_hook(p["func_name"], KeywordDefault(rule, p["keyword"], p["value"]))
-            tables.add_trigger(p["func_name"])
+            tables.add_name_trigger(p["func_name"])
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ class KeywordRenameRule:
         for rule in rules:
             p = rule.params
             tables.add_call_hook(p["func_name"], KeywordRename(rule, p["keyword"], p["new_keyword"]))
-            tables.add_trigger(p["keyword"])
+            tables.add_name_trigger(p["func_name"])
 
 
 @dataclass(frozen=True)

@@ -117,7 +117,7 @@ class MapLocationRule:
                     p["new"],
                 )
             )
-            tables.add_trigger(*p["calls"])
+            tables.add_name_trigger(*p["calls"])
 
 
 _HIDDEN = -2  # the argument may be inside *args / **kwargs

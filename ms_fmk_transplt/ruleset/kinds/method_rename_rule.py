@@ -46,7 +46,7 @@ class MethodRenameRule:
     def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
             tables.method_hooks[rule.params["method"]] = MethodRename(rule, rule.params["new_method"])
-            tables.add_trigger(rule.params["method"])
+            tables.add_name_trigger(rule.params["method"])
 
 
 @dataclass(frozen=True)

@@ -76,4 +76,4 @@ class ModuleMemberRule:
                 tables.renames.setdefault(
                     f"{p['module']}.{member}", Rename(rule, f"{p['new_module']}.{member}")
                 )
-            tables.add_trigger(p["module"])
+            tables.add_name_trigger(p["module"])

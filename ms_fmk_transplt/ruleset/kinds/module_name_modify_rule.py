@@ -56,4 +56,4 @@ class ModuleNameModifyRule:
         for rule in rules:
             old = _full(rule.params, "old_name")
             tables.renames[old] = Rename(rule, _full(rule.params, "new_name"))
-            tables.add_trigger(old)
+            tables.add_name_trigger(old)

@@ -62,7 +62,7 @@ class PatchTargetRule:
             name = p["func_name"]
             hook = PatchTarget(rule, p.get("arg_idx", 0), p.get("keyword"))
             tables.add_call_hook(name, hook, by_short_name="." not in name)
-            tables.add_trigger("torch")
+            tables.add_name_trigger(name)
 
 
 @dataclass(frozen=True)

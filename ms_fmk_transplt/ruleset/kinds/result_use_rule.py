@@ -55,7 +55,7 @@ class ResultUseRule:
     def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
             tables.result_hooks[rule.params["name"]] = BreakingResult(rule)
-            tables.add_trigger(rule.params["name"])
+            tables.add_name_trigger(rule.params["name"])
 
 
 _USES = {

@@ -38,4 +38,4 @@ class UnsupportedApiRule:
     def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
             tables.renames[rule.params["name"]] = tables.rename(rule, None, rule.params.get("suggestion", ""))
-            tables.add_trigger(rule.params["name"])
+            tables.add_name_trigger(rule.params["name"])
