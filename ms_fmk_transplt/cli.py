@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import typer
-from rich.console import Console
+import click
 
 from ms_fmk_transplt import __version__, data
 from ms_fmk_transplt.records import Operation, Status
 
-if TYPE_CHECKING:  # rich.progress and rich.table load only when a bar or a table is shown
+if TYPE_CHECKING:  # rich loads only when something is printed; progress and tables when shown
+    from rich.console import Console
     from rich.progress import Progress, TaskID
 
     from ms_fmk_transplt.analysis import Issue
@@ -28,92 +29,144 @@ if TYPE_CHECKING:  # rich.progress and rich.table load only when a bar or a tabl
 
 EXIT_OK, EXIT_FAILED_FILES, EXIT_USAGE, EXIT_UNSUPPORTED, EXIT_GATE = 0, 1, 2, 3, 4
 PROGRESS_MIN_FILES = 50
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+PATH = click.Path(path_type=Path)
 
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    context_settings={"help_option_names": ["-h", "--help"]},
-    help="Migrate PyTorch CUDA training scripts to Ascend NPU (torch_npu).",
-)
-rules_app = typer.Typer(help="Inspect the built-in and user rules.", no_args_is_help=True)
-app.add_typer(rules_app, name="rules")
-err = Console(stderr=True, highlight=False)
+
+class _Err:
+    """stderr through rich, made on first use (rich costs start-up a quiet run need not pay)."""
+
+    console: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self.console is None:
+            from rich.console import Console
+
+            self.console = Console(stderr=True, highlight=False)
+        return getattr(self.console, name)
+
+
+err: Any = _Err()
 
 
 # The gate's options, shared by convert and analyse.
-REPORT_FORMAT = typer.Option(None, "--report-format", help="Issues as json, csv or sarif.")
-REPORT = typer.Option(None, "--report", help="Write the --report-format report here (- for stdout).")
-RUNTIME_REPORT = typer.Option(
-    None,
-    "--runtime-report",
-    help="Merge the simulated NPU's operator-check report (JSON or CSV) into unsupported_op.xlsx.",
-)
-FAIL_ON = typer.Option(
-    "none", "--fail-on", help="Exit 4 on issues: unsupported, partial, not-verified, none."
-)
-BASELINE = typer.Option(None, "--baseline", help="Issues in this baseline file never fail the gate.")
-WRITE_BASELINE = typer.Option(None, "--write-baseline", help="Record the run's issues as a baseline.")
+def _gate_options(command: Callable[..., None]) -> Callable[..., None]:
+    for option in reversed(
+        (
+            click.option("--report-format", default=None, help="Issues as json, csv or sarif."),
+            click.option(
+                "--report",
+                type=PATH,
+                default=None,
+                help="Write the --report-format report here (- for stdout).",
+            ),
+            click.option(
+                "--fail-on",
+                default="none",
+                show_default=True,
+                help="Exit 4 on issues: unsupported, partial, not-verified, none.",
+            ),
+            click.option(
+                "--baseline",
+                type=PATH,
+                default=None,
+                help="Issues in this baseline file never fail the gate.",
+            ),
+            click.option(
+                "--write-baseline", type=PATH, default=None, help="Record the run's issues as a baseline."
+            ),
+            click.option(
+                "--runtime-report",
+                type=PATH,
+                default=None,
+                help="Merge the simulated NPU's operator-check report (JSON or CSV) into unsupported_op.xlsx.",
+            ),
+        )
+    ):
+        command = option(command)
+    return command
 
 
 def _fail(message: str) -> NoReturn:
     err.print(f"[bold red]error:[/] {message}", soft_wrap=True)
-    raise typer.Exit(EXIT_USAGE)
+    raise click.exceptions.Exit(EXIT_USAGE)
 
 
-def _show_version(value: bool) -> None:
+def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if value:
-        typer.echo(f"ms_fmk_transplt {__version__}")
-        raise typer.Exit()
+        click.echo(f"ms_fmk_transplt {__version__}")
+        ctx.exit()
 
 
-@app.callback(invoke_without_command=True)
-def convert(
-    ctx: typer.Context,
-    input: Path | None = typer.Option(None, "-i", "--input", help="Script file or folder to convert."),
-    output: Path | None = typer.Option(None, "-o", "--output", help="Folder that receives <name>_msft/."),
-    rule: list[Path] | None = typer.Option(None, "-r", "--rule", help="User rule file (JSON); may repeat."),
-    release: str | None = typer.Option(
-        None,
-        "-v",
-        "--version",
-        help=f"Ascend release data, by PyTorch version: {', '.join(data.releases())} "
-        f"(default {data.default_release()}).",
-    ),
-    force: bool = typer.Option(False, "--force", help="Replace an existing <name>_msft folder."),
-    opt_in: list[str] | None = typer.Option(
-        None,
-        "--opt-in",
-        help="Enable rewrites that need a human check, "
-        "e.g. fused-optimizers (apex fused optimizers -> torch_npu).",
-    ),
-    strict: bool = typer.Option(False, "--strict", help="Exit 3 when unsupported APIs are found."),
-    jobs: int = typer.Option(0, "-j", "--jobs", min=0, help="Worker processes; 0 chooses by input size."),
-    quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress bar and no summary table."),
-    cache_dir: Path | None = typer.Option(
-        None,
-        "--cache-dir",
-        help="Folder of the result cache (default $XDG_CACHE_HOME/ms_fmk_transplt or ~/.cache/ms_fmk_transplt).",
-    ),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the result cache."),
-    exclude: list[str] | None = typer.Option(
-        None, "--exclude", help="Glob of files to copy unchanged and not analyse (tests/*); may repeat."
-    ),
-    diff: bool = typer.Option(
-        False, "--diff", help="Print a unified diff of what would change; write nothing."
-    ),
-    report_format: str | None = REPORT_FORMAT,
-    report: Path | None = REPORT,
-    fail_on: str = FAIL_ON,
-    baseline: Path | None = BASELINE,
-    write_baseline: Path | None = WRITE_BASELINE,
-    runtime_report: Path | None = RUNTIME_REPORT,
-    tool_version: bool = typer.Option(
-        False,
-        "--tool-version",
-        callback=_show_version,
-        is_eager=True,
-        help="Print the tool's version and exit.",
-    ),
+@click.group(
+    invoke_without_command=True,
+    no_args_is_help=True,
+    context_settings=CONTEXT,
+    help="Migrate PyTorch CUDA training scripts to Ascend NPU (torch_npu).",
+)
+@click.option("-i", "--input", "input", type=PATH, default=None, help="Script file or folder to convert.")
+@click.option("-o", "--output", type=PATH, default=None, help="Folder that receives <name>_msft/.")
+@click.option("-r", "--rule", type=PATH, multiple=True, help="User rule file (JSON); may repeat.")
+@click.option(
+    "-v",
+    "--version",
+    "release",
+    default=None,
+    help=f"Ascend release data, by PyTorch version: {', '.join(data.releases())} (default {data.default_release()}).",
+)
+@click.option("--force", is_flag=True, help="Replace an existing <name>_msft folder.")
+@click.option(
+    "--opt-in",
+    multiple=True,
+    help="Enable rewrites that need a human check, e.g. fused-optimizers (apex fused optimizers -> torch_npu).",
+)
+@click.option("--strict", is_flag=True, help="Exit 3 when unsupported APIs are found.")
+@click.option(
+    "-j", "--jobs", type=click.IntRange(min=0), default=0, help="Worker processes; 0 chooses by input size."
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
+@click.option(
+    "--cache-dir",
+    type=PATH,
+    default=None,
+    help="Folder of the result cache (default $XDG_CACHE_HOME/ms_fmk_transplt or ~/.cache/ms_fmk_transplt).",
+)
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
+@click.option(
+    "--exclude", multiple=True, help="Glob of files to copy unchanged and not analyse (tests/*); may repeat."
+)
+@click.option("--diff", is_flag=True, help="Print a unified diff of what would change; write nothing.")
+@_gate_options
+@click.option(
+    "--tool-version",
+    is_flag=True,
+    callback=_show_version,
+    expose_value=False,
+    is_eager=True,
+    help="Print the tool's version and exit.",
+)
+@click.pass_context
+def app(
+    ctx: click.Context,
+    input: Path | None,
+    output: Path | None,
+    rule: tuple[Path, ...],
+    release: str | None,
+    force: bool,
+    opt_in: tuple[str, ...],
+    strict: bool,
+    jobs: int,
+    quiet: bool,
+    cache_dir: Path | None,
+    no_cache: bool,
+    exclude: tuple[str, ...],
+    diff: bool,
+    report_format: str | None,
+    report: Path | None,
+    fail_on: str,
+    baseline: Path | None,
+    write_baseline: Path | None,
+    runtime_report: Path | None,
 ) -> None:
     """Convert SRC into OUT/<name>_msft/ with msFmkTranspltlog.txt, change_list.csv, unsupported_op.xlsx."""
     if ctx.invoked_subcommand is not None:
@@ -148,40 +201,55 @@ def convert(
         _fail(str(exc))
     except KeyboardInterrupt:
         err.print("interrupted: nothing was written")
-        raise typer.Exit(130) from None
+        raise click.exceptions.Exit(130) from None
     if diff:
         sys.stdout.write(unified_diff(run))
     _finish(run, quiet, gate, strict)
 
 
-@app.command("analyse")
+@app.command("analyse", context_settings=CONTEXT)
+@click.argument("paths", nargs=-1, type=PATH)
+@click.option(
+    "-i", "--input", "input", type=PATH, multiple=True, help="File or folder to analyse; may repeat."
+)
+@click.option(
+    "-o",
+    "--output",
+    type=PATH,
+    default=None,
+    help="Folder for unsupported_op.xlsx and report.json (default: here).",
+)
+@click.option("-r", "--rule", type=PATH, multiple=True, help="User rule file (JSON); may repeat.")
+@click.option("-v", "--version", "release", default=None, help="Ascend release data, by PyTorch version.")
+@click.option("--exclude", multiple=True, help="Glob of files not to analyse; may repeat.")
+@_gate_options
+@click.option("--no-xlsx", "no_files", is_flag=True, help="Write no unsupported_op.xlsx / report.json.")
+@click.option("--strict", is_flag=True, help="Exit 3 when unsupported APIs are found.")
+@click.option(
+    "-j", "--jobs", type=click.IntRange(min=0), default=0, help="Worker processes; 0 chooses by input size."
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
+@click.option("--cache-dir", type=PATH, default=None, help="Folder of the result cache.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
 def analyse(
-    paths: list[Path] | None = typer.Argument(None, help="Files or folders to analyse (or use -i)."),
-    input: list[Path] | None = typer.Option(
-        None, "-i", "--input", help="File or folder to analyse; may repeat."
-    ),
-    output: Path | None = typer.Option(
-        None, "-o", "--output", help="Folder for unsupported_op.xlsx and report.json (default: here)."
-    ),
-    rule: list[Path] | None = typer.Option(None, "-r", "--rule", help="User rule file (JSON); may repeat."),
-    release: str | None = typer.Option(
-        None, "-v", "--version", help="Ascend release data, by PyTorch version."
-    ),
-    exclude: list[str] | None = typer.Option(
-        None, "--exclude", help="Glob of files not to analyse; may repeat."
-    ),
-    report_format: str | None = REPORT_FORMAT,
-    report: Path | None = REPORT,
-    fail_on: str = FAIL_ON,
-    baseline: Path | None = BASELINE,
-    write_baseline: Path | None = WRITE_BASELINE,
-    runtime_report: Path | None = RUNTIME_REPORT,
-    no_files: bool = typer.Option(False, "--no-xlsx", help="Write no unsupported_op.xlsx / report.json."),
-    strict: bool = typer.Option(False, "--strict", help="Exit 3 when unsupported APIs are found."),
-    jobs: int = typer.Option(0, "-j", "--jobs", min=0, help="Worker processes; 0 chooses by input size."),
-    quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress bar and no summary table."),
-    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Folder of the result cache."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the result cache."),
+    paths: tuple[Path, ...],
+    input: tuple[Path, ...],
+    output: Path | None,
+    rule: tuple[Path, ...],
+    release: str | None,
+    exclude: tuple[str, ...],
+    report_format: str | None,
+    report: Path | None,
+    fail_on: str,
+    baseline: Path | None,
+    write_baseline: Path | None,
+    runtime_report: Path | None,
+    no_files: bool,
+    strict: bool,
+    jobs: int,
+    quiet: bool,
+    cache_dir: Path | None,
+    no_cache: bool,
 ) -> None:
     """Analyse without converting: the reports and the CI gate, no converted file written."""
     sources = [*(input or ()), *(paths or ())]
@@ -209,26 +277,27 @@ def analyse(
         _fail(str(exc))
     except KeyboardInterrupt:
         err.print("interrupted")
-        raise typer.Exit(130) from None
+        raise click.exceptions.Exit(130) from None
     _finish(run, quiet, gate, strict)
 
 
-@app.command("distributed")
-def distributed(
-    ctx: typer.Context,
-    main: Path | None = typer.Option(
-        None,
-        "-m",
-        "--main",
-        help="The training script to distribute (relative to -i; default: -i itself when a file).",
-    ),
-    model: str | None = typer.Option(
-        None,
-        "-t",
-        "--target-model",
-        help="The model's variable to wrap in DistributedDataParallel (default: found).",
-    ),
-) -> None:
+@app.command("distributed", context_settings=CONTEXT)
+@click.option(
+    "-m",
+    "--main",
+    type=PATH,
+    default=None,
+    help="The training script to distribute (relative to -i; default: -i itself when a file).",
+)
+@click.option(
+    "-t",
+    "--target-model",
+    "model",
+    default=None,
+    help="The model's variable to wrap in DistributedDataParallel (default: found).",
+)
+@click.pass_context
+def distributed(ctx: click.Context, main: Path | None, model: str | None) -> None:
     """`-i SRC -o OUT distributed -m MAIN [-t MODEL]`: convert SRC into OUT/<name>_msft_multi/, MAIN for torchrun."""
     top = ctx.parent.params if ctx.parent is not None else {}
     source, output = top.get("input"), top.get("output")
@@ -273,7 +342,7 @@ def distributed(
         _fail(str(exc))
     except KeyboardInterrupt:
         err.print("interrupted: nothing was written")
-        raise typer.Exit(130) from None
+        raise click.exceptions.Exit(130) from None
     finally:
         stage.close()
     if not top["quiet"]:
@@ -283,33 +352,63 @@ def distributed(
     _finish(run, top["quiet"], gate, top["strict"])
 
 
-@app.command("verify", context_settings={"allow_interspersed_args": False})
+@app.command("verify", context_settings={**CONTEXT, "allow_interspersed_args": False})
+@click.argument("command", nargs=-1, required=True)
+@click.option(
+    "--steps",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    help="Optimizer steps to compare; 0 runs to the end.",
+)
+@click.option(
+    "--nproc",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Run both sides under torchrun with this many ranks.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seed torch, random and numpy with this as each run starts.",
+)
+@click.option(
+    "-i",
+    "--input",
+    "input",
+    type=PATH,
+    default=None,
+    help="Project to convert (default: the script's folder).",
+)
+@click.option("-o", "--output", type=PATH, default=None, help="Convert into this folder and keep it.")
+@click.option("--converted", type=PATH, default=None, help="Use this <name>_msft folder; convert nothing.")
+@click.option("-r", "--rule", type=PATH, multiple=True, help="User rule file (JSON); may repeat.")
+@click.option("--opt-in", multiple=True, help="Rewrites that need a human check.")
+@click.option("--force", is_flag=True, help="Replace an existing <name>_msft in -o.")
+@click.option("--timeout", type=float, default=None, help="Seconds each run may take.")
+@click.option("--fail-on-ops", is_flag=True, help="Exit 6 when the operator check finds anything.")
+@click.option("--work-dir", type=PATH, default=None, help="Keep the runs' output and records here.")
+@click.option("--report", type=PATH, default=None, help="Write the JSON report here (- for stdout).")
+@click.option("-q", "--quiet", is_flag=True, help="Only the result line.")
 def verify(
-    command: list[str] = typer.Argument(
-        ..., help="The original run: -- python SCRIPT.py ARGS", show_default=False
-    ),
-    steps: int = typer.Option(10, "--steps", min=0, help="Optimizer steps to compare; 0 runs to the end."),
-    nproc: int = typer.Option(
-        1, "--nproc", min=1, help="Run both sides under torchrun with this many ranks."
-    ),
-    seed: int = typer.Option(0, "--seed", help="Seed torch, random and numpy with this as each run starts."),
-    input: Path | None = typer.Option(
-        None, "-i", "--input", help="Project to convert (default: the script's folder)."
-    ),
-    output: Path | None = typer.Option(None, "-o", "--output", help="Convert into this folder and keep it."),
-    converted: Path | None = typer.Option(
-        None, "--converted", help="Use this <name>_msft folder; convert nothing."
-    ),
-    rule: list[Path] | None = typer.Option(None, "-r", "--rule", help="User rule file (JSON); may repeat."),
-    opt_in: list[str] | None = typer.Option(None, "--opt-in", help="Rewrites that need a human check."),
-    force: bool = typer.Option(False, "--force", help="Replace an existing <name>_msft in -o."),
-    timeout: float | None = typer.Option(None, "--timeout", help="Seconds each run may take."),
-    fail_on_ops: bool = typer.Option(
-        False, "--fail-on-ops", help="Exit 6 when the operator check finds anything."
-    ),
-    work_dir: Path | None = typer.Option(None, "--work-dir", help="Keep the runs' output and records here."),
-    report: Path | None = typer.Option(None, "--report", help="Write the JSON report here (- for stdout)."),
-    quiet: bool = typer.Option(False, "-q", "--quiet", help="Only the result line."),
+    command: tuple[str, ...],
+    steps: int,
+    nproc: int,
+    seed: int,
+    input: Path | None,
+    output: Path | None,
+    converted: Path | None,
+    rule: tuple[Path, ...],
+    opt_in: tuple[str, ...],
+    force: bool,
+    timeout: float | None,
+    fail_on_ops: bool,
+    work_dir: Path | None,
+    report: Path | None,
+    quiet: bool,
 ) -> None:
     """Run the original on the CPU and the converted script on the simulated NPU; compare every step.
 
@@ -325,7 +424,7 @@ def verify(
     if converted is not None and (output is not None or rule):
         _fail("--converted uses an existing conversion: it takes no -o or -r")
     request = Request(
-        command=command,
+        command=list(command),
         steps=steps,
         nproc=nproc,
         seed=seed,
@@ -350,15 +449,15 @@ def verify(
         _fail(str(exc))
     except KeyboardInterrupt:
         err.print("interrupted")
-        raise typer.Exit(130) from None
+        raise click.exceptions.Exit(130) from None
     lines = text_lines(outcome)
-    typer.echo(f"result: {outcome.verdict.message}" if quiet else "\n".join(lines))
+    click.echo(f"result: {outcome.verdict.message}" if quiet else "\n".join(lines))
     if report is not None:
         if str(report) == "-":
             sys.stdout.buffer.write(json_document(outcome))
         else:
             _write(report, json_document(outcome))
-    raise typer.Exit(outcome.verdict.exit_code)
+    raise click.exceptions.Exit(outcome.verdict.exit_code)
 
 
 class _Gate:
@@ -434,11 +533,11 @@ def _finish(run: RunResult, quiet: bool, gate: _Gate, strict: bool) -> None:
     if gate.write_baseline is not None:
         _write(gate.write_baseline, analysis.baseline_document(found))
     if run.failed:
-        raise typer.Exit(EXIT_FAILED_FILES)
+        raise click.exceptions.Exit(EXIT_FAILED_FILES)
     if strict and any(
         f.operation is Operation.UNSUPPORTED and not f.noop for r in run.files for f in r.findings
     ):
-        raise typer.Exit(EXIT_UNSUPPORTED)
+        raise click.exceptions.Exit(EXIT_UNSUPPORTED)
     failing = [issue for issue in found if analysis.fails(issue, gate.fail_on)]
     if failing:
         # printed even with -q: a failed gate (a pre-commit hook passes -q) must say where and why
@@ -451,7 +550,7 @@ def _finish(run: RunResult, quiet: bool, gate: _Gate, strict: bool) -> None:
                 soft_wrap=True,
             )
         err.print(f"[bold red]gate:[/] {len(failing)} issue(s) at or above --fail-on {gate.fail_on}")
-        raise typer.Exit(EXIT_GATE)
+        raise click.exceptions.Exit(EXIT_GATE)
 
 
 def _write(path: Path, content: bytes) -> None:
@@ -529,11 +628,10 @@ def _summary(run: RunResult, found: list[Issue], gate: _Gate) -> None:
         err.print(f"[red]{result.status.value}:[/] {result.path}: {result.reason}", soft_wrap=True)
 
 
-@app.command("explain")
-def explain(
-    target: str = typer.Argument(..., help="FILE or FILE:LINE"),
-    rule: list[Path] | None = typer.Option(None, "-r", "--rule", help="Also apply the rules of this file."),
-) -> None:
+@app.command("explain", context_settings=CONTEXT)
+@click.argument("target")
+@click.option("-r", "--rule", type=PATH, multiple=True, help="Also apply the rules of this file.")
+def explain(target: str, rule: tuple[Path, ...]) -> None:
     """Why did (or didn't) this change? Each string literal's role and evidence, each rewrite's rule."""
     from ms_fmk_transplt.explain import explain_target
     from ms_fmk_transplt.ruleset import RuleFileError
@@ -545,11 +643,15 @@ def explain(
     sys.stdout.write("".join(line + "\n" for line in lines))
 
 
-@rules_app.command("list")
-def rules_list(
-    rule: list[Path] | None = typer.Option(None, "-r", "--rule", help="Also list the rules of this file."),
-    kind: str | None = typer.Option(None, "--kind", help="Only rules of this kind."),
-) -> None:
+@app.group("rules", context_settings=CONTEXT, no_args_is_help=True)
+def rules_app() -> None:
+    """Inspect the built-in and user rules."""
+
+
+@rules_app.command("list", context_settings=CONTEXT)
+@click.option("-r", "--rule", type=PATH, multiple=True, help="Also list the rules of this file.")
+@click.option("--kind", default=None, help="Only rules of this kind.")
+def rules_list(rule: tuple[Path, ...], kind: str | None) -> None:
     """List rules: id, kind and summary."""
     from ms_fmk_transplt.ruleset import RuleFileError, load_rules
 
@@ -557,6 +659,7 @@ def rules_list(
         rules = load_rules(tuple(rule or ()))
     except RuleFileError as exc:
         _fail(str(exc))
+    from rich.console import Console
     from rich.table import Table
 
     table = Table(show_lines=False)
@@ -568,10 +671,9 @@ def rules_list(
     Console(highlight=False, width=max(120, Console().width)).print(table)
 
 
-@rules_app.command("doc")
-def rules_doc(
-    output: Path | None = typer.Option(None, "-o", "--output", help="Write here instead of stdout."),
-) -> None:
+@rules_app.command("doc", context_settings=CONTEXT)
+@click.option("-o", "--output", type=PATH, default=None, help="Write here instead of stdout.")
+def rules_doc(output: Path | None) -> None:
     """Print the built-in rules reference (Markdown), generated from the rules' metadata."""
     from ms_fmk_transplt.ruleset import load_rules
     from ms_fmk_transplt.ruleset.reference import rules_markdown

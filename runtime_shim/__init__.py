@@ -10,7 +10,7 @@ running the original script on CPU. Programmatic use::
 
 Supported torch versions: >=2.6,<2.14 (verified on 2.13.0). Importing this
 package does not import torch; activate() does. It never imports libcst,
-typer or rich.
+click or rich.
 """
 
 from __future__ import annotations

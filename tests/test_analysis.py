@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import openpyxl
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from ms_fmk_transplt.cli import EXIT_GATE, EXIT_USAGE, app
 

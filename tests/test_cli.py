@@ -12,7 +12,7 @@ from pathlib import Path
 
 import openpyxl
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from ms_fmk_transplt.cli import app
 

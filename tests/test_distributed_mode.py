@@ -11,7 +11,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from ms_fmk_transplt.cli import app
 from ms_fmk_transplt.distributed import distribute_source

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from ms_fmk_transplt.cli import app
 from ms_fmk_transplt.explain import explain, literal_roles

@@ -19,7 +19,7 @@ FORBIDDEN = {
         "ms_fmk_transplt.reports",
         "ms_fmk_transplt.run",
         "ms_fmk_transplt.pipeline",
-        "typer",
+        "click",
         "rich",
         "openpyxl",
     ),
@@ -28,14 +28,14 @@ FORBIDDEN = {
         "ms_fmk_transplt.reports",
         "ms_fmk_transplt.run",
         "ms_fmk_transplt.pipeline",
-        "typer",
+        "click",
         "rich",
         "openpyxl",
     ),
-    "distributed": ("ms_fmk_transplt.cli", "ms_fmk_transplt.reports", "typer", "rich", "openpyxl", "torch"),
-    "reports": ("ms_fmk_transplt.engine", "ms_fmk_transplt.ruleset", "ms_fmk_transplt.cli", "typer", "rich"),
+    "distributed": ("ms_fmk_transplt.cli", "ms_fmk_transplt.reports", "click", "rich", "openpyxl", "torch"),
+    "reports": ("ms_fmk_transplt.engine", "ms_fmk_transplt.ruleset", "ms_fmk_transplt.cli", "click", "rich"),
     # verify drives the runtime in subprocesses: it never imports torch or the runtime itself
-    "verify": ("torch", "runtime_shim", "ms_fmk_transplt.cli", "typer", "rich"),
+    "verify": ("torch", "runtime_shim", "ms_fmk_transplt.cli", "click", "rich"),
 }
 
 

@@ -382,7 +382,7 @@ def test_reports(tmp_path):
     ],
 )
 def test_cli_usage_errors_exit_2(tmp_path, monkeypatch, args, message):
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from ms_fmk_transplt.cli import app
 
