@@ -15,7 +15,7 @@ PY
 VENV=.venv-libcst-floor
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
-"$VENV/bin/python" -m pip install -q "libcst==$floor" -e . "pytest>=8" "hypothesis>=6"
+"$VENV/bin/python" -m pip install -q "libcst==$floor" -e . "pytest>=8" "hypothesis>=6" "openpyxl>=3.1"
 echo "converter tests on libcst $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("libcst"))')"
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider \
     tests/test_fixtures.py tests/test_engine.py tests/test_positions.py tests/test_cli.py \

@@ -2,77 +2,37 @@
 
 from __future__ import annotations
 
-import io
-import sys
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ms_fmk_transplt.records import Operation, RunResult, Status
+from ms_fmk_transplt.reports.spreadsheet import MAX_ROWS, Workbook
 from ms_fmk_transplt.reports.summary import blocking, by_api, headline
 from ms_fmk_transplt.reports.text import totals
 
-if TYPE_CHECKING:
-    from openpyxl import Workbook
-
-
-def _openpyxl() -> Any:
-    """openpyxl, imported on first use and without numpy.
-
-    openpyxl only probes for numpy to accept numpy scalars in cells; we never write any, and the
-    probe alone costs ~0.2 s of start-up. A None entry in sys.modules makes that probe's import
-    fail the documented way (ImportError) while openpyxl is first imported.
-    """
-    if "openpyxl" not in sys.modules and "numpy" not in sys.modules:
-        sys.modules["numpy"] = None  # type: ignore[assignment]
-        try:
-            import openpyxl.styles
-        finally:
-            del sys.modules["numpy"]
-    import openpyxl
-    import openpyxl.cell
-    import openpyxl.styles
-    import openpyxl.utils
-
-    return openpyxl
-
 
 def _sheet(workbook: Workbook, title: str, header: list[str], rows: list) -> None:
-    """A sheet with a bold frozen header, an autofilter and readable widths; every cell is text.
-
-    The workbook is write-only: rows stream to a temporary file instead of living as cell
-    objects (~0.5 KB each), so memory does not grow with the number of findings. Widths, the
-    frozen header and the filter are set before the first row, as streaming requires.
-    """
-    openpyxl = _openpyxl()
-    cell_type = openpyxl.cell.WriteOnlyCell
-    sheet = workbook.create_sheet(title)
+    """A sheet with a bold frozen header, an autofilter and readable widths; numbers stay numbers,
+    everything else is text. A table longer than one sheet holds continues on "<title> (2)", ..."""
     values = [[_text(value) for value in row] for row in rows]
-    widths = [len(name) for name in header]
-    for row in values:
-        for column, value in enumerate(row[: len(widths)]):
-            widths[column] = max(widths[column], len(str(value or "")))
-    letter = openpyxl.utils.get_column_letter
-    for column, width in enumerate(widths, start=1):
-        sheet.column_dimensions[letter(column)].width = min(width + 2, 80)
-    sheet.freeze_panes = "A2"
-    sheet.auto_filter.ref = f"A1:{letter(len(header))}{len(values) + 1}"
-    bold = openpyxl.styles.Font(bold=True)
-    heading = []
-    for name in header:
-        cell = cell_type(sheet, value=name)
-        cell.font = bold
-        heading.append(cell)
-    sheet.append(heading)
-    for row in values:
-        cells = []
-        for value in row:
-            if isinstance(value, str):
-                cell = cell_type(sheet, value=value)
-                cell.data_type = "s"  # source text is untrusted: "=..." stays a string, never a formula
-                cells.append(cell)
-            else:
-                cells.append(value)
-        sheet.append(cells)
+    per_sheet = MAX_ROWS - 1
+    for number, start in enumerate(range(0, max(len(values), 1), per_sheet), start=1):
+        workbook.add_sheet(
+            title if number == 1 else f"{title} ({number})", header, values[start : start + per_sheet]
+        )
+
+
+def _split_notes(tables: dict[str, list]) -> list[tuple[str, Any]]:
+    """Summary lines for the tables too long for one sheet."""
+    per_sheet = MAX_ROWS - 1
+    return [
+        (
+            f"sheet {title}",
+            f"{len(rows):,} rows, over one sheet's limit: split into {-(-len(rows) // per_sheet)} sheets",
+        )
+        for title, rows in tables.items()
+        if len(rows) > per_sheet
+    ]
 
 
 def _text(value: Any) -> Any:
@@ -121,7 +81,51 @@ def unsupported_xlsx(run: RunResult) -> bytes:
     from ms_fmk_transplt.analysis import issues
 
     found = issues(run)
-    workbook = _openpyxl().Workbook(write_only=True)
+    tables: dict[str, list] = {
+        "Unsupported": [
+            (
+                i.path,
+                i.finding.start_line,
+                i.finding.column or 1,
+                i.finding.api,
+                i.status.value,
+                i.finding.suggestion,
+                i.finding.source or f"rule {i.finding.rule_id}",
+                i.finding.rule_id,
+                i.finding.heuristic,
+                i.finding.message,
+                i.finding.suppressed,
+            )
+            for i in blocking(found)
+        ],
+        "Check on NPU": [
+            (
+                row.api,
+                row.status.value,
+                row.dtypes,
+                row.uses,
+                ", ".join(row.files),
+                row.first,
+                row.source,
+                row.suggestion,
+                row.rule,
+                row.heuristic,
+            )
+            for row in by_api(found)
+        ],
+        "Changes": [
+            (r.path, f.start_line, f.end_line, f.operation.value, f.rule_id, f.message, f.heuristic)
+            for r in run.files
+            for f in r.findings
+            if f.operation not in (Operation.UNSUPPORTED, Operation.CHECK)
+        ],
+    }
+    headers = {"Unsupported": UNSUPPORTED_HEADER, "Check on NPU": CHECK_HEADER, "Changes": CHANGES_HEADER}
+    if run.runtime_ops:  # the simulated NPU's run-time evidence beside the static findings
+        tables["Runtime ops"] = [
+            (o.op, o.count, o.status, o.unsupported_dtypes, o.first_call_site) for o in run.runtime_ops
+        ]
+        headers["Runtime ops"] = RUNTIME_HEADER
     where = {"reports in": run.output_root} if run.output_root else {}
     summary: list[tuple[str, Any]] = list(headline(run, found, where))
     summary += [
@@ -143,62 +147,9 @@ def unsupported_xlsx(run: RunResult) -> bytes:
         for r in run.files
         if r.status in (Status.FAILED, Status.SKIPPED)
     ]
+    summary += _split_notes(tables)
+    workbook = Workbook()
     _sheet(workbook, "Summary", ["Item", "Value"], summary)
-    _sheet(
-        workbook,
-        "Unsupported",
-        UNSUPPORTED_HEADER,
-        [
-            (
-                i.path,
-                i.finding.start_line,
-                i.finding.column or 1,
-                i.finding.api,
-                i.status.value,
-                i.finding.suggestion,
-                i.finding.source or f"rule {i.finding.rule_id}",
-                i.finding.rule_id,
-                i.finding.heuristic,
-                i.finding.message,
-                i.finding.suppressed,
-            )
-            for i in blocking(found)
-        ],
-    )
-    _sheet(
-        workbook,
-        "Check on NPU",
-        CHECK_HEADER,
-        [
-            (
-                row.api,
-                row.status.value,
-                row.dtypes,
-                row.uses,
-                ", ".join(row.files),
-                row.first,
-                row.source,
-                row.suggestion,
-                row.rule,
-                row.heuristic,
-            )
-            for row in by_api(found)
-        ],
-    )
-    changes = [
-        (r.path, f.start_line, f.end_line, f.operation.value, f.rule_id, f.message, f.heuristic)
-        for r in run.files
-        for f in r.findings
-        if f.operation not in (Operation.UNSUPPORTED, Operation.CHECK)
-    ]
-    _sheet(workbook, "Changes", CHANGES_HEADER, changes)
-    if run.runtime_ops:  # the simulated NPU's run-time evidence beside the static findings
-        _sheet(
-            workbook,
-            "Runtime ops",
-            RUNTIME_HEADER,
-            [(o.op, o.count, o.status, o.unsupported_dtypes, o.first_call_site) for o in run.runtime_ops],
-        )
-    buffer = io.BytesIO()
-    workbook.save(buffer)
-    return buffer.getvalue()
+    for title, rows in tables.items():
+        _sheet(workbook, title, headers[title], rows)
+    return workbook.close()
