@@ -100,6 +100,16 @@ def test_derive_script_reproduces_shipped_support_data() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_release_index_agrees_with_the_shipped_document() -> None:
+    """data/releases.json (read at every start) lists the releases ascend_api.json holds."""
+    from ms_fmk_transplt import data
+
+    document = data.ascend_api()
+    assert set(data.releases()) == set(document["releases"])
+    assert data.default_release() == document["default_release"]
+    assert data.releases() == sorted(data.releases(), key=lambda v: tuple(int(x) for x in v.split(".")))
+
+
 def test_log_lists_what_will_not_run_then_changes_then_the_uses_to_check(tmp_path: Path) -> None:
     from ms_fmk_transplt.run import LOG_NAME, Options, convert_project
 

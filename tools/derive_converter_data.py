@@ -1,7 +1,7 @@
 """Derive the converter's package data from the Ascend support data in ../shared/ascend-data.
 
 Run from the repository root:  python tools/derive_converter_data.py [--source DIR]
-Writes ms_fmk_transplt/data/ascend_api.json: per release the torch.npu surface, the API support
+Writes ms_fmk_transplt/data/ascend_api.json (and its index of releases, releases.json): per release the torch.npu surface, the API support
 verdicts and the ATen operators torch_npu has an NPU kernel for (overloads folded into one name),
 plus the CUDA -> NPU mappings. The output records, for every list, the file it came from and the upstream `repository@commit:path` sources named in that file's rows or README.
 """
@@ -15,6 +15,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "ms_fmk_transplt" / "data" / "ascend_api.json"
+# the releases and the default alone: read at every start (the CLI's help, the -v check), where
+# parsing the whole 1.1 MB document cost ~10 ms
+INDEX = ROOT / "ms_fmk_transplt" / "data" / "releases.json"
 
 # PyTorch version -> (torch_npu release, suffix of the torch_npu_module files)
 RELEASES = {
@@ -149,14 +152,24 @@ def main() -> None:
     parser.add_argument("--source", type=Path, default=ROOT.parent / "shared" / "ascend-data")
     parser.add_argument("--check", action="store_true", help="fail if the committed data is stale")
     args = parser.parse_args()
-    text = json.dumps(derive(args.source), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    document = derive(args.source)
+    text = json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    index = json.dumps(release_index(document), indent=1, sort_keys=True) + "\n"
     if args.check:
+        stale = [p for p, t in ((OUT, text), (INDEX, index)) if not p.is_file() or p.read_text() != t]
         raise SystemExit(
-            0 if OUT.read_text() == text else f"{OUT} is stale: run tools/derive_converter_data.py"
+            f"{', '.join(map(str, stale))} stale: run tools/derive_converter_data.py" if stale else 0
         )
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(text)
-    print(f"wrote {OUT.relative_to(ROOT)} ({len(text)} bytes)")
+    INDEX.write_text(index)
+    print(f"wrote {OUT.relative_to(ROOT)} ({len(text)} bytes) and {INDEX.relative_to(ROOT)}")
+
+
+def release_index(document: dict) -> dict:
+    """The shipped releases, oldest first, and the default one."""
+    versions = sorted(document["releases"], key=lambda v: tuple(int(x) for x in v.split(".")))
+    return {"default_release": document["default_release"], "releases": versions}
 
 
 if __name__ == "__main__":

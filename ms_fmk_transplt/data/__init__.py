@@ -17,13 +17,19 @@ def ascend_api() -> dict[str, Any]:
     return json.loads(resources.files(__name__).joinpath("ascend_api.json").read_text(encoding="utf-8"))
 
 
+@lru_cache(maxsize=1)
+def _index() -> dict[str, Any]:
+    """releases.json: the releases and the default, without parsing the whole document."""
+    return json.loads(resources.files(__name__).joinpath("releases.json").read_text(encoding="utf-8"))
+
+
 def releases() -> list[str]:
     """PyTorch versions the shipped data covers, oldest first."""
-    return sorted(ascend_api()["releases"], key=lambda v: tuple(int(x) for x in v.split(".")))
+    return list(_index()["releases"])
 
 
 def default_release() -> str:
-    return ascend_api()["default_release"]
+    return str(_index()["default_release"])
 
 
 def release(version: str | None = None) -> dict[str, Any]:
