@@ -67,6 +67,8 @@ def test_a_use_of_a_rule_name_sends_the_file_to_libcst(builtin_tables) -> None:
         "import torch\nfrom torch import accelerator\nn = accelerator.device_count()\n": "an API that needs torch_npu",
         "import torch\nimport torch.cuda\n": "an import a rule renames (no text trigger: 'cuda' is one)",
         "import torch\nfrom unittest import mock\nwith mock.patch('torch.relu'):\n    pass\n": "a patch target",
+        "import torch\nimport cupy as cp\nk = cp.RawKernel('', 'k')\n": "a module a rule reports, under an alias",
+        "import torch\nfrom xformers import ops as xops\ny = xops.memory_efficient_attention\n": "a reported module's member",
     }
     for source, why in cases.items():
         data = source.encode()

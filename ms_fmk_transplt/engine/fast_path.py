@@ -209,7 +209,9 @@ class _Scan:
     def _check(self, name: str) -> None:
         """A qualified name some rule acts on (itself or a name above it) sends the file to libcst."""
         triggers = self.dotted_triggers
-        if name in triggers or self.tables.lookup(name) is not None:
+        if name in triggers or name.partition(".")[0] in self.word_triggers:
+            raise _Fallback
+        if self.tables.lookup(name) is not None:
             raise _Fallback
         end = name.rfind(".")
         while end > 0:
