@@ -7,7 +7,7 @@ around each step; ``--check`` also converts each file with the real ``convert_so
 if a result differs, so the mirror cannot drift from the engine unnoticed. Added to the table:
 
 * start-up: ``python -X importtime`` of the CLI converting a one-file folder (every module it
-  imports, openpyxl for the xlsx included; wall microseconds as CPython reports them), and the
+  imports, the xlsx writer included; wall microseconds as CPython reports them), and the
   wall time of that whole process;
 * rules: loading + validating + compiling the built-in rules (what a cold cache pays);
 * reports: each writer of ``ms_fmk_transplt.run.REPORTS`` on the run result of this folder.
