@@ -252,3 +252,29 @@ def test_engine_shape() -> None:
     transformer = (PACKAGE / "engine" / "transformer.py").read_text(encoding="utf-8")
     assert len(transformer.splitlines()) < 400
     assert "set[int]" not in transformer and "dict[int," not in transformer and "id(" not in transformer
+
+
+def test_the_transformer_needs_no_field_callbacks() -> None:
+    """engine/dispatch.py skips libcst's `visit_<Node>_<field>` / `leave_<Node>_<field>` lookups:
+    no class of the engine may define one (it would never be called). The node callbacks it
+    caches are the engine's own, never libcst's do-nothing stubs."""
+    import inspect
+    import re
+
+    from ms_fmk_transplt.engine.dispatch import CachedDispatch
+    from ms_fmk_transplt.engine.transformer import ModuleRewriter
+
+    field_callback = re.compile(r"(visit|leave)_[A-Z][A-Za-z]*_[a-z_]+$")
+    assert issubclass(ModuleRewriter, CachedDispatch)
+    from ms_fmk_transplt.engine.dispatch import _own
+
+    assert _own(ModuleRewriter, "leave_Call") is ModuleRewriter.leave_Call
+    assert _own(ModuleRewriter, "leave_Add") is None and _own(ModuleRewriter, "visit_Lambda") is None
+    defined = [
+        f"{owner.__name__}.{name}"
+        for owner in ModuleRewriter.__mro__
+        if owner.__module__.startswith("ms_fmk_transplt")
+        for name, _ in inspect.getmembers(owner, inspect.isfunction)
+        if field_callback.match(name) and name in vars(owner)
+    ]
+    assert defined == []

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ms_fmk_transplt.engine.dispatch import CachedDispatch
 from ms_fmk_transplt.engine.environment import Environment
 from ms_fmk_transplt.engine.hooks import CallHook, ResultUse, ValueHook
 from ms_fmk_transplt.engine.import_statements import ImportStatements
@@ -37,11 +38,11 @@ from ms_fmk_transplt.engine.walk import NodeIndex
 from ms_fmk_transplt.records import Operation
 
 
-class ModuleRewriter(SiteReports, cst.CSTTransformer):
+class ModuleRewriter(SiteReports, CachedDispatch):
     """Applies the tables to one module; read `pending`, `needs_torch_npu` and `imports_needed` after."""
 
     def __init__(self, tables: Tables, module: cst.Module) -> None:
-        cst.CSTTransformer.__init__(self)
+        CachedDispatch.__init__(self)
         SiteReports.__init__(self)
         self.tables = tables
         imports = list(iter_imports(module, lines=True))
