@@ -143,3 +143,30 @@ def test_every_format_lists_the_same_findings_on_pytorch_examples(tmp_path: Path
         i.finding.api for i in blocking if i.finding.suggestion.startswith("run it on the CPU (.cpu() in")
     ]
     assert not generic, "advice specific to the API, from the rules"
+
+
+def test_report_json_is_one_line_per_file_and_parses_whole() -> None:
+    import json
+
+    from ms_fmk_transplt.records import FileResult, Finding, Operation, RunResult, Status
+    from ms_fmk_transplt.reports.text import summary_json
+
+    finding = Finding("TP101", Operation.MODIFY, 3, 3, 'torch.cuda -> torch.npu "quoted"\n', column=5)
+    files = (
+        FileResult("a.py", Status.CONVERTED, findings=(finding,), output=b"x"),
+        FileResult("b.bin", Status.COPIED),
+        FileResult("c.py", Status.FAILED, reason="syntax error at line 1: invalid syntax"),
+    )
+    for run in (
+        RunResult("in", "out", files, release="2.12.0"),
+        RunResult("in", "out", (), release="2.12.0"),
+    ):
+        text = summary_json(run).decode()
+        document = json.loads(text)
+        assert [f["path"] for f in document["files"]] == [r.path for r in run.files]
+        assert document["release"] == "2.12.0" and "totals" in document
+        lines = text.splitlines()
+        assert sum(line.startswith('{"path":') for line in lines) == len(run.files)
+    assert document["files"] == []
+    first = json.loads(summary_json(RunResult("in", "out", files)).decode())["files"]
+    assert first[0]["findings"][0]["message"] == finding.message and first[2]["reason"].startswith("syntax")
