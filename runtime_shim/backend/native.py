@@ -81,6 +81,17 @@ def load() -> ModuleType | None:
     return None
 
 
+def dispatch_available() -> bool:
+    """Whether npu ops can run through native (C++) kernels in this process; none exist yet."""
+    return False
+
+
+def set_dispatch(enabled: bool) -> None:
+    """Route npu ops through the native kernels (True) or the Python ones (False)."""
+    if enabled and not dispatch_available():
+        raise RuntimeError("runtime_shim: no native dispatch path in this process")
+
+
 if __name__ == "__main__":  # python -m runtime_shim.backend.native: build now (tools/setup.sh does)
     module = load()
     print(f"runtime_shim native part: {build_directory() if module else python_path_reason}")
