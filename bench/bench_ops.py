@@ -75,16 +75,16 @@ def measure(
 
 def dispatch_paths() -> list[str]:
     """The dispatch paths this process can switch between: ``python`` and, if built, ``native``."""
-    from runtime_shim.backend import native
+    from runtime_shim.backend import dispatch
 
-    return ["python", "native"] if native.dispatch_available() else ["python"]
+    return ["python", "native"] if dispatch.available() else ["python"]
 
 
 def use_path(path: str) -> None:
     """Route npu ops through ``path`` from now on."""
-    from runtime_shim.backend import native
+    from runtime_shim.backend import dispatch
 
-    native.set_dispatch(path == "native")
+    dispatch.set_dispatch(path == "native")
 
 
 def rows(names: list[str], calls: int, rounds: int) -> list[tuple[str, str, float, float]]:
@@ -93,12 +93,15 @@ def rows(names: list[str], calls: int, rounds: int) -> list[tuple[str, str, floa
     npu_ops = _ops("npu:0")
     out = []
     paths = dispatch_paths()
+    from runtime_shim.backend import dispatch
+
+    restore = dispatch.native_enabled()
     for name in names:
         for path in paths:
             use_path(path)
             cpu, npu = measure(cpu_ops[name], npu_ops[name], calls, rounds)
             out.append((name, path, cpu, npu))
-    use_path(paths[-1])
+    dispatch.set_dispatch(restore)
     return out
 
 
