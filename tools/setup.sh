@@ -20,6 +20,6 @@ if [ "$installed" != "$TORCH_PIN" ]; then
     echo "tools/setup.sh: torch is $installed after installing the clients, not $TORCH_PIN" >&2
     exit 1
 fi
-# The simulated npu's native part (pinned memory, npu generators), built once per torch install;
+# The simulated npu's native part (pinned memory, npu generators, the native kernels), built once per torch install;
 # without a compiler the runtime takes its Python path and says so.
 .venv/bin/python -m runtime_shim.backend.native || echo "tools/setup.sh: runtime_shim's native part not built (see above)" >&2

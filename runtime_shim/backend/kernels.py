@@ -75,6 +75,8 @@ def _convert(a: Any, scan: list, storages: list) -> Any:
         return a
     storage = a.untyped_storage()
     info = getattr(storage, "_npu_binding", None)
+    if info is None and a.device.type == _DEVICE_TYPE:
+        info = _dev.native_binding(storage)  # a storage the native kernels made
     if info is not None:
         index = info.index
         if scan[0] != index:
@@ -606,7 +608,7 @@ def resize_npu(
     numel = math.prod(size)
     needed = (t.storage_offset() + numel) * itemsize if numel else 0
     storage = t.untyped_storage()
-    info = getattr(storage, "_npu_binding", None)
+    info = getattr(storage, "_npu_binding", None) or _dev.native_binding(storage)
     if info is None or needed > storage.nbytes():
         index = info.index if info is not None else (t.device.index or 0)
         host = torch.empty(needed, dtype=torch.uint8).untyped_storage()

@@ -5,6 +5,7 @@ must stay referenced; holding them all in one table (by purpose) is what keeps t
 Purposes and their registrations:
 
 * ``kernels``: every ATen op's PrivateUse1 kernel (registration.py);
+* ``switchable``: the Python kernels of the ops the native path can serve, while it does not (dispatch.py);
 * ``fallback``: the boxed PrivateUse1 fallback for ops without a CPU kernel (registration.py);
 * ``shallow_copy``: ``_has_compatible_shallow_copy_type`` for in-place module moves (registration.py);
 * ``host_pinning``: pinning as a copy on the Python path (registration.py);
@@ -38,3 +39,10 @@ def make(purpose: str, namespace: str = "aten") -> torch.library.Library:
 def held() -> dict[str, torch.library.Library]:
     """Every library made so far, by purpose (a copy)."""
     return dict(_HELD)
+
+
+def drop(purpose: str) -> None:
+    """Withdraw every registration of the library made for ``purpose`` (nothing if none was made)."""
+    library = _HELD.pop(purpose, None)
+    if library is not None:
+        library._destroy()

@@ -1,5 +1,8 @@
 """The simulated npu's native part (csrc/): built with PyTorch's C++ extension tooling at first use.
 
+It holds the PrivateUse1 hooks (below) and the native dispatch path (csrc/npu_dispatch.cpp: C++
+kernels for the npu's ATen ops and the device-memory counters; see backend/dispatch.py).
+
 PyTorch's Python backend API (``torch._C._acc.PrivateUse1Hooks``) exposes only
 ``is_available``, ``is_built`` and ``has_primary_context``; pinned host memory
 (``torch.empty(..., pin_memory=True)``, DDP's ``find_unused_parameters=True``) and
@@ -9,8 +12,8 @@ once per torch version into a cache folder and loaded from there afterwards.
 
 Without a C++ compiler, or when the build fails, the device is registered with Python hooks
 (the Python path): everything works except those two features, which fail with PyTorch's
-own error, and one warning says why. ``RUNTIME_SHIM_NATIVE=0`` asks for the Python path
-(without a warning).
+own error, and every op runs through the Python kernels (several microseconds per op); one
+warning says why. ``RUNTIME_SHIM_NATIVE=0`` asks for the Python path (without a warning).
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ import torch
 
 ENV = "RUNTIME_SHIM_NATIVE"
 CACHE_ENV = "RUNTIME_SHIM_CACHE"
-_SOURCES = [Path(__file__).resolve().parent.parent / "csrc" / "npu_hooks.cpp"]
+_SOURCES = [
+    Path(__file__).resolve().parent.parent / "csrc" / name for name in ("npu_hooks.cpp", "npu_dispatch.cpp")
+]
 _MODULE_NAME = "runtime_shim_native"
 
 #: Why the Python path is in use ("" while the native part is loaded or not yet tried).
@@ -42,7 +47,7 @@ def build_directory() -> Path:
     """Where the compiled module is cached: one folder per torch version (and source digest)."""
     import hashlib
 
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in _SOURCES)).hexdigest()[:12]
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in _SOURCES) + b"-O2").hexdigest()[:12]
     root = os.environ.get(CACHE_ENV)
     if not root:
         # Beside the interpreter's packages (a venv's own folder) when writable: the build then
@@ -68,13 +73,19 @@ def load() -> ModuleType | None:
             folder = build_directory()
             folder.mkdir(parents=True, exist_ok=True)
             return cpp_extension.load(
-                _MODULE_NAME, [str(p) for p in _SOURCES], build_directory=str(folder), verbose=False
+                _MODULE_NAME,
+                [str(p) for p in _SOURCES],
+                build_directory=str(folder),
+                # The tooling adds no optimisation flag; the kernels are on every op's path.
+                extra_cflags=["-O2"],
+                verbose=False,
             )
         except Exception as exc:  # a failed build must leave a working (Python-path) device
-            python_path_reason = f"building csrc/npu_hooks.cpp failed: {str(exc).strip().splitlines()[-1]}"
+            python_path_reason = f"building csrc/ failed: {str(exc).strip().splitlines()[-1]}"
     warnings.warn(
         f"runtime_shim: native part not loaded ({python_path_reason}); pinned memory and "
-        'torch.Generator(device="npu") are unavailable on the simulated npu',
+        'torch.Generator(device="npu") are unavailable on the simulated npu, and its ops run '
+        "through the Python kernels (slower)",
         RuntimeWarning,
         stacklevel=3,
     )

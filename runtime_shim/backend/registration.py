@@ -75,10 +75,10 @@ def install(backend_module: types.ModuleType) -> None:
         return
     count = device_count_from_env()
     STATE.device_count = count
-    STATE.tracker = _memory.MemoryTracker(count, _memory.capacity_from_env())
     from runtime_shim.backend import native
 
     STATE.native = native.load()
+    STATE.tracker = _memory.MemoryTracker(count, _memory.capacity_from_env(), STATE.native)
     if STATE.native is None:
         _setup_privateuseone_for_python_backend(
             DEVICE_TYPE, backend_module=backend_module, hook=_Hooks(), device_guard=_Guard()
@@ -90,7 +90,10 @@ def install(backend_module: types.ModuleType) -> None:
         torch.utils.rename_privateuse1_backend(DEVICE_TYPE)
         torch.utils.generate_methods_for_privateuse1_backend()
         torch._register_device_module(DEVICE_TYPE, backend_module)
-        torch._C._acc.register_python_privateuseone_device_guard(_Guard())
+        # The guard in C++ too: PyTorch's Python guard asks Python for the device type on
+        # every guarded call (several per op and per autograd node), each taking the GIL.
+        if not STATE.native.register_guard():
+            torch._C._acc.register_python_privateuseone_device_guard(_Guard())
     STATE.devices = [torch.device(DEVICE_TYPE, i) for i in range(count)]
     _register_kernels()
     _register_shallow_copy_check()
@@ -121,7 +124,21 @@ _LIST_OP_PREFIXES = ("_foreach_", "_fused_", "_amp_")
 
 
 def _register_kernels() -> None:
+    from runtime_shim.backend import dispatch
+
     library = libraries.make("kernels")
+    # With the native part loaded, the ops a native kernel can serve are registered by dispatch.py
+    # (native or Python kernels, switchable); the others get their Python kernel here.
+    switchable: list[tuple[str, torch._ops.OpOverload]] = []
+    done: set[str] = set()
+
+    def add(qualified: str, op: torch._ops.OpOverload) -> None:
+        done.add(qualified)
+        if STATE.native is not None and dispatch.eligible(op):
+            switchable.append((qualified, op))
+        else:
+            library.impl(qualified, _kernels.build_kernel(op), "PrivateUse1")
+
     names = [n[len("aten::") :] for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")]
     for qualified in names:
         full = f"aten::{qualified}"
@@ -134,10 +151,13 @@ def _register_kernels() -> None:
             op = _op_from_name(qualified)
         except (AttributeError, RuntimeError):
             continue
-        library.impl(qualified, _kernels.build_kernel(op), "PrivateUse1")
+        add(qualified, op)
     for qualified in _kernels.DIRECT_COMPOSITES:
-        if not torch._C._dispatch_has_kernel_for_dispatch_key(f"aten::{qualified}", "PrivateUse1"):
-            library.impl(qualified, _kernels.build_kernel(_op_from_name(qualified)), "PrivateUse1")
+        if qualified not in done and not torch._C._dispatch_has_kernel_for_dispatch_key(
+            f"aten::{qualified}", "PrivateUse1"
+        ):
+            add(qualified, _op_from_name(qualified))
+    dispatch.register(switchable)
 
     # Anything else that reaches the device (ops with neither a CPU kernel nor a
     # composite one) gets a kernel built on first use.

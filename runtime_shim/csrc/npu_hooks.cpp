@@ -1,10 +1,11 @@
 // Native part of the simulated npu: the PrivateUse1 hooks PyTorch's Python backend API cannot
-// provide (pinned host memory, new generators). Kept small on purpose: a later native dispatch
-// path builds on this module. Loaded by runtime_shim/native.py.
+// provide (pinned host memory, new generators). The native dispatch path (kernels and device
+// memory counters) is npu_dispatch.cpp. Loaded by runtime_shim/backend/native.py.
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/CPUAllocator.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/core/impl/alloc_cpu.h>
 #include <torch/extension.h>
 
@@ -76,6 +77,44 @@ struct NpuHooks final : at::PrivateUse1HooksInterface {
   }
 };
 
+void init_dispatch(pybind11::module& m);  // npu_dispatch.cpp
+
+// The device guard, with the answers of PyTorch's Python device guard (torch._C._acc.DeviceGuard:
+// device 0, the default stream, events and streams complete at once) but without asking Python
+// for the device type on every call: PyTorch consults the guard several times per op and per
+// autograd node, and each Python answer takes the GIL.
+struct NpuGuard final : c10::impl::DeviceGuardImplInterface {
+  static constexpr c10::DeviceType kType = c10::DeviceType::PrivateUse1;
+  c10::DeviceType type() const override { return kType; }
+  c10::Device exchangeDevice(c10::Device) const override { return getDevice(); }
+  c10::Device getDevice() const override { return c10::Device(kType, 0); }
+  void setDevice(c10::Device) const override {}
+  void uncheckedSetDevice(c10::Device) const noexcept override {}
+  c10::Stream getStream(c10::Device) const noexcept override {
+    return c10::Stream(c10::Stream::DEFAULT, c10::Device(kType, 0));
+  }
+  c10::Stream getNewStream(c10::Device, int) const override {
+    return c10::Stream(c10::Stream::DEFAULT, c10::Device(kType, 0));
+  }
+  c10::Stream exchangeStream(c10::Stream) const noexcept override {
+    return c10::Stream(c10::Stream::DEFAULT, c10::Device(kType, 0));
+  }
+  c10::DeviceIndex deviceCount() const noexcept override { return 1; }
+  void record(void**, const c10::Stream&, const c10::DeviceIndex, const c10::EventFlag) const override {}
+  void block(void*, const c10::Stream&) const override {}
+  bool queryEvent(void*) const override { return true; }
+  void destroyEvent(void*, const c10::DeviceIndex) const noexcept override {}
+  bool queryStream(const c10::Stream&) const override { return true; }
+  void synchronizeStream(const c10::Stream&) const override {}
+};
+
+bool register_guard() {
+  if (c10::impl::hasDeviceGuardImpl(c10::DeviceType::PrivateUse1)) return false;
+  static NpuGuard guard;
+  c10::impl::registerDeviceGuard(c10::DeviceType::PrivateUse1, &guard);
+  return true;
+}
+
 void register_hooks() {
   static NpuHooks hooks;
   at::RegisterPrivateUse1HooksInterface(&hooks);
@@ -86,4 +125,7 @@ void register_hooks() {
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("register_hooks", &runtime_shim::register_hooks,
         "Install the simulated npu's PrivateUse1 hooks (pinned memory, generators)");
+  m.def("register_guard", &runtime_shim::register_guard,
+        "Install the simulated npu's device guard (False when one is already installed)");
+  runtime_shim::init_dispatch(m);
 }

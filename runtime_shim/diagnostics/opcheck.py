@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime_shim.backend import libraries
+from runtime_shim.backend.dispatch import flush_counts, rearm
 from runtime_shim.backend.kernels import NPU_LEVEL_DEPTH, npu_level
 from runtime_shim.runtime.state import STATE
 from runtime_shim.torch_version import data_file
@@ -315,6 +316,7 @@ class OpChecker:
     def rows(self) -> list[dict[str, Any]]:
         """One row per op that reached the device, most called first."""
         rows: list[dict[str, Any]] = []
+        flush_counts()
         for op, counter in STATE.op_counts.items():
             count = counter[0] + self.counts.get(op, 0)
             if count == 0:
@@ -491,6 +493,7 @@ def configure(
     checker = OpChecker(load_release(release), mode, report, dtypes)
     CHECKER = checker
     STATE.on_first_call = checker.first_call
+    rearm()  # the native kernels show the new checker each op's next call
     if mode != "off" or report:
         install_npu_level_ops(checker.release)
     if report:
@@ -574,6 +577,7 @@ def configure_from_env() -> OpChecker:
 
 def reset_counts() -> None:
     """Forget call counts and first-call state (each op is checked again on next use)."""
+    rearm()
     for counter in STATE.op_counts.values():
         counter[0] = 0
     if CHECKER is not None:

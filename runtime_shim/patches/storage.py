@@ -16,7 +16,7 @@ import torch
 
 from runtime_shim.runtime import ipc
 from runtime_shim.runtime.state import DEVICE_TYPE, STATE
-from runtime_shim.runtime.storage import new_storage
+from runtime_shim.runtime.storage import binding, new_storage
 
 _torch_share_memory = torch.UntypedStorage.share_memory_
 _torch_is_shared = torch.UntypedStorage.is_shared
@@ -45,7 +45,7 @@ def _share_memory(self: torch.UntypedStorage) -> torch.UntypedStorage:
 def _is_shared(self: torch.UntypedStorage) -> bool:
     """True for an npu storage only once its bytes are in shared memory."""
     if self.device.type == DEVICE_TYPE:
-        return _torch_is_shared(self._npu_binding.host)  # type: ignore[attr-defined]
+        return _torch_is_shared(binding(self).host)
     return _torch_is_shared(self)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import Any
 
 import torch
 
@@ -114,11 +115,70 @@ class DeviceMemory:
         }
 
 
-class MemoryTracker:
-    """Counters for all simulated devices."""
+def _native_counter(which: int) -> property:
+    def get(self: NativeDeviceMemory) -> int:
+        return self._native.mem_get(self.index, which)
 
-    def __init__(self, device_count: int, capacity: int) -> None:
-        self.devices = [DeviceMemory(i, capacity) for i in range(device_count)]
+    def set(self: NativeDeviceMemory, value: int) -> None:
+        self._native.mem_set(self.index, which, int(value))
+
+    return property(get, set)
+
+
+class NativeDeviceMemory(DeviceMemory):
+    """The counters of one device kept by the native part (csrc/npu_dispatch.cpp).
+
+    Storages made by the native kernels are counted there, without Python; storages made by
+    the Python path are counted through these methods, so both paths share one set of numbers.
+    """
+
+    def __init__(self, index: int, native: Any) -> None:  # the counters are properties, below
+        self.index = index
+        self._native = native
+        self._lock = threading.Lock()
+
+    @property
+    def refuse(self) -> str | None:
+        return self._native.mem_refusal(self.index)
+
+    @refuse.setter
+    def refuse(self, message: str | None) -> None:
+        self._native.mem_refuse(self.index, message)
+
+    def allocate(self, nbytes: int) -> None:
+        """Account for a new live storage of ``nbytes`` (the caller ran check() first)."""
+        self._native.mem_allocate(self.index, nbytes)
+
+    def release(self, nbytes: int) -> None:
+        """Account for a storage of ``nbytes`` that died."""
+        self._native.mem_release(self.index, nbytes)
+
+
+for _which, _name in enumerate(
+    (
+        "allocated",
+        "peak_allocated",
+        "reserved",
+        "peak_reserved",
+        "num_allocs",
+        "num_frees",
+        "capacity",
+        "full_capacity",
+    )
+):
+    setattr(NativeDeviceMemory, _name, _native_counter(_which))
+
+
+class MemoryTracker:
+    """Counters for all simulated devices (kept by the native part when it is loaded)."""
+
+    def __init__(self, device_count: int, capacity: int, native: Any = None) -> None:
+        self.devices: list[DeviceMemory]
+        if native is None:
+            self.devices = [DeviceMemory(i, capacity) for i in range(device_count)]
+        else:
+            native.mem_init(device_count, capacity)
+            self.devices = [NativeDeviceMemory(i, native) for i in range(device_count)]
 
 
 def capacity_from_env() -> int:

@@ -30,6 +30,7 @@ import torch
 from torch.multiprocessing import reductions
 
 from runtime_shim.runtime.state import DEVICE_TYPE, STATE
+from runtime_shim.runtime.storage import binding as _binding
 from runtime_shim.runtime.storage import new_storage
 
 _storage_from_ptr = torch._C._construct_storage_from_data_pointer
@@ -46,7 +47,7 @@ _fork_hook_installed = False
 
 def share_npu_storage(storage: torch.UntypedStorage) -> torch.UntypedStorage:
     """Move an npu storage's host bytes into shared memory (once); returns ``storage``."""
-    binding = storage._npu_binding  # type: ignore[attr-defined]
+    binding = _binding(storage)
     host = binding.host
     if _torch_is_shared(host) or binding.nbytes == 0:
         return storage
@@ -55,6 +56,11 @@ def share_npu_storage(storage: torch.UntypedStorage) -> torch.UntypedStorage:
     # Point the npu storage at the shared bytes: tensors over it keep their geometry.
     replacement = _storage_from_ptr(shared.data_ptr(), storage.device, binding.nbytes)
     storage._swap_data_ptr_(replacement)  # type: ignore[attr-defined]
+    if not binding.counted:
+        # A storage the native kernels made: its old data pointer (now in `replacement`)
+        # releases the native count when dropped, so the binding counts the bytes from here on.
+        binding.memory.allocate(binding.nbytes)
+        binding.counted = True
     binding.host = shared
     binding.ptr = shared.data_ptr()
     binding.views.clear()  # CPU views over the old bytes
@@ -67,7 +73,7 @@ def _reduce_storage(storage: torch.UntypedStorage) -> tuple:
     if storage.device.type != DEVICE_TYPE:
         return reductions.reduce_storage(storage)
     share_npu_storage(storage)
-    binding = storage._npu_binding  # type: ignore[attr-defined]
+    binding = _binding(storage)
     rebuild, args = reductions.reduce_storage(binding.host)
     return (rebuild_npu_storage, (binding.index, rebuild, args))
 
@@ -77,7 +83,7 @@ def rebuild_npu_storage(index: int, rebuild: Any, args: tuple) -> torch.UntypedS
     host = rebuild(*args)
     key = (index, host.data_ptr())
     storage = _received.get(key)
-    if storage is None or storage._npu_binding.host.data_ptr() != key[1]:  # type: ignore[attr-defined]
+    if storage is None or _binding(storage).host.data_ptr() != key[1]:
         if STATE.tracker is None:
             raise RuntimeError(
                 "an npu tensor arrived in a process without the simulated npu; start it under runtime_shim"

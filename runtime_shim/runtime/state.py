@@ -18,7 +18,7 @@ class _State:
     def __init__(self) -> None:
         self.installed = False
         self.device_count = 0
-        self.current = 0
+        self._current = 0
         self.devices: list[torch.device] = []
         self.tracker: _memory.MemoryTracker | None = None
         #: the native part (backend/native.py), None on the Python path
@@ -32,6 +32,17 @@ class _State:
         #: called with the op name and its arguments on the first call of each op (opcheck
         #: hook); it may zero the op's count to be called again on the next call.
         self.on_first_call: Callable[[str, tuple], None] | None = None
+
+    @property
+    def current(self) -> int:
+        """Index of the current npu device."""
+        return self._current
+
+    @current.setter
+    def current(self, index: int) -> None:
+        self._current = index
+        if self.native is not None:
+            self.native.set_current(index)  # factories on a bare "npu" in the native kernels
 
 
 STATE = _State()

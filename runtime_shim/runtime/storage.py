@@ -72,10 +72,15 @@ class HostBinding:
     entered as it is wrapped, so the next op that reads it finds it.
     """
 
-    __slots__ = ("bases", "host", "index", "memory", "nbytes", "ptr", "views")
+    __slots__ = ("bases", "counted", "host", "index", "memory", "nbytes", "ptr", "views")
 
     def __init__(
-        self, host: torch.UntypedStorage, index: int, nbytes: int, memory: _memory.DeviceMemory
+        self,
+        host: torch.UntypedStorage,
+        index: int,
+        nbytes: int,
+        memory: _memory.DeviceMemory,
+        counted: bool = True,
     ) -> None:
         self.host = host
         self.index = index
@@ -87,10 +92,38 @@ class HostBinding:
         self.nbytes = nbytes
         self.memory = memory
         self.ptr = host.data_ptr()
-        memory.allocate(nbytes)
+        #: whether this binding accounts for the bytes (a storage the native kernels made is
+        #: counted by the native part, which frees it; its binding is made later, on demand)
+        self.counted = counted
+        if counted:
+            memory.allocate(nbytes)
 
     def __del__(self) -> None:
-        self.memory.release(self.nbytes)
+        if self.counted:
+            self.memory.release(self.nbytes)
+
+
+def binding(storage: torch.UntypedStorage) -> HostBinding:
+    """The HostBinding of npu storage ``storage``, made on first use for one the native kernels made."""
+    info = getattr(storage, "_npu_binding", None)
+    if info is None:
+        info = native_binding(storage)
+        if info is None:
+            raise RuntimeError("runtime_shim: an npu storage without host bytes")
+    return info
+
+
+def native_binding(storage: torch.UntypedStorage) -> HostBinding | None:
+    """A binding for a storage made by the native kernels (None for any other storage)."""
+    native = STATE.native
+    found = native.host_of(storage) if native is not None else None
+    if found is None:
+        return None
+    host, index, nbytes = found
+    assert STATE.tracker is not None
+    info = HostBinding(host.untyped_storage(), index, nbytes, STATE.tracker.devices[index], counted=False)
+    storage._npu_binding = info  # type: ignore[attr-defined]
+    return info
 
 
 #: A storage with many distinct views (a flat buffer sliced in a loop) keeps at
@@ -155,7 +188,7 @@ def npu_tensor(
     stride: Sequence[int],
 ) -> torch.Tensor:
     """An npu tensor over ``storage`` with the given dtype and geometry."""
-    shell = _shell(storage._npu_binding.index, dtype)  # type: ignore[attr-defined]
+    shell = _shell(binding(storage).index, dtype)
     # The CPU set_ kernel only edits metadata, so it is safe on an npu tensor and
     # is the one call that gives it arbitrary sizes, strides and offset.
     _SET_STORAGE.redispatch_boxed(_CPU_KEYSET, shell, storage, offset, size, stride)
@@ -174,7 +207,7 @@ def wrap_host(o: torch.Tensor, index: int, inputs: list | None = None) -> torch.
     storage = None
     if inputs and ptr:
         for candidate in inputs:
-            if candidate._npu_binding.ptr == ptr:
+            if binding(candidate).ptr == ptr:
                 storage = candidate
                 break
     if storage is None:
@@ -186,7 +219,7 @@ def wrap_host(o: torch.Tensor, index: int, inputs: list | None = None) -> torch.
         storage = _storage_from_ptr(ptr, STATE.devices[index], nbytes)
         info = storage._npu_binding = HostBinding(host, index, nbytes, memory)  # type: ignore[attr-defined]
     else:
-        info = storage._npu_binding
+        info = binding(storage)
         index = info.index
         if host.nbytes() != info.nbytes:
             info = None  # a narrower CPU storage at the same address: not cached
@@ -209,7 +242,7 @@ _EMPTY = (0,)
 
 def host_view(t: torch.Tensor) -> torch.Tensor:
     """Return a CPU tensor sharing ``t``'s memory, sizes, strides and offset."""
-    info = t.untyped_storage()._npu_binding  # type: ignore[attr-defined]
+    info = binding(t.untyped_storage())
     dtype = t.dtype
     size = t.size()
     stride = t.stride()

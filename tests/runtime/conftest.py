@@ -31,11 +31,21 @@ def npu():
     return torch.device("npu", 0)
 
 
+#: What a child process keeps of the RUNTIME_SHIM_* environment: the native part's build folder
+#: and the dispatch path under test.
+KEPT_ENV = ("RUNTIME_SHIM_CACHE", "RUNTIME_SHIM_NATIVE_DISPATCH")
+
+
+def child_environment() -> dict[str, str]:
+    """This process's environment without the RUNTIME_SHIM_* settings, except KEPT_ENV."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("RUNTIME_SHIM") or k in KEPT_ENV}
+
+
 def run_python(args, env_extra=None, cwd=None, timeout=240):
     """Run the venv's python with ``args`` in a clean-ish environment; return the CompletedProcess."""
     import subprocess
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNTIME_SHIM")}
+    env = child_environment()
     env["PYTHONPATH"] = str(ROOT)
     env.pop("TORCH_NPU_FALLBACK_CPU_DISABLE", None)
     env["RUNTIME_SHIM_OPCHECK"] = "off"

@@ -2,8 +2,9 @@
 
 Every model is small enough that a few training steps take milliseconds; each
 exercises a different part of the device: matmul/autograd (MLP), conv +
-BatchNorm + dropout (CNN), recurrent kernels (LSTM), attention and LayerNorm
-(Transformer), and views / in-place writes through views (ViewInplace).
+BatchNorm + dropout (CNN), recurrent kernels (LSTM, GRU), attention and LayerNorm
+(Transformer), views / in-place writes through views (ViewInplace), and an LLM-style decoder
+block (Llama: RMSNorm, rotary embeddings, SwiGLU, causal scaled_dot_product_attention).
 """
 
 from __future__ import annotations
@@ -58,6 +59,84 @@ class LSTMClassifier(nn.Module):
     def forward(self, tokens):
         out, (h, _) = self.lstm(self.embed(tokens))
         return self.head(out[:, -1] + h[-1])
+
+
+class GRUClassifier(nn.Module):
+    def __init__(self, vocab: int = 50, hidden: int = 32) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, 16)
+        self.gru = nn.GRU(16, hidden, num_layers=2, batch_first=True)
+        self.head = nn.Linear(hidden, 5)
+
+    def forward(self, tokens):
+        out, h = self.gru(self.embed(tokens))
+        return self.head(out[:, -1] + h[-1])
+
+
+class RMSNorm(nn.Module):
+    """Llama's RMSNorm, written out as LLM scripts do (not nn.RMSNorm)."""
+
+    def __init__(self, dim: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def _rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class LlamaBlock(nn.Module):
+    """One pre-norm decoder block: RMSNorm, rotary causal attention (SDPA), RMSNorm, SwiGLU."""
+
+    def __init__(self, d_model: int = 32, heads: int = 4, hidden: int = 64, seq: int = 12) -> None:
+        super().__init__()
+        self.heads = heads
+        self.attn_norm = RMSNorm(d_model)
+        self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)
+        self.out = nn.Linear(d_model, d_model, bias=False)
+        self.mlp_norm = RMSNorm(d_model)
+        self.gate = nn.Linear(d_model, hidden, bias=False)
+        self.up = nn.Linear(d_model, hidden, bias=False)
+        self.down = nn.Linear(hidden, d_model, bias=False)
+        head_dim = d_model // heads
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, head_dim, 2).float() / head_dim))
+        angles = torch.outer(torch.arange(seq).float(), inv_freq)
+        angles = torch.cat((angles, angles), dim=-1)
+        self.register_buffer("cos", angles.cos(), persistent=False)
+        self.register_buffer("sin", angles.sin(), persistent=False)
+
+    def _rotary(self, x):
+        seq = x.shape[-2]
+        return x * self.cos[:seq] + _rotate_half(x) * self.sin[:seq]
+
+    def forward(self, x):
+        batch, seq, d_model = x.shape
+        q, k, v = self.qkv(self.attn_norm(x)).split(d_model, dim=-1)
+        q, k, v = (t.view(batch, seq, self.heads, -1).transpose(1, 2) for t in (q, k, v))
+        attn = F.scaled_dot_product_attention(self._rotary(q), self._rotary(k), v, is_causal=True)
+        x = x + self.out(attn.transpose(1, 2).reshape(batch, seq, d_model))
+        h = self.mlp_norm(x)
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+
+class TinyLlama(nn.Module):
+    def __init__(self, vocab: int = 50, d_model: int = 32, layers: int = 2) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d_model)
+        self.blocks = nn.ModuleList(LlamaBlock(d_model) for _ in range(layers))
+        self.norm = RMSNorm(d_model)
+        self.head = nn.Linear(d_model, 5, bias=False)
+
+    def forward(self, tokens):
+        x = self.embed(tokens)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x)[:, -1])
 
 
 class TinyTransformer(nn.Module):
@@ -127,6 +206,8 @@ CASES = {
     "cnn": ModelCase("cnn", CNN, _images),
     "lstm": ModelCase("lstm", LSTMClassifier, _tokens),
     "transformer": ModelCase("transformer", TinyTransformer, _tokens),
+    "gru": ModelCase("gru", GRUClassifier, _tokens),
+    "llama": ModelCase("llama", TinyLlama, _tokens),
     "view_inplace": ModelCase("view_inplace", ViewInplace, _view),
 }
 

@@ -8,13 +8,12 @@ Each scenario is a script in scripts/ run twice, at the same time: under ``pytho
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import HERE, ROOT
+from conftest import HERE, ROOT, child_environment
 from test_distributed import _free_port
 
 SCRIPTS = HERE / "scripts"
@@ -27,7 +26,7 @@ def _run_pair(
 
     ``port``: each run gets a free port of its own as its last argument (multi-process scripts).
     """
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNTIME_SHIM")}
+    env = child_environment()
     env.update(
         PYTHONPATH=str(ROOT),
         RUNTIME_SHIM_OPCHECK="off",

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Per-op cost on the simulated npu against native CPU: microseconds per op, side by side in one process.
+
+Each op is called ``--calls`` times in a loop on CPU tensors, then on npu tensors (alternating
+which goes first each round), for ``--rounds`` rounds; a figure is the median round's time over
+the number of calls. The ops are the ones a small training step is made of:
+
+* ``add``: ``a + b`` on two 4-element float tensors (a fresh output);
+* ``view``: ``a.view(2, 2)`` (metadata only, the output aliases its input);
+* ``add_``: ``a.add_(b)`` (in place);
+* ``matmul``: ``x @ w`` on two 8x8 float tensors (a small kernel, a fresh output).
+
+The npu column is measured once per dispatch path the process has: ``python`` (per-op kernels
+written in Python, runtime_shim/backend/kernels.py) and, when the native part is built,
+``native`` (C++ kernels, runtime_shim/csrc/). "overhead" is npu minus CPU.
+
+    python bench/bench_ops.py [--calls 2000] [--rounds 15] [--threads 1] [--ops add,view,add_,matmul]
+
+Target (issue 22): overhead under 2 us per op.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def _ops(device: str) -> dict[str, Callable[[], object]]:
+    """The measured ops, each a no-argument callable over tensors made on ``device``."""
+    import torch
+
+    a = torch.arange(4.0).to(device)
+    b = torch.ones(4).to(device)
+    inplace = torch.zeros(4).to(device)
+    small = torch.full((4,), 1e-9).to(device)  # added in place many times without overflow
+    x = torch.randn(8, 8, generator=torch.Generator().manual_seed(0)).to(device)
+    w = torch.randn(8, 8, generator=torch.Generator().manual_seed(1)).to(device)
+    return {
+        "add": lambda: a + b,
+        "view": lambda: a.view(2, 2),
+        "add_": lambda: inplace.add_(small),
+        "matmul": lambda: x @ w,
+    }
+
+
+def _time(fn: Callable[[], object], calls: int) -> float:
+    """Seconds for ``calls`` calls of ``fn``."""
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return time.perf_counter() - start
+
+
+def measure(
+    cpu_fn: Callable[[], object], npu_fn: Callable[[], object], calls: int, rounds: int
+) -> tuple[float, float]:
+    """Median microseconds per call (cpu, npu), interleaved round by round."""
+    times: dict[str, list[float]] = {"cpu": [], "npu": []}
+    _time(cpu_fn, calls // 10 + 1)  # warm-up: caches, first-call checks
+    _time(npu_fn, calls // 10 + 1)
+    for i in range(rounds):
+        order = (("cpu", cpu_fn), ("npu", npu_fn)) if i % 2 == 0 else (("npu", npu_fn), ("cpu", cpu_fn))
+        for name, fn in order:
+            times[name].append(_time(fn, calls))
+    return statistics.median(times["cpu"]) / calls * 1e6, statistics.median(times["npu"]) / calls * 1e6
+
+
+def dispatch_paths() -> list[str]:
+    """The dispatch paths this process can switch between: ``python`` and, if built, ``native``."""
+    from runtime_shim.backend import dispatch
+
+    return ["python", "native"] if dispatch.available() else ["python"]
+
+
+def use_path(path: str) -> None:
+    """Route npu ops through ``path`` from now on."""
+    from runtime_shim.backend import dispatch
+
+    dispatch.set_dispatch(path == "native")
+
+
+def rows(names: list[str], calls: int, rounds: int) -> list[tuple[str, str, float, float]]:
+    """(op, path, CPU us/op, npu us/op) for every op and every dispatch path."""
+    cpu_ops = _ops("cpu")
+    npu_ops = _ops("npu:0")
+    out = []
+    paths = dispatch_paths()
+    from runtime_shim.backend import dispatch
+
+    restore = dispatch.native_enabled()
+    for name in names:
+        for path in paths:
+            use_path(path)
+            cpu, npu = measure(cpu_ops[name], npu_ops[name], calls, rounds)
+            out.append((name, path, cpu, npu))
+    dispatch.set_dispatch(restore)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the micro-bench and print a markdown table."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--calls", type=int, default=2000, help="calls per round")
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (0: torch default)")
+    parser.add_argument("--ops", default="add,view,add_,matmul")
+    args = parser.parse_args(argv)
+
+    os.environ.setdefault("RUNTIME_SHIM_OPCHECK", "off")
+    import torch
+
+    import runtime_shim
+
+    runtime_shim.activate()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.rounds} rounds of "
+        f"{args.calls} calls, interleaved, medians"
+    )
+    print()
+    print("| op | npu path | CPU us/op | simulated NPU us/op | overhead us/op | ratio |")
+    print("|---|---|---:|---:|---:|---:|")
+    for name, path, cpu, npu in rows(args.ops.split(","), args.calls, args.rounds):
+        print(f"| {name} | {path} | {cpu:.2f} | {npu:.2f} | {npu - cpu:.2f} | {npu / cpu:.2f}x |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

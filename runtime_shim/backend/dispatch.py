@@ -1,0 +1,161 @@
+"""Which path serves the npu's ATen ops: the native kernels (csrc/npu_dispatch.cpp) or the Python ones.
+
+With the native part loaded, the ops a native kernel can serve are those whose npu arguments
+only need to be handed to the CPU kernel as CPU tensors over the same bytes and whose results
+are fresh tensors or alias an argument: everything kernels.py's generic and view kernels do,
+plus ``copy_`` and the ``empty`` factories (capacity checked before the host allocation). The
+other special kernels (``resize_``, ``set_``, out= variants, convolution routing, flash
+attention) and the recurrent layers stay in Python.
+``RUNTIME_SHIM_NATIVE_DISPATCH=0`` keeps every op on the Python kernels; ``set_dispatch``
+switches at run time (bench/bench_ops.py measures both paths in one process).
+
+Both paths count calls for the operator check: a native kernel sends each call of an op through
+the check's Python hook until the check has seen it, then counts in C++; ``flush_counts`` adds
+those counts to ``STATE.op_counts`` and ``rearm`` makes every op go through the hook again.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from runtime_shim.backend import kernels as _kernels
+from runtime_shim.backend import libraries
+from runtime_shim.runtime.state import STATE
+
+ENV = "RUNTIME_SHIM_NATIVE_DISPATCH"
+
+# Ops some other part of the runtime registers its own npu kernel for.
+_OWN_KERNELS = {
+    "_has_compatible_shallow_copy_type",
+    "lstm.input",
+    "gru.input",
+    "lstm_cell",
+    "gru_cell",
+    "rnn_tanh.input",
+    "rnn_relu.input",
+}
+# Special kernels of kernels.py that the native generic kernel does the same as.
+# (empty.memory_format: the native kernel checks capacity before allocating, as _k_empty does.)
+_NATIVE_SPECIALS = {"copy_", "empty.memory_format", "empty_strided"}
+
+
+class _Switch:
+    def __init__(self) -> None:
+        #: (qualified name, op) of every op either path can serve
+        self.ops: list[tuple[str, torch._ops.OpOverload]] = []
+        self.python: dict[str, Callable[..., Any]] = {}
+        self.native = False
+        self.registered = False
+
+
+_SWITCH = _Switch()
+
+
+def requested() -> bool:
+    """Whether the environment asks for the native path (the default when it is built)."""
+    return os.environ.get(ENV, "1").strip() != "0"
+
+
+def available() -> bool:
+    """Whether this process has native kernels to switch to."""
+    return STATE.native is not None
+
+
+def native_enabled() -> bool:
+    """Whether the native kernels serve the ops they can serve right now."""
+    return _SWITCH.native
+
+
+def eligible(op: torch._ops.OpOverload) -> bool:
+    """Whether a native kernel can serve ``op`` exactly as its Python kernel does."""
+    spec = _kernels._Spec(op)
+    if spec.qualified in _OWN_KERNELS or spec.base in _OWN_KERNELS:
+        return False
+    special = spec.qualified in _kernels._SPECIAL or spec.base in _kernels._SPECIAL
+    if special and spec.qualified not in _NATIVE_SPECIALS:
+        return False
+    if spec.written_kw:
+        return False  # out= variants: the Python path handles resizing the outs
+    return all(
+        kind != "alias" or (source is not None and source[0] == "pos") for kind, source in spec.returns
+    )
+
+
+def _native_args(op: torch._ops.OpOverload) -> tuple[str, str, bool, bool, list[int], list[int]]:
+    spec = _kernels._Spec(op)
+    schema = op._schema
+    kinds = []
+    for arg in schema.arguments:
+        kind = str(arg.type)
+        if kind in _kernels._TENSOR_TYPES:
+            kinds.append(1)
+        elif kind in _kernels._LIST_TYPES:
+            kinds.append(2)
+        elif kind in _kernels._DEVICE_TYPES:
+            kinds.append(3)
+        else:
+            kinds.append(0)
+    aliases = [source[1] if kind == "alias" and source is not None else -1 for kind, source in spec.returns]
+    view = spec.base in _kernels._METADATA_INPLACE or (spec.is_view and not spec.mutable)
+    return spec.qualified, spec.qualified, view, spec.mixed_ok, kinds, aliases
+
+
+def register(ops: list[tuple[str, torch._ops.OpOverload]]) -> None:
+    """Serve ``ops`` (eligible ones) by the path the environment asks for (install() calls it once)."""
+    _SWITCH.ops = list(ops)
+    if STATE.native is not None:
+        STATE.native.set_call_hook(_call_hook)
+    set_dispatch(requested() and available())
+
+
+def set_dispatch(native: bool) -> None:
+    """Serve the switchable ops by the native kernels (True) or the Python ones (False)."""
+    if native and not available():
+        raise RuntimeError(
+            "runtime_shim: no native dispatch path in this process (the native part is not loaded)"
+        )
+    if _SWITCH.registered and native == _SWITCH.native:
+        return
+    if native:
+        libraries.drop("switchable")
+        for name, op in _SWITCH.ops:
+            STATE.native.add_op(*_native_args(op), _kernels._counter(name))
+    else:
+        if STATE.native is not None:
+            STATE.native.drop_ops()
+        library = libraries.make("switchable")
+        for name, op in _SWITCH.ops:
+            kernel = _SWITCH.python.get(name)
+            if kernel is None:
+                kernel = _SWITCH.python[name] = _kernels.build_kernel(op)
+            library.impl(name, kernel, "PrivateUse1")
+    _SWITCH.native = native
+    _SWITCH.registered = True
+
+
+def _call_hook(counter: list[int], name: str, args: tuple) -> bool:
+    """A native kernel's call while its op is armed: count it and run the first-call check.
+
+    Returns whether the op may count in C++ from now on (the check did not ask to see the next call).
+    """
+    counter[0] += 1
+    if counter[0] == 1:
+        _kernels._first_call(name, args)
+    return counter[0] > 0
+
+
+def flush_counts() -> None:
+    """Add the calls the native kernels counted to ``STATE.op_counts``."""
+    if STATE.native is not None:
+        STATE.native.flush_counts()
+
+
+def rearm() -> None:
+    """Send the next call of every native op through the operator check's hook again."""
+    if STATE.native is not None:
+        STATE.native.flush_counts()
+        STATE.native.rearm()

@@ -1,0 +1,471 @@
+// Native dispatch path of the simulated npu: PrivateUse1 kernels in C++ that hand npu tensors to
+// PyTorch's CPU kernels without a Python round trip, and the device-memory counters both paths
+// share. Loaded by runtime_shim/backend/native.py; registered by runtime_shim/backend/registration.py.
+//
+// An npu tensor is a PrivateUse1 tensor whose storage points at host bytes. A kernel here:
+//   1. counts the op (the operator check reads the counts; until the check has seen an op, each
+//      call goes through its Python hook first);
+//   2. replaces each npu tensor argument by a CPU tensor over the same bytes, sizes, strides and
+//      offset (for a storage made here, a tensor over the host storage itself);
+//   3. redispatches the op to the CPU key;
+//   4. gives back, for each result: the npu argument a result aliases (in-place ops), an npu tensor
+//      over an input's storage when the CPU kernel returned memory of that input, or else a new npu
+//      storage over the fresh CPU result, counted as device memory (out-of-memory at capacity).
+// View and metadata-only ops run their CPU kernel on the npu tensors themselves.
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/DefaultDtype.h>
+#include <torch/csrc/Storage.h>
+#include <torch/csrc/jit/python/pybind_utils.h>
+#include <torch/extension.h>
+#include <torch/library.h>
+
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace py = pybind11;
+
+namespace runtime_shim {
+
+// ------------------------------------------------------------------ device memory counters
+
+struct DeviceCounters {
+  int64_t allocated = 0;
+  int64_t peak_allocated = 0;
+  int64_t reserved = 0;
+  int64_t peak_reserved = 0;
+  int64_t num_allocs = 0;
+  int64_t num_frees = 0;
+  int64_t capacity = 0;
+  int64_t full_capacity = 0;
+  bool refusing = false;
+  std::string refuse;
+};
+
+static std::mutex& mem_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+static std::vector<DeviceCounters>& devices() {
+  static std::vector<DeviceCounters> d;
+  return d;
+}
+
+// The rendering the CUDA/NPU caching allocators use in their out-of-memory text (and allocator.py).
+static std::string format_size(int64_t nbytes) {
+  const std::pair<const char*, double> units[] = {
+      {"GiB", 1024.0 * 1024 * 1024}, {"MiB", 1024.0 * 1024}, {"KiB", 1024.0}};
+  char buffer[64];
+  for (const auto& unit : units) {
+    if (static_cast<double>(nbytes) >= unit.second) {
+      std::snprintf(buffer, sizeof(buffer), "%.2f %s", static_cast<double>(nbytes) / unit.second, unit.first);
+      return buffer;
+    }
+  }
+  return std::to_string(nbytes) + " bytes";
+}
+
+static DeviceCounters& counters(int64_t index) {
+  auto& all = devices();
+  TORCH_CHECK(index >= 0 && index < static_cast<int64_t>(all.size()), "runtime_shim: no npu:", index);
+  return all[index];
+}
+
+// Raise the refusal or the NPU out-of-memory error if nbytes more would not fit (lock held).
+static void check_locked(int64_t index, const DeviceCounters& d, int64_t nbytes) {
+  TORCH_CHECK(!d.refusing, d.refuse);
+  if (d.allocated + nbytes > d.capacity) {
+    TORCH_CHECK_WITH(OutOfMemoryError, false,
+                     "NPU out of memory. Tried to allocate ", format_size(nbytes), " (NPU ", index, "; ",
+                     format_size(d.capacity), " total capacity; ", format_size(d.allocated),
+                     " already allocated; ", format_size(d.capacity - d.allocated),
+                     " free; simulated by runtime_shim)");
+  }
+}
+
+static void mem_allocate(int64_t index, int64_t nbytes, bool check) {
+  std::lock_guard<std::mutex> guard(mem_mutex());
+  auto& d = counters(index);
+  if (check) check_locked(index, d, nbytes);
+  d.allocated += nbytes;
+  d.num_allocs += 1;
+  if (d.allocated > d.peak_allocated) d.peak_allocated = d.allocated;
+  if (d.allocated > d.reserved) {
+    d.reserved = d.allocated;
+    if (d.reserved > d.peak_reserved) d.peak_reserved = d.reserved;
+  }
+}
+
+static void mem_release(int64_t index, int64_t nbytes) {
+  std::lock_guard<std::mutex> guard(mem_mutex());
+  auto& d = counters(index);
+  d.allocated -= nbytes;
+  d.num_frees += 1;
+}
+
+static const char* const FIELDS[] = {"allocated", "peak_allocated", "reserved", "peak_reserved",
+                                     "num_allocs", "num_frees", "capacity", "full_capacity"};
+
+static int64_t& field(DeviceCounters& d, int64_t which) {
+  switch (which) {
+    case 0: return d.allocated;
+    case 1: return d.peak_allocated;
+    case 2: return d.reserved;
+    case 3: return d.peak_reserved;
+    case 4: return d.num_allocs;
+    case 5: return d.num_frees;
+    case 6: return d.capacity;
+    case 7: return d.full_capacity;
+  }
+  TORCH_CHECK(false, "runtime_shim: no memory counter ", which);
+}
+
+// ------------------------------------------------------------------ storages
+
+// What a storage made here owns: the host storage whose bytes it stands for, and its accounting.
+struct HostContext {
+  c10::Storage host;
+  int64_t index;
+  int64_t nbytes;
+};
+
+static void release_host(void* ctx) {
+  auto* context = static_cast<HostContext*>(ctx);
+  mem_release(context->index, context->nbytes);
+  delete context;
+}
+
+static void release_view(void* ctx) { delete static_cast<c10::Storage*>(ctx); }
+
+static HostContext* host_context(const c10::Storage& storage) {
+  const auto& data = storage.data_ptr();
+  return data.get_deleter() == &release_host ? static_cast<HostContext*>(data.get_context()) : nullptr;
+}
+
+static void* data_of(const c10::Storage& storage) { return storage.data_ptr().get(); }
+
+// A new npu storage (device index) over host's bytes, counted as device memory.
+static c10::Storage npu_storage_over(const c10::Storage& host, int64_t index) {
+  const int64_t nbytes = static_cast<int64_t>(host.nbytes());
+  mem_allocate(index, nbytes, /*check=*/true);
+  c10::DataPtr data(data_of(host), new HostContext{host, index, nbytes}, &release_host,
+                    c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(index)));
+  return c10::Storage(c10::Storage::use_byte_size_t(), nbytes, std::move(data), /*allocator=*/nullptr,
+                      /*resizable=*/false);
+}
+
+static at::Tensor tensor_on(c10::Storage storage, c10::DispatchKeySet keys, caffe2::TypeMeta dtype,
+                            c10::IntArrayRef sizes, c10::IntArrayRef strides, int64_t offset) {
+  auto tensor = at::detail::make_tensor<c10::TensorImpl>(std::move(storage), keys, dtype);
+  tensor.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides, offset);
+  return tensor;
+}
+
+static const c10::DispatchKeySet CPU_KEYS(c10::DispatchKey::CPU);
+static const c10::DispatchKeySet NPU_KEYS(c10::DispatchKey::PrivateUse1);
+
+// A CPU tensor over the bytes of npu tensor t, with its sizes, strides and offset.
+static at::Tensor cpu_view(const at::Tensor& t) {
+  const c10::Storage& storage = t.storage();
+  if (auto* context = host_context(storage)) {
+    return tensor_on(context->host, CPU_KEYS, t.dtype(), t.sizes(), t.strides(), t.storage_offset());
+  }
+  const size_t needed = t.numel() == 0 ? 0 : (t.storage_offset() + 1) * t.itemsize();
+  if (!storage || (data_of(storage) == nullptr && needed > 0)) {
+    // A placeholder npu tensor without bytes (PyTorch makes those before set_): no data to share.
+    return at::empty(t.sizes(), t.options().device(c10::kCPU));
+  }
+  // A storage made by the Python path: a CPU storage over the same bytes that keeps it alive.
+  c10::DataPtr data(data_of(storage), new c10::Storage(storage), &release_view, c10::Device(c10::kCPU));
+  c10::Storage view(c10::Storage::use_byte_size_t(), storage.nbytes(), std::move(data), nullptr, false);
+  return tensor_on(std::move(view), CPU_KEYS, t.dtype(), t.sizes(), t.strides(), t.storage_offset());
+}
+
+// ------------------------------------------------------------------ kernels
+
+// What a kernel knows about its op (read from the schema by kernels.py's _Spec).
+struct OpInfo {
+  std::string name;           // the op's qualified name, as the operator check knows it
+  bool view = false;          // view / metadata-only: the CPU kernel runs on the npu tensors
+  bool mixed_ok = false;      // tensors of two devices are allowed (copies, CPU index tensors)
+  bool precheck = false;      // empty.memory_format: check capacity before the host allocation
+  std::vector<int> arg_kind;  // per argument: 0 other, 1 tensor, 2 list holding tensors, 3 device
+  std::vector<int> ret_alias; // per return: the argument it aliases, or -1
+  py::object counter;         // STATE.op_counts[name], a one-item list
+  std::atomic<bool> armed{true};  // the next call goes through the Python hook
+  std::atomic<int64_t> count{0};  // calls not yet added to counter
+};
+
+static std::vector<std::shared_ptr<OpInfo>>& infos() {
+  // Never destroyed: an OpInfo holds Python objects, which must not be released after exit.
+  static auto* all = new std::vector<std::shared_ptr<OpInfo>>();
+  return *all;
+}
+
+// The Python hook run while an op is armed: hook(counter, name, args) -> whether to disarm.
+static py::object& call_hook() {
+  static py::object* hook = new py::object();  // never destroyed: outlives the interpreter
+  return *hook;
+}
+
+struct Scan {
+  int64_t index = -1;        // device of the first npu tensor
+  std::string other;         // another device met (mixed-device error unless allowed)
+  int64_t target = -1;       // an explicit npu target device
+  bool cpu_target = false;   // an explicit non-npu target device: results stay there
+  c10::SmallVector<c10::Storage, 4> storages;
+};
+
+// The current npu device (torch.npu.set_device), mirrored from runtime/state.py.
+static std::atomic<int64_t>& current() {
+  static std::atomic<int64_t> index{0};
+  return index;
+}
+
+static int64_t current_index() { return current().load(std::memory_order_relaxed); }
+
+static c10::IValue convert_tensor(const at::Tensor& t, Scan& scan) {
+  if (!t.defined()) return t;
+  const auto device = t.device();
+  if (device.type() == c10::DeviceType::PrivateUse1) {
+    const int64_t index = device.index() < 0 ? 0 : device.index();
+    if (scan.index < 0) {
+      scan.index = index;
+    } else if (scan.index != index) {
+      scan.other = "npu:" + std::to_string(index);
+    }
+    scan.storages.push_back(t.storage());
+    return cpu_view(t);
+  }
+  if (t.dim() != 0) scan.other = device.str();  // zero-dim CPU tensors count as scalars, as on CUDA
+  return t;
+}
+
+static c10::IValue convert(const c10::IValue& value, int kind, Scan& scan) {
+  if (kind == 1) {
+    return value.isTensor() ? convert_tensor(value.toTensor(), scan) : value;
+  }
+  if (kind == 2) {
+    if (!value.isList()) return value;
+    auto list = value.toList();
+    c10::impl::GenericList converted(list.elementType());
+    converted.reserve(list.size());
+    for (const c10::IValue& item : list) {
+      converted.push_back(item.isTensor() ? convert_tensor(item.toTensor(), scan) : item);
+    }
+    return converted;
+  }
+  // kind 3: a target device
+  if (!value.isDevice()) return value;
+  const auto device = value.toDevice();
+  if (device.type() == c10::DeviceType::PrivateUse1) {
+    scan.target = device.index() < 0 ? current_index() : device.index();
+    return c10::Device(c10::kCPU);
+  }
+  scan.cpu_target = true;
+  return value;
+}
+
+static at::Tensor wrap(const at::Tensor& out, int64_t index, const Scan& scan) {
+  if (!out.defined()) return out;
+  const c10::Storage& host = out.storage();
+  void* data = data_of(host);
+  if (data != nullptr) {
+    for (const auto& storage : scan.storages) {
+      if (data_of(storage) == data) {
+        return tensor_on(storage, NPU_KEYS, out.dtype(), out.sizes(), out.strides(), out.storage_offset());
+      }
+    }
+  }
+  const HostContext* context = host_context(host);
+  c10::Storage storage = npu_storage_over(context ? context->host : host, index);
+  return tensor_on(std::move(storage), NPU_KEYS, out.dtype(), out.sizes(), out.strides(), out.storage_offset());
+}
+
+class NativeKernel final : public c10::OperatorKernel {
+ public:
+  explicit NativeKernel(std::shared_ptr<OpInfo> info) : info_(std::move(info)) {}
+
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+    OpInfo& info = *info_;
+    const size_t nargs = info.arg_kind.size();
+    const size_t base = stack->size() - nargs;
+    if (info.armed.load(std::memory_order_relaxed)) {
+      hook(info, stack, base, nargs);
+    } else {
+      info.count.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (info.view) {
+      op.redispatchBoxed(CPU_KEYS, stack);
+      return;
+    }
+    if (info.precheck) precheck(stack, base);
+    c10::SmallVector<c10::IValue, 2> aliased;
+    for (int source : info.ret_alias) {
+      aliased.push_back(source >= 0 ? (*stack)[base + source] : c10::IValue());
+    }
+    Scan scan;
+    for (size_t i = 0; i < nargs; ++i) {
+      const int kind = info.arg_kind[i];
+      if (kind) (*stack)[base + i] = convert((*stack)[base + i], kind, scan);
+    }
+    if (!scan.other.empty() && !info.mixed_ok) {
+      TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two devices, npu:",
+                  scan.index < 0 ? 0 : scan.index, " and ", scan.other, "!");
+    }
+    op.redispatchBoxed(CPU_KEYS, stack);
+    const size_t nret = info.ret_alias.size();
+    const size_t first = stack->size() - nret;
+    if (scan.cpu_target) {
+      for (size_t i = 0; i < nret; ++i) {
+        if (info.ret_alias[i] >= 0) (*stack)[first + i] = aliased[i];
+      }
+      return;
+    }
+    const int64_t index = scan.target >= 0 ? scan.target : scan.index >= 0 ? scan.index : current_index();
+    for (size_t i = 0; i < nret; ++i) {
+      c10::IValue& result = (*stack)[first + i];
+      if (info.ret_alias[i] >= 0) {
+        result = aliased[i];
+      } else if (result.isTensor()) {
+        result = wrap(result.toTensor(), index, scan);
+      } else if (result.isTensorList()) {
+        auto list = result.toTensorList();
+        c10::List<at::Tensor> wrapped;
+        wrapped.reserve(list.size());
+        for (const at::Tensor& t : list) wrapped.push_back(wrap(t, index, scan));
+        result = wrapped;
+      }
+    }
+  }
+
+ private:
+  // empty(size, dtype, layout, device, ...): refuse a request past capacity before the host
+  // allocation is made (a huge request must fail as out-of-memory, not in the host allocator).
+  static void precheck(torch::jit::Stack* stack, size_t base) {
+    const auto sizes = (*stack)[base].toDimVector();
+    const c10::IValue& dtype = (*stack)[base + 1];
+    const c10::IValue& device = (*stack)[base + 3];
+    int64_t index = 0;
+    if (device.isDevice()) {
+      index = device.toDevice().index() < 0 ? current_index() : device.toDevice().index();
+    }
+    const auto meta = dtype.isNone() ? c10::get_default_dtype() : c10::scalarTypeToTypeMeta(dtype.toScalarType());
+    int64_t nbytes = static_cast<int64_t>(meta.itemsize());
+    for (int64_t size : sizes) nbytes *= size;
+    std::lock_guard<std::mutex> guard(mem_mutex());
+    check_locked(index, counters(index), nbytes);
+  }
+
+  // The operator check's first look at an op (and every call while it asks to see each one).
+  static void hook(OpInfo& info, torch::jit::Stack* stack, size_t base, size_t nargs) {
+    py::gil_scoped_acquire gil;
+    py::tuple args(nargs);
+    for (size_t i = 0; i < nargs; ++i) args[i] = torch::jit::toPyObject((*stack)[base + i]);
+    if (call_hook()(info.counter, info.name, args).cast<bool>()) {
+      info.armed.store(false, std::memory_order_relaxed);
+    }
+  }
+
+  std::shared_ptr<OpInfo> info_;
+};
+
+// The registrations of the native path; destroying the library withdraws them.
+static std::unique_ptr<torch::Library>& library() {
+  static auto* held = new std::unique_ptr<torch::Library>();
+  return *held;
+}
+
+static void add_op(const std::string& qualified, const std::string& name, bool view, bool mixed_ok,
+                   std::vector<int> arg_kind, std::vector<int> ret_alias, py::object counter) {
+  auto info = std::make_shared<OpInfo>();
+  info->precheck = qualified == "empty.memory_format";
+  info->name = name;
+  info->view = view;
+  info->mixed_ok = mixed_ok;
+  info->arg_kind = std::move(arg_kind);
+  info->ret_alias = std::move(ret_alias);
+  info->counter = std::move(counter);
+  infos().push_back(info);
+  if (!library()) {
+    library() = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1,
+                                                 __FILE__, __LINE__);
+  }
+  library()->impl(qualified.c_str(), torch::CppFunction::makeFromBoxedFunctor(std::make_unique<NativeKernel>(info)));
+}
+
+static void flush_counts();
+
+static void drop_ops() {
+  // GIL held (called from Python).
+  flush_counts();
+  library().reset();
+  infos().clear();
+}
+
+static void flush_counts() {
+  // GIL held (called from Python): add the natively counted calls to the Python counters.
+  for (auto& info : infos()) {
+    const int64_t n = info->count.exchange(0);
+    if (n) {
+      py::list counter = info->counter;
+      counter[0] = py::int_(counter[0].cast<int64_t>() + n);
+    }
+  }
+}
+
+static void rearm() {
+  for (auto& info : infos()) info->armed.store(true);
+}
+
+static py::object host_of(py::handle storage_object) {
+  const c10::Storage& storage = THPStorage_Unpack(storage_object.ptr());
+  const HostContext* context = host_context(storage);
+  if (context == nullptr) return py::none();
+  auto host = at::empty({0}, at::TensorOptions().dtype(at::kByte));
+  host.set_(context->host);
+  return py::make_tuple(host, context->index, context->nbytes);
+}
+
+void init_dispatch(py::module& m) {
+  m.def("mem_init", [](int64_t count, int64_t capacity) {
+    std::lock_guard<std::mutex> guard(mem_mutex());
+    devices().assign(count, DeviceCounters());
+    for (auto& d : devices()) d.capacity = d.full_capacity = capacity;
+  });
+  m.def("mem_get", [](int64_t index, int64_t which) {
+    std::lock_guard<std::mutex> guard(mem_mutex());
+    return field(counters(index), which);
+  });
+  m.def("mem_set", [](int64_t index, int64_t which, int64_t value) {
+    std::lock_guard<std::mutex> guard(mem_mutex());
+    field(counters(index), which) = value;
+  });
+  m.def("mem_fields", []() { return std::vector<std::string>(std::begin(FIELDS), std::end(FIELDS)); });
+  m.def("mem_allocate", [](int64_t index, int64_t nbytes) { mem_allocate(index, nbytes, false); });
+  m.def("mem_release", &mem_release);
+  m.def("mem_refuse", [](int64_t index, py::object message) {
+    std::lock_guard<std::mutex> guard(mem_mutex());
+    auto& d = counters(index);
+    d.refusing = !message.is_none();
+    d.refuse = d.refusing ? message.cast<std::string>() : std::string();
+  });
+  m.def("mem_refusal", [](int64_t index) -> py::object {
+    std::lock_guard<std::mutex> guard(mem_mutex());
+    auto& d = counters(index);
+    return d.refusing ? py::object(py::str(d.refuse)) : py::object(py::none());
+  });
+  m.def("set_current", [](int64_t index) { current().store(index); });
+  m.def("set_call_hook", [](py::object hook) { call_hook() = std::move(hook); });
+  m.def("add_op", &add_op, "Register the native kernel of one aten op on the npu");
+  m.def("drop_ops", &drop_ops, "Withdraw every native kernel");
+  m.def("flush_counts", &flush_counts, "Add natively counted calls to the Python counters");
+  m.def("rearm", &rearm, "Send the next call of every op through the Python hook");
+  m.def("host_of", &host_of, "(host uint8 tensor, device index, nbytes) of a storage made natively, else None");
+}
+
+}  // namespace runtime_shim

@@ -1,0 +1,28 @@
+"""bench/bench_ops.py: the per-op micro-bench measures the same ops on both devices, on every path."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+import bench_ops  # bench/ holds scripts, not a package
+
+
+def test_the_measured_ops_compute_the_same_on_cpu_and_npu():
+    cpu, npu = bench_ops._ops("cpu"), bench_ops._ops("npu:0")
+    assert list(cpu) == list(npu) == ["add", "view", "add_", "matmul"]
+    for name in cpu:
+        expected, got = cpu[name](), npu[name]()
+        assert got.device.type == "npu", name
+        assert torch.equal(got.cpu(), expected), name
+
+
+def test_rows_cover_every_op_and_path_with_positive_times():
+    rows = bench_ops.rows(["add", "view"], calls=20, rounds=3)
+    paths = bench_ops.dispatch_paths()
+    assert [(op, path) for op, path, _, _ in rows] == [(op, p) for op in ("add", "view") for p in paths]
+    assert all(cpu > 0 and npu > 0 for _, _, cpu, npu in rows)
