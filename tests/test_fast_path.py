@@ -66,7 +66,7 @@ def test_a_use_of_a_rule_name_sends_the_file_to_libcst(builtin_tables) -> None:
         "import torch\nstate = torch.load('w.pt')\n": "a call map_location reads",
         "import torch\nfrom torch import accelerator\nn = accelerator.device_count()\n": "an API that needs torch_npu",
         "import torch\nimport torch.cuda\n": "an import a rule renames (no text trigger: 'cuda' is one)",
-        "import torch\nfrom unittest import mock\nwith mock.patch('torch.relu'):\n    pass\n": "a patch target",
+        "import torch\nfrom unittest import mock\nwith mock.patch('torch.load'):\n    pass\n": "a patch target a rule acts on",
         "import torch\nimport cupy as cp\nk = cp.RawKernel('', 'k')\n": "a module a rule reports, under an alias",
         "import torch\nfrom xformers import ops as xops\ny = xops.memory_efficient_attention\n": "a reported module's member",
     }
@@ -87,7 +87,9 @@ def test_every_name_a_rule_acts_on_is_a_trigger_name(builtin_tables) -> None:
 
     def covered(name: str) -> bool:
         parts = name.split(".")
-        return any(".".join(parts[:end]) in names for end in range(1, len(parts) + 1))
+        return name in tables.path_string_calls or any(
+            ".".join(parts[:end]) in names for end in range(1, len(parts) + 1)
+        )
 
     keyed = [
         *tables.renames,
@@ -179,3 +181,22 @@ def test_random_files_agree(builtin_tables, lines: list[str]) -> None:
     assert convert_source("p.py", data, builtin_tables) == convert_source(
         "p.py", data, builtin_tables, fast=False
     )
+
+
+def test_patch_targets_go_to_libcst_only_when_they_spell_a_rule_name(tmp_path: Path) -> None:
+    rules = tmp_path / "rules.json"
+    rules.write_text(
+        '{"rules": {"FuncNameModifyRule": [{"old_name": "torch.nn.functional.gelu", "new_name": "torch_npu.npu_gelu"}]}}'
+    )
+    tables = compile_rules(load_rules([rules]))
+    renamed = "import torch\nfrom unittest import mock\n\ndef test(monkeypatch):\n    monkeypatch.setattr('torch.nn.functional.gelu', None)\n"
+    other = renamed.replace("torch.nn.functional.gelu", "pkg.other.helper")
+    plain = "import torch\n\nclass A:\n    pass\n\nsetattr(A, 'size', torch.ones(2).size())\n"
+    for source, fast in ((renamed, False), (other, True), (plain, True)):
+        data = source.encode()
+        assert not tables.could_rewrite(data)
+        result = _fast(Path("t.py"), data, tables)
+        assert (result is not None) is fast, source
+        full = convert_source("t.py", data, tables, fast=False)
+        assert convert_source("t.py", data, tables) == full
+    assert convert_source("t.py", renamed.encode(), tables).output is not None  # the target was renamed

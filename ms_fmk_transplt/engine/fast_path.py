@@ -11,7 +11,10 @@ libcst parse and traversal cost several times the `ast` parse that every file al
   names (`Tables.trigger_names`); this module sees every name the file uses, resolved through
   its imports and module aliases as the transformer resolves them, and a file that uses one (a
   qualified name under a dotted trigger name, or the identifier of a single-word one) goes to
-  libcst after all (`classify` returns None).
+  libcst after all (`classify` returns None);
+- rules that act on API paths spelled in a call's strings (`mock.patch("torch.cuda.x")`) name
+  those calls (`Tables.path_string_calls`); a string argument of such a call that spells a path
+  some rule acts on, from any of its segments, sends the file to libcst.
 
 What is left holds no finding but the classifier's, read here as the transformer reads it:
 
@@ -281,6 +284,10 @@ class _Scan:
         )
         if short in tables.device_spec.attribute_name_calls and len(node.args) > 1:
             self._name_by_string(node.args[0], node.args[1])
+        if short in tables.path_string_calls or (
+            tables.path_string_calls and self.qualify(func) in tables.path_string_calls
+        ):
+            self._path_strings(node)
         if in_annotation or not self.imports_torch or not isinstance(func, ast.Attribute):
             return
         if self.qualify(func) is None:
@@ -295,6 +302,17 @@ class _Scan:
         base = self.qualify(owner)
         if base and isinstance(attr, ast.Constant) and isinstance(attr.value, str):
             self._check(f"{base}.{attr.value}")
+
+    def _path_strings(self, call: ast.Call) -> None:
+        """`mock.patch("torch.cuda.device_count")`: an API path spelled in a string argument, from
+        any of its segments on, that a rule acts on sends the file to libcst."""
+        values = [a.value if isinstance(a, ast.Starred) else a for a in call.args]
+        values += [k.value for k in call.keywords]
+        for value in values:
+            if isinstance(value, ast.Constant) and isinstance(value.value, str) and "." in value.value:
+                parts = value.value.split(".")
+                for start in range(len(parts)):
+                    self._check(".".join(parts[start:]))
 
     def _own_method(self, func: ast.Attribute) -> bool:
         owners = self.own_methods.get(func.attr)

@@ -106,6 +106,9 @@ class Tables:
     # (dotted: any use under the name; single: the identifier) whose use sends a file to libcst
     text_triggers: set[tuple[str, ...]] = field(default_factory=set)
     trigger_names: set[str] = field(default_factory=set)
+    # calls (qualified, or short for an undotted name) whose string arguments spell API paths that
+    # a rule acts on only where a rename covers them (`mock.patch("torch.cuda.x")`)
+    path_string_calls: set[str] = field(default_factory=set)
     support: SupportLists = field(default_factory=lambda: SupportLists())  # filled by ApiSupportRule
     release: str = ""
 

@@ -62,7 +62,9 @@ class PatchTargetRule:
             name = p["func_name"]
             hook = PatchTarget(rule, p.get("arg_idx", 0), p.get("keyword"))
             tables.add_call_hook(name, hook, by_short_name="." not in name)
-            tables.add_name_trigger(name)
+            # it acts only on a string target that spells an API a rename covers: the fast path
+            # reads those strings (engine/fast_path.py), and the rename's own trigger words are in them
+            tables.path_string_calls.add(name)
 
 
 @dataclass(frozen=True)
