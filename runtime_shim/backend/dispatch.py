@@ -11,7 +11,9 @@ switches at run time (bench/bench_ops.py measures both paths in one process).
 
 Both paths count calls for the operator check: a native kernel sends each call of an op through
 the check's Python hook until the check has seen it, then counts in C++; ``flush_counts`` adds
-those counts to ``STATE.op_counts`` and ``rearm`` makes every op go through the hook again.
+those counts to ``STATE.op_counts`` and ``rearm`` makes every op go through the hook again. An op
+whose every call the check looks at (its dtype check) goes through the hook only for the dtypes
+the check names (its ``calls_to_see``: float64 and complex in its default mode).
 """
 
 from __future__ import annotations
@@ -109,6 +111,7 @@ def register(ops: list[tuple[str, torch._ops.OpOverload]]) -> None:
     _SWITCH.ops = list(ops)
     if STATE.native is not None:
         STATE.native.set_call_hook(_call_hook)
+        STATE.native.set_count_hook(_add_counts)
     set_dispatch(requested() and available())
 
 
@@ -137,15 +140,36 @@ def set_dispatch(native: bool) -> None:
     _SWITCH.registered = True
 
 
-def _call_hook(counter: list[int], name: str, args: tuple) -> bool:
+def _call_hook(counter: list[int], name: str, args: tuple) -> bool | list[Any]:
     """A native kernel's call while its op is armed: count it and run the first-call check.
 
-    Returns whether the op may count in C++ from now on (the check did not ask to see the next call).
+    Returns True when the op may count in C++ from now on (the check did not ask to see the next
+    call), else the dtypes whose calls the check still has to see, or False for every call.
     """
     counter[0] += 1
     if counter[0] == 1:
         _kernels._first_call(name, args)
-    return counter[0] > 0
+    if counter[0] > 0:
+        return True
+    calls_to_see = getattr(_checker(), "calls_to_see", None)
+    watched = calls_to_see(name) if calls_to_see is not None else None
+    return False if watched is None else watched
+
+
+def _checker() -> Any:
+    """The operator check whose first-call hook is installed (STATE.on_first_call's owner), if any."""
+    return getattr(STATE.on_first_call, "__self__", None)
+
+
+def _add_counts(counter: list[int], name: str, calls: int, watching: bool) -> None:
+    """File ``calls`` calls a native kernel counted: in the op's count, or, for an op whose calls
+    the check looks at one by one, with the calls the check counted (where the Python path's
+    hook would have put them)."""
+    add_checked_calls = getattr(_checker(), "add_checked_calls", None)
+    if watching and add_checked_calls is not None:
+        add_checked_calls(name, calls)
+    else:
+        counter[0] += calls
 
 
 def flush_counts() -> None:

@@ -197,6 +197,9 @@ struct OpInfo {
   std::vector<int> ret_alias; // per return: the argument it aliases, or -1
   py::object counter;         // STATE.op_counts[name], a one-item list
   std::atomic<bool> armed{true};  // the next call goes through the Python hook
+  // While armed: 0 sends every call through the hook, else only calls whose first tensor (as
+  // the operator check's dtype_label finds it) is not zero-dim and has a dtype in this bit set.
+  std::atomic<uint64_t> watched{0};
   std::atomic<int64_t> count{0};  // calls not yet added to counter
 };
 
@@ -294,7 +297,7 @@ class NativeKernel final : public c10::OperatorKernel {
     OpInfo& info = *info_;
     const size_t nargs = info.arg_kind.size();
     const size_t base = stack->size() - nargs;
-    if (info.armed.load(std::memory_order_relaxed)) {
+    if (info.armed.load(std::memory_order_relaxed) && needs_hook(info, stack, base, nargs)) {
       hook(info, stack, base, nargs);
     } else {
       info.count.fetch_add(1, std::memory_order_relaxed);
@@ -344,6 +347,30 @@ class NativeKernel final : public c10::OperatorKernel {
   }
 
  private:
+  static bool needs_hook(const OpInfo& info, torch::jit::Stack* stack, size_t base, size_t nargs) {
+    const uint64_t watched = info.watched.load(std::memory_order_relaxed);
+    if (watched == 0) return true;
+    for (size_t i = 0; i < nargs; ++i) {
+      const c10::IValue& value = (*stack)[base + i];
+      const at::Tensor* first = nullptr;
+      if (value.isTensor()) {
+        first = &value.toTensor();
+      } else if (value.isList()) {
+        for (const c10::IValue& item : value.toListRef()) {
+          if (item.isTensor()) {
+            first = &item.toTensor();
+            break;
+          }
+        }
+      }
+      if (first != nullptr) {
+        if (!first->defined() || first->dim() == 0) return false;
+        return (watched >> static_cast<int>(first->scalar_type())) & 1;
+      }
+    }
+    return false;
+  }
+
   // empty(size, dtype, layout, device, ...): refuse a request past capacity before the host
   // allocation is made (a huge request must fail as out-of-memory, not in the host allocator).
   static void precheck(torch::jit::Stack* stack, size_t base) {
@@ -366,9 +393,16 @@ class NativeKernel final : public c10::OperatorKernel {
     py::gil_scoped_acquire gil;
     py::tuple args(nargs);
     for (size_t i = 0; i < nargs; ++i) args[i] = torch::jit::toPyObject((*stack)[base + i]);
-    if (call_hook()(info.counter, info.name, args).cast<bool>()) {
-      info.armed.store(false, std::memory_order_relaxed);
+    py::object answer = call_hook()(info.counter, info.name, args);
+    if (py::isinstance<py::bool_>(answer)) {
+      info.watched.store(0, std::memory_order_relaxed);
+      if (answer.cast<bool>()) info.armed.store(false, std::memory_order_relaxed);
+      return;
     }
+    uint64_t watched = 0;
+    for (py::handle dtype : answer) watched |= uint64_t{1} << static_cast<int>(dtype.cast<at::ScalarType>());
+    // Nothing left to watch: a bit no tensor has keeps the hook away without disarming.
+    info.watched.store(watched ? watched : (uint64_t{1} << 63), std::memory_order_relaxed);
   }
 
   std::shared_ptr<OpInfo> info_;
@@ -407,19 +441,28 @@ static void drop_ops() {
   infos().clear();
 }
 
+// add_counts(counter, name, n, watching): files n natively counted calls (backend/dispatch.py).
+static py::object& count_hook() {
+  static py::object* hook = new py::object();  // never destroyed: outlives the interpreter
+  return *hook;
+}
+
 static void flush_counts() {
-  // GIL held (called from Python): add the natively counted calls to the Python counters.
+  // GIL held (called from Python): hand the natively counted calls to Python.
   for (auto& info : infos()) {
     const int64_t n = info->count.exchange(0);
     if (n) {
-      py::list counter = info->counter;
-      counter[0] = py::int_(counter[0].cast<int64_t>() + n);
+      const bool watching = info->armed.load() && info->watched.load() != 0;
+      count_hook()(info->counter, info->name, n, watching);
     }
   }
 }
 
 static void rearm() {
-  for (auto& info : infos()) info->armed.store(true);
+  for (auto& info : infos()) {
+    info->watched.store(0);
+    info->armed.store(true);
+  }
 }
 
 static py::object host_of(py::handle storage_object) {
@@ -461,6 +504,7 @@ void init_dispatch(py::module& m) {
   });
   m.def("set_current", [](int64_t index) { current().store(index); });
   m.def("set_call_hook", [](py::object hook) { call_hook() = std::move(hook); });
+  m.def("set_count_hook", [](py::object hook) { count_hook() = std::move(hook); });
   m.def("add_op", &add_op, "Register the native kernel of one aten op on the npu");
   m.def("drop_ops", &drop_ops, "Withdraw every native kernel");
   m.def("flush_counts", &flush_counts, "Add natively counted calls to the Python counters");

@@ -279,6 +279,31 @@ class OpChecker:
             stacklevel=2,
         )
 
+    def add_checked_calls(self, op: str, calls: int) -> None:
+        """Count ``calls`` calls of ``op`` the check let pass unseen (see calls_to_see)."""
+        self.counts[op] = self.counts.get(op, 0) + calls
+
+    def calls_to_see(self, op: str) -> list[Any] | None:
+        """The dtypes of ``op``'s calls this check still has to see (None: every call).
+
+        Asked after a call that zeroed the op's count (the check looks at each call's dtype):
+        in the ``wide`` dtype mode, once the op has been seen outside an NPU-level kernel, only
+        calls whose first tensor has a wide dtype the docs leave out and that was not reported
+        yet can change what it reports. The native kernels skip the hook for the others.
+        """
+        import torch
+
+        if NPU_LEVEL_DEPTH[0] or op not in self.seen or self.dtype_mode != "wide":
+            return None
+        rule = self._dtype_rule(op)
+        if rule is None:
+            return None
+        reported = self.bad_dtypes.get(op, {})
+        labels = {label for label in _WIDE_DTYPES if label not in rule and label not in reported}
+        return [
+            getattr(torch, name.split(".", 1)[1]) for name, label in _DTYPE_LABELS.items() if label in labels
+        ]
+
     def _check_dtype(self, op: str, args: tuple, documented: frozenset[str]) -> None:
         label = dtype_label(args)
         if label is None or label in documented or label in self.bad_dtypes.get(op, {}):
@@ -491,6 +516,7 @@ def configure(
     """Install an op checker on the simulated device (replacing any previous one)."""
     global CHECKER
     checker = OpChecker(load_release(release), mode, report, dtypes)
+    flush_counts()  # calls counted natively so far belong to the previous checker
     CHECKER = checker
     STATE.on_first_call = checker.first_call
     rearm()  # the native kernels show the new checker each op's next call

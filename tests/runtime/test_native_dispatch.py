@@ -149,3 +149,35 @@ def test_switching_to_a_missing_native_path_is_refused(monkeypatch):
     monkeypatch.setattr(dispatch, "available", lambda: False)
     with pytest.raises(RuntimeError, match="no native dispatch path in this process"):
         dispatch.set_dispatch(True)
+
+
+@needs_native
+def test_the_dtype_check_sees_only_the_calls_it_can_report_on():
+    saved = opcheck.CHECKER
+    hooked: list[str] = []
+
+    def spy(counter, name, args):
+        hooked.append(name)
+        return dispatch._call_hook(counter, name, args)
+
+    try:
+        checker = opcheck.configure(mode="warn")  # dtype mode "wide": float64 and complex
+        opcheck.reset_counts()
+        STATE.native.set_call_hook(spy)
+        with path("native"):
+            x32 = torch.rand(3, 3, device="npu")
+            x64 = x32.double()
+            for _ in range(5):
+                torch.mm(x32, x32)
+            assert hooked.count("mm") == 1  # the first call; float32 is documented for mm
+            with pytest.warns(UserWarning, match=r"'aten::mm' is called with dtype fp64"):
+                torch.mm(x64, x64)
+            torch.mm(x64, x64)  # reported once: not shown to the check again
+            assert hooked.count("mm") == 2
+        row = {r["op"]: r for r in checker.rows()}["mm"]
+        assert row["count"] == 7 and row["unsupported_dtypes"] == "fp64"
+    finally:
+        STATE.native.set_call_hook(dispatch._call_hook)
+        opcheck.CHECKER = saved
+        STATE.on_first_call = saved.first_call if saved else None
+        dispatch.rearm()
