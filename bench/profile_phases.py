@@ -48,9 +48,11 @@ from ms_fmk_transplt.engine.convert import (
 )
 from ms_fmk_transplt.engine.imports import add_needed_imports
 from ms_fmk_transplt.engine.normalise import LONE_BACKSLASH, libcst_limit, normalise, restore, same_tree
+from ms_fmk_transplt.engine.splice import module_bytes
 from ms_fmk_transplt.engine.suppress import annotate
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.engine.transformer import ModuleRewriter
+from ms_fmk_transplt.engine.traverse import transform
 from ms_fmk_transplt.records import FileResult, RunResult, Status
 from ms_fmk_transplt.ruleset import compile_rules, load_rules
 from ms_fmk_transplt.run import REPORTS, _rule_table
@@ -68,7 +70,7 @@ PHASES = (
     "imports",
     "positions (_place)",
     "suppressions, fingerprints",
-    "codegen (module.bytes, edited modules only)",
+    "codegen (edited modules only: new statements)",
     "restore (normalised files)",
 )
 
@@ -125,15 +127,18 @@ def convert_timed(path: str, data: bytes, tables: Tables, clock: Clock) -> FileR
     with clock.phase("ModuleRewriter init (look-ahead)"):
         converter = ModuleRewriter(tables, module)
     with clock.phase("transform"):
-        new_module = module.visit(converter)
+        new_module = transform(module, converter)
     with clock.phase("imports"):
         new_module = add_needed_imports(new_module, converter.imports_needed)
     with clock.phase("positions (_place)"):
-        placed = _place(module, converter)
+        placed, text = _place(module, converter)
     with clock.phase("suppressions, fingerprints"):
         findings = annotate(placed, data)
-    with clock.phase("codegen (module.bytes, edited modules only)"):
-        output = new_module.bytes if normalised is not None or edited(converter) else data
+    with clock.phase("codegen (edited modules only: new statements)"):
+        if normalised is not None:
+            output = new_module.bytes
+        else:
+            output = module_bytes(module, new_module, text) if edited(converter) else data
     if normalised is not None:
         with clock.phase("restore (normalised files)"):
             restored = restore(normalised, output)

@@ -22,10 +22,12 @@ from ms_fmk_transplt.engine.normalise import (
     restore,
     same_tree,
 )
-from ms_fmk_transplt.engine.positions import positions
+from ms_fmk_transplt.engine.positions import ModuleText, positions_and_text
+from ms_fmk_transplt.engine.splice import module_bytes
 from ms_fmk_transplt.engine.suppress import annotate
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.engine.transformer import ModuleRewriter
+from ms_fmk_transplt.engine.traverse import transform
 from ms_fmk_transplt.records import FileResult, Finding, Operation, Status, Support
 
 _PY2_HINTS = (
@@ -132,11 +134,15 @@ def _convert(path: str, data: bytes, tables: Tables, fast: bool) -> FileResult:
             reason = libcst_limit(data) or problem or "libcst does not print the file back as it read it"
             return FileResult(path, Status.FAILED, reason=f"{reason} (libcst; CPython parses it)")
     converter = ModuleRewriter(tables, module)
-    new_module = module.visit(converter)
+    new_module = transform(module, converter)
     new_module = add_needed_imports(new_module, converter.imports_needed)
-    findings = annotate(_place(module, converter), data)
+    placed, text = _place(module, converter)
+    findings = annotate(placed, data)
     # every rewrite reports a change; without one the output is the input, not worth printing
-    output = new_module.bytes if normalised is not None or edited(converter) else data
+    if normalised is not None:
+        output = new_module.bytes
+    else:
+        output = module_bytes(module, new_module, text) if edited(converter) else data
     if normalised is not None:
         restored = restore(normalised, output)
         if restored is None or not same_tree(restored, output):
@@ -183,11 +189,14 @@ def _parse_normalised(normalised: Normalised, data: bytes) -> cst.Module | None:
     return module if module.bytes == normalised.data else None
 
 
-def _place(module: cst.Module, converter: ModuleRewriter) -> tuple[Finding, ...]:
-    """Original positions for the pending findings (engine/positions.py: only their nodes' ranges)."""
+def _place(module: cst.Module, converter: ModuleRewriter) -> tuple[tuple[Finding, ...], ModuleText | None]:
+    """Original positions for the pending findings (engine/positions.py: only their nodes' ranges),
+    and the module's text by top-level statement from that printing (None when nothing is pending)."""
     if not converter.pending:
-        return ()
-    ranges = positions(module, (item.node for item in converter.pending if item.node is not module))
+        return (), None
+    ranges, text = positions_and_text(
+        module, (item.node for item in converter.pending if item.node is not module)
+    )
     lines: dict[int, tuple[int, int, int]] = {}
     for item in converter.pending:
         where = ranges.get(id(item.node))
@@ -228,7 +237,7 @@ def _place(module: cst.Module, converter: ModuleRewriter) -> tuple[Finding, ...]
             )
         )
     findings.sort(key=lambda f: (f.start_line, f.column, f.end_line, f.rule_id))
-    return tuple(findings)
+    return tuple(findings), text
 
 
 def scan_text(path: str, data: bytes, tables: Tables) -> tuple[Finding, ...]:

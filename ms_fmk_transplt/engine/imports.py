@@ -17,6 +17,7 @@ from ms_fmk_transplt.engine.bindings import Bindings
 from ms_fmk_transplt.engine.names import build_dotted, dotted, import_bindings
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.traverse import transform
 
 
 @dataclass
@@ -202,7 +203,7 @@ def insert_module_import(
     # the first torch import sits in a block (try: import torch / except ImportError): go next to it
     assert anchor_updated is not None
     before = _imports_device_module(anchor_updated)
-    return updated.visit(_InsertNextTo(anchor_updated, line, before)), Insertion(anchor_line, message)
+    return transform(updated, _InsertNextTo(anchor_updated, line, before)), Insertion(anchor_line, message)
 
 
 def add_needed_imports(module: cst.Module, names: set[str]) -> cst.Module:

@@ -12,6 +12,8 @@ from typing import Any, Literal, overload
 
 import libcst as cst
 
+from ms_fmk_transplt.engine.traverse import child_nodes
+
 _BLOCKS = (
     cst.BaseSuite,
     cst.BaseCompoundStatement,
@@ -21,6 +23,7 @@ _BLOCKS = (
     cst.Finally,
     cst.MatchCase,
 )
+_NESTED = (cst.BaseStatement, *_BLOCKS)
 
 
 def dotted(node: cst.CSTNode | None) -> str | None:
@@ -58,7 +61,7 @@ def iter_imports(module: cst.Module, lines: bool = False) -> Iterator[Any]:
                 if isinstance(small, (cst.Import, cst.ImportFrom)):
                     yield (node, small) if lines else small
         elif isinstance(node, _BLOCKS):
-            stack.extend(reversed([c for c in node.children if isinstance(c, (cst.BaseStatement, *_BLOCKS))]))
+            stack.extend(reversed([c for c in child_nodes(node) if isinstance(c, _NESTED)]))
 
 
 def import_bindings(node: cst.Import | cst.ImportFrom) -> list[tuple[str, str, cst.ImportAlias]]:

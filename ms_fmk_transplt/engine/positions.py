@@ -1,4 +1,5 @@
-"""Original positions of the few nodes a file reports, at the price of printing the module once.
+"""Original positions of the few nodes a file reports, at the price of printing the module once
+(the same printing gives each top-level statement's text, which engine/splice.py reuses).
 
 libcst's `PositionProvider` records a range for every node of the module while it prints it:
 on pytorch/examples that costs ~7x the printing itself, and a run needs the ranges of only the
@@ -24,11 +25,14 @@ Range = tuple[tuple[int, int], tuple[int, int]]  # ((start line, start column), 
 
 
 class _Recorder(CodegenState):
-    """Prints like libcst and tracks line and column; records ranges for the wanted nodes only."""
+    """Prints like libcst and tracks line and column; records ranges for the wanted nodes only,
+    and where each top-level statement's tokens start and end."""
 
     def __init__(self, module: cst.Module, wanted: set[int]) -> None:
         super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
         self.wanted = wanted
+        self.tops = {id(statement) for statement in module.body}
+        self.bounds: dict[int, tuple[int, int]] = {}
         self.line = 1
         self.column = 0
         self.starts: list[tuple[int, int]] = []
@@ -52,14 +56,20 @@ class _Recorder(CodegenState):
         self._advance(value)
 
     def before_codegen(self, node: cst.CSTNode) -> None:
-        if id(node) in self.wanted:
+        key = id(node)
+        if key in self.tops:
+            self.bounds[key] = (len(self.tokens), -1)
+        if key in self.wanted:
             self.starts.append((self.line, self.column))
 
     def after_codegen(self, node: cst.CSTNode) -> None:
-        if id(node) in self.wanted:
+        key = id(node)
+        if key in self.tops:
+            self.bounds[key] = (self.bounds[key][0], len(self.tokens))
+        if key in self.wanted:
             start = self.starts.pop()
             # a syntactic range recorded while printing the node's insides wins, as in libcst
-            self.ranges.setdefault(id(node), (start, (self.line, self.column)))
+            self.ranges.setdefault(key, (start, (self.line, self.column)))
 
     def record_syntactic_position(
         self,
@@ -95,7 +105,34 @@ class _Recorder(CodegenState):
 
 def positions(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[int, Range]:
     """id(node) -> its syntactic range in `module`, for each of `nodes` (original nodes of it)."""
+    return positions_and_text(module, nodes)[0]
+
+
+class ModuleText:
+    """A module's printed text cut at its top-level statements (engine/splice.py reuses them)."""
+
+    __slots__ = ("footer", "header", "statements")
+
+    def __init__(self, header: str, statements: dict[int, str], footer: str) -> None:
+        self.header = header
+        self.statements = statements  # id(top-level statement) -> its text
+        self.footer = footer
+
+
+def positions_and_text(
+    module: cst.Module, nodes: Iterable[cst.CSTNode]
+) -> tuple[dict[int, Range], ModuleText]:
+    """`positions`, and the module's text by top-level statement, from the same printing."""
     asked = {id(node) for node in nodes}
     recorder = _Recorder(module, set(asked))
     module._codegen(recorder)
-    return {key: value for key, value in recorder.ranges.items() if key in asked}
+    tokens, bounds = recorder.tokens, recorder.bounds
+    body = module.body
+    first = bounds[id(body[0])][0] if body else len(tokens)
+    last = bounds[id(body[-1])][1] if body else len(tokens)
+    text = ModuleText(
+        "".join(tokens[:first]),
+        {key: "".join(tokens[start:end]) for key, (start, end) in bounds.items()},
+        "".join(tokens[last:]),
+    )
+    return {key: value for key, value in recorder.ranges.items() if key in asked}, text

@@ -23,6 +23,18 @@ _FORMATTING = frozenset(
 )
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
+
+class _NodeClasses(dict[type, bool]):
+    """class -> is it a libcst node class, found once per class: CSTNode is an ABC, and isinstance
+    against it runs ABCMeta's Python-level check on every call."""
+
+    def __missing__(self, cls: type) -> bool:
+        known = self[cls] = issubclass(cls, cst.CSTNode)
+        return known
+
+
+IS_NODE = _NodeClasses()
+
 N = TypeVar("N", bound=cst.CSTNode)
 
 
@@ -44,7 +56,7 @@ class NodeIndex:
         by_class: dict[type, list[cst.CSTNode]] = {}
         stack: list[cst.CSTNode] = [root]
         pop, push = stack.pop, stack.append
-        node_type = cst.CSTNode
+        is_node = IS_NODE
         while stack:
             node = pop()
             cls = node.__class__
@@ -53,12 +65,15 @@ class NodeIndex:
                 by_class[cls] = [node]
             else:
                 group.append(node)
-            for name in _fields(cls):
+            for name in _FIELDS.get(cls) or _fields(cls):
                 value = getattr(node, name)
-                if isinstance(value, node_type):
+                kind = value.__class__
+                if kind is tuple or kind is list:
+                    for item in value:
+                        if is_node[item.__class__]:
+                            push(item)
+                elif is_node[kind]:
                     push(value)
-                elif isinstance(value, (list, tuple)):
-                    stack.extend(item for item in value if isinstance(item, node_type))
         self._by_class = by_class
 
     def of(self, cls: type[N]) -> list[N]:
