@@ -224,11 +224,16 @@ def npu_level(name: str, fn: Callable) -> Callable:
             counter[0] += 1
             if counter[0] == 1:
                 _first_call(name, args)
+        native = STATE.native  # its kernels count what they run in here as the check does
         depth[0] += 1
+        if native is not None:
+            native.npu_level(1)
         try:
             return fn(*args, **kwargs)
         finally:
             depth[0] -= 1
+            if native is not None:
+                native.npu_level(-1)
 
     return kernel
 

@@ -209,6 +209,13 @@ static std::vector<std::shared_ptr<OpInfo>>& infos() {
   return *all;
 }
 
+// How many NPU-level kernels (backend/kernels.py npu_level) are running, mirrored from Python:
+// the calls they make are how the simulation computes an op, not ops a real NPU dispatches.
+static std::atomic<int>& npu_level_depth() {
+  static std::atomic<int> depth{0};
+  return depth;
+}
+
 // The Python hook run while an op is armed: hook(counter, name, args) -> whether to disarm.
 static py::object& call_hook() {
   static py::object* hook = new py::object();  // never destroyed: outlives the interpreter
@@ -299,7 +306,9 @@ class NativeKernel final : public c10::OperatorKernel {
     const size_t base = stack->size() - nargs;
     if (info.armed.load(std::memory_order_relaxed) && needs_hook(info, stack, base, nargs)) {
       hook(info, stack, base, nargs);
-    } else {
+    } else if (info.watched.load(std::memory_order_relaxed) == 0 ||
+               npu_level_depth().load(std::memory_order_relaxed) == 0) {
+      // a watched op's calls are counted as the check counts them: not inside an NPU-level kernel
       info.count.fetch_add(1, std::memory_order_relaxed);
     }
     if (info.view) {
@@ -504,6 +513,8 @@ void init_dispatch(py::module& m) {
   });
   m.def("set_current", [](int64_t index) { current().store(index); });
   m.def("set_call_hook", [](py::object hook) { call_hook() = std::move(hook); });
+  m.def("npu_level", [](int delta) { npu_level_depth().fetch_add(delta, std::memory_order_relaxed); },
+        "Enter (+1) or leave (-1) an NPU-level kernel");
   m.def("set_count_hook", [](py::object hook) { count_hook() = std::move(hook); });
   m.def("add_op", &add_op, "Register the native kernel of one aten op on the npu");
   m.def("drop_ops", &drop_ops, "Withdraw every native kernel");

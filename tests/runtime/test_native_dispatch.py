@@ -181,3 +181,35 @@ def test_the_dtype_check_sees_only_the_calls_it_can_report_on():
         opcheck.CHECKER = saved
         STATE.on_first_call = saved.first_call if saved else None
         dispatch.rearm()
+
+
+def _mm_count_through_matmul() -> int:
+    """The dtype check's count of mm after direct mm calls and mm reached inside matmul (an
+    NPU-level kernel, whose insides a real NPU never dispatches)."""
+    checker = opcheck.configure(mode="warn")
+    opcheck.reset_counts()
+    x64 = torch.rand(3, 3, device="npu", dtype=torch.float64)
+    x32 = torch.rand(3, 3, device="npu")
+    with pytest.warns(UserWarning, match=r"'aten::mm' is called with dtype fp64"):
+        torch.mm(x64, x64)
+    for _ in range(4):
+        torch.mm(x32, x32)  # counted
+        torch.matmul(x64, x64)  # counted as matmul; its mm is not
+        torch.matmul(x32, x32)
+    dispatch.flush_counts()
+    return {r["op"]: r for r in checker.rows()}["mm"]["count"]
+
+
+@needs_native
+def test_calls_inside_npu_level_kernels_are_counted_alike_on_both_paths():
+    saved = opcheck.CHECKER
+    try:
+        counts = {}
+        for name in ("python", "native"):
+            with path(name):
+                counts[name] = _mm_count_through_matmul()
+        assert counts == {"python": 5, "native": 5}
+    finally:
+        opcheck.CHECKER = saved
+        STATE.on_first_call = saved.first_call if saved else None
+        dispatch.rearm()
