@@ -48,6 +48,7 @@ from ms_fmk_transplt.engine.convert import (
 )
 from ms_fmk_transplt.engine.imports import add_needed_imports
 from ms_fmk_transplt.engine.normalise import LONE_BACKSLASH, libcst_limit, normalise, restore, same_tree
+from ms_fmk_transplt.engine.parsing import parse_module
 from ms_fmk_transplt.engine.splice import module_bytes
 from ms_fmk_transplt.engine.suppress import annotate
 from ms_fmk_transplt.engine.tables import Tables
@@ -113,7 +114,7 @@ def convert_timed(path: str, data: bytes, tables: Tables, clock: Clock) -> FileR
     problem = ""
     with clock.phase("libcst parse"):
         try:
-            module: cst.Module | None = cst.parse_module(data)
+            module: cst.Module | None = parse_module(data)
             if (b"\f" in data or LONE_BACKSLASH.search(data)) and module is not None and module.bytes != data:
                 module = None
         except cst.ParserSyntaxError as exc:

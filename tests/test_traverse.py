@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ms_fmk_transplt.engine import convert, imports, traverse
+from ms_fmk_transplt.engine import convert, imports, parsing, traverse
 from ms_fmk_transplt.engine.convert import convert_source
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -168,3 +168,25 @@ def test_generated_modules_match_libcst(pieces: list[str], name: str) -> None:
     theirs, ours = _Recorder(edits), _Recorder(edits)
     assert traverse.transform(module, ours).code == module.visit(theirs).code
     assert _formatting_free(ours.calls) == _formatting_free(theirs.calls)
+
+
+@pytest.mark.parametrize("case", CASES[::7], ids=lambda p: p.name)
+def test_the_unvalidated_parse_gives_libcsts_tree(case: Path) -> None:
+    data = case.read_bytes()
+    try:
+        expected = cst.parse_module(data)
+    except cst.ParserSyntaxError:
+        with pytest.raises(cst.ParserSyntaxError):
+            parsing.parse_module(data)
+        return
+    assert parsing.parse_module(data).deep_equals(expected)
+
+
+def test_nodes_are_validated_again_after_a_parse() -> None:
+    parsing.parse_module("x = 1\n")
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("not a name")
+    with pytest.raises(cst.ParserSyntaxError):
+        parsing.parse_module("x = = 1\n")
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("still not a name")

@@ -22,6 +22,7 @@ from ms_fmk_transplt.engine.normalise import (
     restore,
     same_tree,
 )
+from ms_fmk_transplt.engine.parsing import parse_module
 from ms_fmk_transplt.engine.positions import ModuleText, positions_and_text
 from ms_fmk_transplt.engine.splice import module_bytes
 from ms_fmk_transplt.engine.suppress import annotate
@@ -119,7 +120,7 @@ def _convert(path: str, data: bytes, tables: Tables, fast: bool) -> FileResult:
     problem = ""
     normalised: Normalised | None = None
     try:
-        module: cst.Module | None = cst.parse_module(data)
+        module: cst.Module | None = parse_module(data)
         # libcst reads a backslash-only line into the wrong block and prints it back moved, and
         # drops some form feeds: those files must print back as read, or take the normalised path
         odd = b"\f" in data or LONE_BACKSLASH.search(data) or odd_tail(data)
@@ -183,7 +184,7 @@ def _parse_normalised(normalised: Normalised, data: bytes) -> cst.Module | None:
     if not same_tree(normalised.data, data):
         return None
     try:
-        module = cst.parse_module(normalised.data)
+        module = parse_module(normalised.data)
     except cst.ParserSyntaxError:
         return None
     return module if module.bytes == normalised.data else None
