@@ -11,7 +11,13 @@ Corpora, prepared under --work (default /tmp/bench_scale, never committed), chos
   files, 1.0M lines).
 * ``generated``: ``--copies`` copies of timm and transformers side by side
   (``copy_000/timm``, ``copy_000/transformers``, ...): ~1.06M lines per copy.
-* ``--corpus-dir PATH``: any folder as it is (e.g. pytorch/examples), named by its base name.
+* ``--corpus-dir PATH``: any folder as it is (e.g. pytorch/examples), named by its base name;
+  the Ascend ModelZoo-PyTorch tree (50,733 ``.py`` files, 10.3M lines) as
+  ``git --git-dir=MIRROR archive HEAD | tar -x -C /tmp/mz`` from a snapshot of
+  github.com/Ascend/ModelZoo-PyTorch.
+
+``--validate`` reads every report of each run back (bench/check_reports.py: report.json,
+change_list.csv, the log and the xlsx agree) and prints what it found.
 
 Each of our runs is the installed console script started as a user starts it
 (``ms_fmk_transplt -i CORPUS -o OUT -q -v RELEASE --cache-dir C -j N``) into a fresh output
@@ -49,7 +55,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_converter import find_msft_dir  # a sibling script, not a package
+import check_reports  # sibling scripts, not a package
+from bench_converter import find_msft_dir
 
 REPO = Path(__file__).resolve().parent.parent
 TOOL = Path(sys.executable).with_name("ms_fmk_transplt")
@@ -215,8 +222,9 @@ def ours(corpus: Path, out: Path, cache: Path, jobs: int, release: str, no_cache
     command = [str(TOOL), "-i", str(corpus), "-o", str(out), "-q", "-v", release, "--cache-dir", str(cache)]
     command += ["-j", str(jobs)] + (["--no-cache"] if no_cache else [])
     result = measure(command)
-    if result.code not in (0, 1):
-        raise SystemExit(f"{shlex.join(command)} exited {result.code}")
+    # 1 is "some files could not be converted", but also an uncaught exception's status
+    if result.code not in (0, 1) or not (out / f"{corpus.name}_msft").is_dir():
+        raise SystemExit(f"{shlex.join(command)} exited {result.code} without its output:\n{result.tail}")
     return result
 
 
@@ -244,7 +252,7 @@ def _row(name: str, label: str, files: int, lines: int, result: Measured, extra:
 
 
 def measure_corpus(
-    name: str, corpus: Path, work: Path, jobs: int, release: str, kinds: list[str]
+    name: str, corpus: Path, work: Path, jobs: int, release: str, kinds: list[str], validate: bool = False
 ) -> tuple[int, int, Measured | None]:
     """One row per run kind; returns files, lines and the -j N no-cache run (for theirs/ours)."""
     files, lines = count(corpus)
@@ -279,6 +287,9 @@ def measure_corpus(
         if kind == "nocacheN":
             reference = result
         _row(name, label, files, lines, result)
+        if validate:
+            problems, summary = check_reports.check(out / f"{corpus.name}_msft")
+            print(f"  reports of that run: {summary}; " + ("; ".join(problems) or "valid"), flush=True)
     shutil.rmtree(out, ignore_errors=True)
     return files, lines, reference
 
@@ -299,6 +310,9 @@ def main(argv: list[str] | None = None) -> int:
         "--runs",
         default=",".join(RUN_KINDS),
         help=f"comma list of run kinds (default all: {','.join(RUN_KINDS)})",
+    )
+    parser.add_argument(
+        "--validate", action="store_true", help="read every report of each run back (bench/check_reports.py)"
     )
     parser.add_argument("--msft-src", type=Path, help="msFmkTransplt checkout (…/msfmktransplt/src)")
     parser.add_argument(
@@ -352,7 +366,9 @@ def main(argv: list[str] | None = None) -> int:
         wanted = list(kinds)
         if name in msft_names and "nocacheN" not in wanted:
             wanted.append("nocacheN")  # the reference of theirs/ours
-        files, lines, reference = measure_corpus(name, corpus, args.work, args.jobs, args.release, wanted)
+        files, lines, reference = measure_corpus(
+            name, corpus, args.work, args.jobs, args.release, wanted, args.validate
+        )
         if name in msft_names and msft_dir is not None and reference is not None:
             shown, result, produced = theirs(
                 msft_dir, args.msft_python, corpus, args.work / "out_msft", args.release
