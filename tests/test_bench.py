@@ -1,5 +1,5 @@
 """The benchmark scripts' helpers: corpus preparation without the network, the phase profile, the
-literal-role bench's judging and its labelled data set."""
+report check, the literal-role bench's judging and its labelled data set."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
 import bench_scale  # noqa: E402  (bench/ holds scripts, not a package)
+import check_reports  # noqa: E402
 import literal_roles  # noqa: E402
 import profile_phases  # noqa: E402
 
@@ -46,6 +47,32 @@ def test_generated_tree_is_copies_of_both_pinned_packages(tmp_path: Path) -> Non
         "copy_001/transformers-4.46.3/b.py",
     ]
     assert bench_scale.count(tree) == (4, 4)
+
+
+def test_report_check_passes_a_real_run_and_names_what_disagrees(tmp_path: Path) -> None:
+    command = [
+        sys.executable,
+        "-m",
+        "ms_fmk_transplt",
+        "-i",
+        str(ROOT / "sample_models"),
+        "-o",
+        str(tmp_path),
+        "-q",
+    ]
+    subprocess.run(command, check=True, capture_output=True)
+    folder = tmp_path / "sample_models_msft"
+    problems, summary = check_reports.check(folder)
+    assert problems == [] and "findings" in summary and "Summary" in summary
+    rows = (folder / "change_list.csv").read_text(encoding="utf-8").splitlines(keepends=True)
+    (folder / "change_list.csv").write_text("".join(rows[:-1]), encoding="utf-8")  # a row lost
+    log = folder / "msFmkTranspltlog.txt"
+    log.write_text(
+        log.read_text(encoding="utf-8").replace("findings_modify: ", "findings_modify: 9"), encoding="utf-8"
+    )
+    problems, _ = check_reports.check(folder)
+    assert any(p.startswith("change_list.csv:") for p in problems)
+    assert any(p.startswith("msFmkTranspltlog.txt: findings_modify") for p in problems)
 
 
 def test_phase_profile_of_sample_models_mirrors_the_engine() -> None:
