@@ -42,11 +42,17 @@ KEPT_REPORTS = frozenset({"unsupported_op.xlsx"})
 
 def _results_digest(run: RunResult) -> bytes:
     """What a kept report depends on: the results without converted bytes, timings or warnings."""
-    files = tuple(f if f.output is None else dataclasses.replace(f, output=None) for f in run.files)
-    stable = dataclasses.replace(run, files=files, output_root="", seconds=0.0, warnings=())
     # repr, not pickle: equal results read from the cache and fresh ones pickle differently
-    # (pickle shares objects by identity); the dataclasses' repr is a function of their values
-    return hashlib.sha256(repr(stable).encode()).digest()
+    # (pickle shares objects by identity); the dataclasses' repr is a function of their values.
+    # File by file: one repr of a large run's every finding was a ~100 MB string at its peak.
+    digest = hashlib.sha256(
+        repr(dataclasses.replace(run, files=(), output_root="", seconds=0.0, warnings=())).encode()
+    )
+    for result in run.files:
+        digest.update(
+            repr(result if result.output is None else dataclasses.replace(result, output=None)).encode()
+        )
+    return digest.digest()
 
 
 def _report(
