@@ -37,6 +37,9 @@ class ApiCheck:
     rule: str
     first: str  # file:line of the first use
     files: list[str] = field(default_factory=list)
+    # the same paths as a set: a list search per use made a large run's rows quadratic
+    # (ModelZoo: 4.5 s for 343k uses)
+    seen: set[str] = field(default_factory=set, repr=False, compare=False)
     uses: int = 0
     heuristic: int = 0  # uses matched by method name only
 
@@ -60,7 +63,8 @@ def by_api(found: list[Issue]) -> list[ApiCheck]:
             )
         row.uses += 1
         row.heuristic += f.heuristic
-        if issue.path not in row.files:
+        if issue.path not in row.seen:
+            row.seen.add(issue.path)
             row.files.append(issue.path)
     return sorted(rows.values(), key=lambda r: (-r.uses, r.api, r.status.value))
 
