@@ -22,4 +22,4 @@ echo "converter tests on libcst $("$VENV/bin/python" -c 'import importlib.metada
     tests/test_imports.py tests/test_walk.py tests/test_bindings.py tests/test_normalise.py \
     tests/test_context.py tests/test_explain.py tests/test_kind_hooks.py tests/test_rule_files.py \
     tests/test_support.py tests/test_report_formats.py tests/test_rule_examples.py \
-    tests/test_distributed_mode.py
+    tests/test_distributed_mode.py tests/test_traverse.py
