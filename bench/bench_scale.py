@@ -16,8 +16,10 @@ Corpora, prepared under --work (default /tmp/bench_scale, never committed), chos
   ``git --git-dir=MIRROR archive HEAD | tar -x -C /tmp/mz`` from a snapshot of
   github.com/Ascend/ModelZoo-PyTorch.
 
-``--validate`` reads every report of each run back (bench/check_reports.py: report.json,
-change_list.csv, the log and the xlsx agree) and prints what it found.
+``--size-scaling 0.1,1,5`` adds bench/size_scaling.py's seconds per MB of one file of each
+size, so one run prints every figure of the speed targets. ``--validate`` reads every report of
+each run back (bench/check_reports.py: report.json, change_list.csv, the log and the xlsx agree)
+and prints what it found.
 
 Each of our runs is the installed console script started as a user starts it
 (``ms_fmk_transplt -i CORPUS -o OUT -q -v RELEASE --cache-dir C -j N``) into a fresh output
@@ -312,6 +314,11 @@ def main(argv: list[str] | None = None) -> int:
         help=f"comma list of run kinds (default all: {','.join(RUN_KINDS)})",
     )
     parser.add_argument(
+        "--size-scaling",
+        metavar="SIZES",
+        help="also print seconds per MB of one generated file of each size in MB (e.g. 0.1,1,5)",
+    )
+    parser.add_argument(
         "--validate", action="store_true", help="read every report of each run back (bench/check_reports.py)"
     )
     parser.add_argument("--msft-src", type=Path, help="msFmkTransplt checkout (…/msfmktransplt/src)")
@@ -380,6 +387,14 @@ def main(argv: list[str] | None = None) -> int:
             if not ok:
                 failures.append(f"{name}: msFmkTransplt rc={result.code} py={produced}: {result.tail}")
             shutil.rmtree(args.work / "out_msft", ignore_errors=True)
+    if args.size_scaling:
+        print(
+            f"\nseconds per MB of one file ({shlex.join(['bench/size_scaling.py', '--sizes', args.size_scaling])}):"
+        )
+        script = Path(__file__).resolve().parent / "size_scaling.py"
+        done = subprocess.run([sys.executable, str(script), "--sizes", args.size_scaling], check=False)
+        if done.returncode:
+            failures.append(f"size_scaling.py exited {done.returncode}")
     print(f"load: {os.getloadavg()}")
     for failure in failures:
         print(failure)
