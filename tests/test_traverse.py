@@ -190,3 +190,19 @@ def test_nodes_are_validated_again_after_a_parse() -> None:
         parsing.parse_module("x = = 1\n")
     with pytest.raises(cst.CSTValidationError):
         cst.Name("still not a name")
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_parse_leaves_the_collector_as_it_found_it(enabled: bool) -> None:
+    import gc
+
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        parsing.parse_module("x = 1\n")
+        assert gc.isenabled() is enabled
+        with pytest.raises(cst.ParserSyntaxError):
+            parsing.parse_module("x = = 1\n")
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
