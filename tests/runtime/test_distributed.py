@@ -17,13 +17,28 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _gloo_reference(out) -> None:
+    """The plain-torch run on CPU that the simulated NPU is compared with.
+
+    Stock torch's gloo has been seen (once in CI, 2026-11-24) to abort a rank at teardown with
+    "terminate called without an active exception" after both ranks had finished. That run is
+    torch's, not ours, so it gets one more try when that is all that went wrong; the simulated
+    NPU's own run gets none.
+    """
+    for attempt in (1, 2):
+        proc = run_python([str(SCRIPT), "gloo", "cpu", str(out), str(_free_port())])
+        aborted = "terminated with signal SIGABRT" in proc.stderr
+        if proc.returncode == 0 or attempt == 2 or not aborted:
+            break
+    assert proc.returncode == 0, proc.stderr
+
+
 @pytest.mark.slow
 def test_ddp_hccl_on_npu_matches_gloo_on_cpu(tmp_path):
     npu_out, cpu_out = tmp_path / "npu.json", tmp_path / "cpu.json"
     proc = run_python(["-m", "runtime_shim", str(SCRIPT), "hccl", "npu", str(npu_out), str(_free_port())])
     assert proc.returncode == 0, proc.stderr
-    proc = run_python([str(SCRIPT), "gloo", "cpu", str(cpu_out), str(_free_port())])
-    assert proc.returncode == 0, proc.stderr
+    _gloo_reference(cpu_out)
     for rank in (0, 1):
         npu = json.loads((tmp_path / f"npu.json.{rank}").read_text())
         cpu = json.loads((tmp_path / f"cpu.json.{rank}").read_text())

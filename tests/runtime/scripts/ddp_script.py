@@ -36,10 +36,13 @@ def worker(rank, backend, device_type, out, port):
     total = torch.tensor([float(rank + 1)], device=device)
     dist.all_reduce(total)
     params = [p.detach().cpu().flatten().tolist() for p in model.parameters()]
-    with open(f"{out}.{rank}", "w") as fh:
+    with open(f"{out}.{rank}.partial", "w") as fh:
         json.dump(
             {"losses": losses, "params": params, "allreduce": total.item(), "device": str(total.device)}, fh
         )
+    os.replace(f"{out}.{rank}.partial", f"{out}.{rank}")
+    # Neither rank tears its group down while the other may still be inside a collective.
+    dist.barrier()
     dist.destroy_process_group()
 
 

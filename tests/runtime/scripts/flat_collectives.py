@@ -34,6 +34,7 @@ def run(rank, world, out, port):
     scalar_out = torch.empty(world, device=dev)
     dist.all_gather_into_tensor(scalar_out, torch.tensor(float(rank + 1), device=dev))
     results["all_gather_into_tensor/0-dim"] = scalar_out.tolist()
+    dist.barrier()
     dist.destroy_process_group()
     with open(f"{out}.{rank}.partial", "w") as fh:
         json.dump(results, fh)
