@@ -18,6 +18,7 @@ the check names (its ``calls_to_see``: float64 and complex in its default mode).
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from typing import Any
@@ -52,6 +53,8 @@ class _Switch:
         self.python: dict[str, Callable[..., Any]] = {}
         self.native = False
         self.registered = False
+        #: (release name, op) of every composite op given an NPU-level kernel
+        self.levels: list[tuple[str, torch._ops.OpOverload]] = []
 
 
 _SWITCH = _Switch()
@@ -123,6 +126,7 @@ def set_dispatch(native: bool) -> None:
         )
     if _SWITCH.registered and native == _SWITCH.native:
         return
+    libraries.drop("npu_level")
     if native:
         libraries.drop("switchable")
         for name, op in _SWITCH.ops:
@@ -138,13 +142,40 @@ def set_dispatch(native: bool) -> None:
             library.impl(name, kernel, "PrivateUse1")
     _SWITCH.native = native
     _SWITCH.registered = True
+    for name, op in _SWITCH.levels:
+        _register_npu_level(name, op)
+
+
+def add_npu_level_op(name: str, op: torch._ops.OpOverload) -> None:
+    """Serve composite ``op`` (``name`` in the support data) as an op torch_npu dispatches itself.
+
+    Its kernel at the npu's autograd key counts it as ``name`` and runs its C++ decomposition
+    (CompositeImplicitAutograd, what the CPU runs) one NPU level deeper: in C++ on the native
+    path, through ``kernels.npu_level`` on the Python one.
+    """
+    _SWITCH.levels.append((name, op))
+    _register_npu_level(name, op)
+
+
+def _register_npu_level(name: str, op: torch._ops.OpOverload) -> None:
+    if _SWITCH.native:
+        qualified, _, _, _, kinds, _ = _native_args(op)
+        STATE.native.add_npu_level_op(qualified, name, kinds, _kernels._counter(name))
+        return
+    library = libraries.get("npu_level") or libraries.make("npu_level")
+    # Not op.decompose: for an op with a Python decomposition (matmul, one_hot) that runs the
+    # Python one, slower and not bound to issue the ops the C++ kernel issues.
+    decomposition = functools.partial(op._op_dk, torch._C.DispatchKey.CompositeImplicitAutograd)
+    library.impl(name, _kernels.npu_level(name, decomposition), "AutogradPrivateUse1")
 
 
 def _call_hook(counter: list[int], name: str, args: tuple) -> bool | list[Any]:
     """A native kernel's call while its op is armed: count it and run the first-call check.
 
     Returns True when the op may count in C++ from now on (the check did not ask to see the next
-    call), else the dtypes whose calls the check still has to see, or False for every call.
+    call), else the dtypes whose calls the check still has to see, or False for every call. It
+    answers False or dtypes only with ``counter`` at zero: the native kernel relies on that to
+    skip the hook inside an NPU-level kernel, where the check would leave the count zero again.
     """
     counter[0] += 1
     if counter[0] == 1:

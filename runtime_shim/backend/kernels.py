@@ -211,6 +211,14 @@ def _first_call(name: str, args: tuple = ()) -> None:
 NPU_LEVEL_DEPTH = [0]
 
 
+def nested() -> bool:
+    """Whether an NPU-level kernel is running: this module's or a native one (csrc/)."""
+    if NPU_LEVEL_DEPTH[0]:
+        return True
+    native = STATE.native
+    return native is not None and native.npu_level_depth() != 0
+
+
 def npu_level(name: str, fn: Callable) -> Callable:
     """Wrap ``fn``, the simulated kernel of ``name``, as an op torch_npu dispatches itself.
 
@@ -220,7 +228,7 @@ def npu_level(name: str, fn: Callable) -> Callable:
     depth = NPU_LEVEL_DEPTH
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
-        if not depth[0]:
+        if not nested():
             counter[0] += 1
             if counter[0] == 1:
                 _first_call(name, args)

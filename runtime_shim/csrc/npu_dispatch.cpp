@@ -12,6 +12,11 @@
 //      over an input's storage when the CPU kernel returned memory of that input, or else a new npu
 //      storage over the fresh CPU result, counted as device memory (out-of-memory at capacity).
 // View and metadata-only ops run their CPU kernel on the npu tensors themselves.
+//
+// A composite op torch_npu has a kernel of its own for (matmul, dropout, ...) gets an NPU-level
+// kernel at the npu's autograd key: it counts the op as above, then runs PyTorch's C++
+// decomposition (what the CPU runs) with the NPU-level depth raised, so that the ops the
+// decomposition calls are not counted as ops a real NPU would dispatch.
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/DefaultDtype.h>
 #include <torch/csrc/Storage.h>
@@ -200,6 +205,9 @@ struct OpInfo {
   // While armed: 0 sends every call through the hook, else only calls whose first tensor (as
   // the operator check's dtype_label finds it) is not zero-dim and has a dtype in this bit set.
   std::atomic<uint64_t> watched{0};
+  // Armed, and the hook left counter at zero (it answered "keep watching"); no call since has
+  // added to counter, as an armed op counts only the calls flush_counts files with the check.
+  std::atomic<bool> zeroed{false};
   std::atomic<int64_t> count{0};  // calls not yet added to counter
 };
 
@@ -296,6 +304,81 @@ static at::Tensor wrap(const at::Tensor& out, int64_t index, const Scan& scan) {
   return tensor_on(std::move(storage), NPU_KEYS, out.dtype(), out.sizes(), out.strides(), out.storage_offset());
 }
 
+static bool needs_hook(const OpInfo& info, torch::jit::Stack* stack, size_t base, size_t nargs) {
+  const uint64_t watched = info.watched.load(std::memory_order_relaxed);
+  if (watched == 0) return true;
+  for (size_t i = 0; i < nargs; ++i) {
+    const c10::IValue& value = (*stack)[base + i];
+    const at::Tensor* first = nullptr;
+    if (value.isTensor()) {
+      first = &value.toTensor();
+    } else if (value.isList()) {
+      for (const c10::IValue& item : value.toListRef()) {
+        if (item.isTensor()) {
+          first = &item.toTensor();
+          break;
+        }
+      }
+    }
+    if (first != nullptr) {
+      if (!first->defined() || first->dim() == 0) return false;
+      return (watched >> static_cast<int>(first->scalar_type())) & 1;
+    }
+  }
+  return false;
+}
+
+// empty(size, dtype, layout, device, ...): refuse a request past capacity before the host
+// allocation is made (a huge request must fail as out-of-memory, not in the host allocator).
+static void precheck(torch::jit::Stack* stack, size_t base) {
+  const auto sizes = (*stack)[base].toDimVector();
+  const c10::IValue& dtype = (*stack)[base + 1];
+  const c10::IValue& device = (*stack)[base + 3];
+  int64_t index = 0;
+  if (device.isDevice()) {
+    index = device.toDevice().index() < 0 ? current_index() : device.toDevice().index();
+  }
+  const auto meta = dtype.isNone() ? c10::get_default_dtype() : c10::scalarTypeToTypeMeta(dtype.toScalarType());
+  int64_t nbytes = static_cast<int64_t>(meta.itemsize());
+  for (int64_t size : sizes) nbytes *= size;
+  std::lock_guard<std::mutex> guard(mem_mutex());
+  check_locked(index, counters(index), nbytes);
+}
+
+// The operator check's first look at an op (and every call while it asks to see each one).
+static void hook(OpInfo& info, torch::jit::Stack* stack, size_t base, size_t nargs) {
+  py::gil_scoped_acquire gil;
+  py::tuple args(nargs);
+  for (size_t i = 0; i < nargs; ++i) args[i] = torch::jit::toPyObject((*stack)[base + i]);
+  py::object answer = call_hook()(info.counter, info.name, args);
+  if (py::isinstance<py::bool_>(answer)) {
+    info.watched.store(0, std::memory_order_relaxed);
+    const bool disarm = answer.cast<bool>();
+    info.zeroed.store(!disarm, std::memory_order_relaxed);
+    if (disarm) info.armed.store(false, std::memory_order_relaxed);
+    return;
+  }
+  info.zeroed.store(true, std::memory_order_relaxed);
+  uint64_t watched = 0;
+  for (py::handle dtype : answer) watched |= uint64_t{1} << static_cast<int>(dtype.cast<at::ScalarType>());
+  // Nothing left to watch: a bit no tensor has keeps the hook away without disarming.
+  info.watched.store(watched ? watched : (uint64_t{1} << 63), std::memory_order_relaxed);
+}
+
+// Count one call of info's op for the operator check, or send it through the check's Python hook.
+static void note_call(OpInfo& info, torch::jit::Stack* stack, size_t base, size_t nargs, bool nested) {
+  const bool armed = info.armed.load(std::memory_order_relaxed);
+  if (armed && nested && info.zeroed.load(std::memory_order_relaxed)) {
+    // Inside an NPU-level kernel the hook of an op whose count it zeroed would find the count
+    // zero and leave it so (the check neither looks at nor counts such calls): no need to ask.
+  } else if (armed && needs_hook(info, stack, base, nargs)) {
+    hook(info, stack, base, nargs);
+  } else if (info.watched.load(std::memory_order_relaxed) == 0 || !nested) {
+    // a watched op's calls are counted as the check counts them: not inside an NPU-level kernel
+    info.count.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
 class NativeKernel final : public c10::OperatorKernel {
  public:
   explicit NativeKernel(std::shared_ptr<OpInfo> info) : info_(std::move(info)) {}
@@ -304,13 +387,7 @@ class NativeKernel final : public c10::OperatorKernel {
     OpInfo& info = *info_;
     const size_t nargs = info.arg_kind.size();
     const size_t base = stack->size() - nargs;
-    if (info.armed.load(std::memory_order_relaxed) && needs_hook(info, stack, base, nargs)) {
-      hook(info, stack, base, nargs);
-    } else if (info.watched.load(std::memory_order_relaxed) == 0 ||
-               npu_level_depth().load(std::memory_order_relaxed) == 0) {
-      // a watched op's calls are counted as the check counts them: not inside an NPU-level kernel
-      info.count.fetch_add(1, std::memory_order_relaxed);
-    }
+    note_call(info, stack, base, nargs, npu_level_depth().load(std::memory_order_relaxed) != 0);
     if (info.view) {
       op.redispatchBoxed(CPU_KEYS, stack);
       return;
@@ -356,69 +433,42 @@ class NativeKernel final : public c10::OperatorKernel {
   }
 
  private:
-  static bool needs_hook(const OpInfo& info, torch::jit::Stack* stack, size_t base, size_t nargs) {
-    const uint64_t watched = info.watched.load(std::memory_order_relaxed);
-    if (watched == 0) return true;
-    for (size_t i = 0; i < nargs; ++i) {
-      const c10::IValue& value = (*stack)[base + i];
-      const at::Tensor* first = nullptr;
-      if (value.isTensor()) {
-        first = &value.toTensor();
-      } else if (value.isList()) {
-        for (const c10::IValue& item : value.toListRef()) {
-          if (item.isTensor()) {
-            first = &item.toTensor();
-            break;
-          }
-        }
-      }
-      if (first != nullptr) {
-        if (!first->defined() || first->dim() == 0) return false;
-        return (watched >> static_cast<int>(first->scalar_type())) & 1;
-      }
+  std::shared_ptr<OpInfo> info_;
+};
+
+// An op torch_npu dispatches itself, served at the npu's autograd key by PyTorch's C++
+// decomposition (its CompositeImplicitAutograd kernel, what the CPU runs): counted as the op,
+// while what the decomposition calls runs one NPU level deeper.
+class NpuLevelKernel final : public c10::OperatorKernel {
+ public:
+  explicit NpuLevelKernel(std::shared_ptr<OpInfo> info) : info_(std::move(info)) {}
+
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+    OpInfo& info = *info_;
+    const size_t nargs = info.arg_kind.size();
+    // Inside another NPU-level kernel the op is part of that kernel's computation: not counted.
+    if (npu_level_depth().load(std::memory_order_relaxed) == 0) {
+      note_call(info, stack, stack->size() - nargs, nargs, false);
     }
-    return false;
+    struct Level {
+      Level() { npu_level_depth().fetch_add(1, std::memory_order_relaxed); }
+      ~Level() { npu_level_depth().fetch_sub(1, std::memory_order_relaxed); }
+    } level;
+    c10::Dispatcher::singleton().callBoxedForDispatchKey(op, c10::DispatchKey::CompositeImplicitAutograd, stack);
   }
 
-  // empty(size, dtype, layout, device, ...): refuse a request past capacity before the host
-  // allocation is made (a huge request must fail as out-of-memory, not in the host allocator).
-  static void precheck(torch::jit::Stack* stack, size_t base) {
-    const auto sizes = (*stack)[base].toDimVector();
-    const c10::IValue& dtype = (*stack)[base + 1];
-    const c10::IValue& device = (*stack)[base + 3];
-    int64_t index = 0;
-    if (device.isDevice()) {
-      index = device.toDevice().index() < 0 ? current_index() : device.toDevice().index();
-    }
-    const auto meta = dtype.isNone() ? c10::get_default_dtype() : c10::scalarTypeToTypeMeta(dtype.toScalarType());
-    int64_t nbytes = static_cast<int64_t>(meta.itemsize());
-    for (int64_t size : sizes) nbytes *= size;
-    std::lock_guard<std::mutex> guard(mem_mutex());
-    check_locked(index, counters(index), nbytes);
-  }
-
-  // The operator check's first look at an op (and every call while it asks to see each one).
-  static void hook(OpInfo& info, torch::jit::Stack* stack, size_t base, size_t nargs) {
-    py::gil_scoped_acquire gil;
-    py::tuple args(nargs);
-    for (size_t i = 0; i < nargs; ++i) args[i] = torch::jit::toPyObject((*stack)[base + i]);
-    py::object answer = call_hook()(info.counter, info.name, args);
-    if (py::isinstance<py::bool_>(answer)) {
-      info.watched.store(0, std::memory_order_relaxed);
-      if (answer.cast<bool>()) info.armed.store(false, std::memory_order_relaxed);
-      return;
-    }
-    uint64_t watched = 0;
-    for (py::handle dtype : answer) watched |= uint64_t{1} << static_cast<int>(dtype.cast<at::ScalarType>());
-    // Nothing left to watch: a bit no tensor has keeps the hook away without disarming.
-    info.watched.store(watched ? watched : (uint64_t{1} << 63), std::memory_order_relaxed);
-  }
-
+ private:
   std::shared_ptr<OpInfo> info_;
 };
 
 // The registrations of the native path; destroying the library withdraws them.
 static std::unique_ptr<torch::Library>& library() {
+  static auto* held = new std::unique_ptr<torch::Library>();
+  return *held;
+}
+
+// The NPU-level kernels, registered at the npu's autograd key; withdrawn with the others.
+static std::unique_ptr<torch::Library>& level_library() {
   static auto* held = new std::unique_ptr<torch::Library>();
   return *held;
 }
@@ -441,12 +491,28 @@ static void add_op(const std::string& qualified, const std::string& name, bool v
   library()->impl(qualified.c_str(), torch::CppFunction::makeFromBoxedFunctor(std::make_unique<NativeKernel>(info)));
 }
 
+static void add_npu_level_op(const std::string& qualified, const std::string& name, std::vector<int> arg_kind,
+                             py::object counter) {
+  auto info = std::make_shared<OpInfo>();
+  info->name = name;
+  info->arg_kind = std::move(arg_kind);
+  info->counter = std::move(counter);
+  infos().push_back(info);
+  if (!level_library()) {
+    level_library() = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
+                                                       c10::DispatchKey::AutogradPrivateUse1, __FILE__, __LINE__);
+  }
+  level_library()->impl(qualified.c_str(),
+                        torch::CppFunction::makeFromBoxedFunctor(std::make_unique<NpuLevelKernel>(info)));
+}
+
 static void flush_counts();
 
 static void drop_ops() {
   // GIL held (called from Python).
   flush_counts();
   library().reset();
+  level_library().reset();
   infos().clear();
 }
 
@@ -470,6 +536,7 @@ static void flush_counts() {
 static void rearm() {
   for (auto& info : infos()) {
     info->watched.store(0);
+    info->zeroed.store(false);
     info->armed.store(true);
   }
 }
@@ -516,7 +583,11 @@ void init_dispatch(py::module& m) {
   m.def("npu_level", [](int delta) { npu_level_depth().fetch_add(delta, std::memory_order_relaxed); },
         "Enter (+1) or leave (-1) an NPU-level kernel");
   m.def("set_count_hook", [](py::object hook) { count_hook() = std::move(hook); });
+  m.def("npu_level_depth", []() { return npu_level_depth().load(std::memory_order_relaxed); },
+        "How many NPU-level kernels are running");
   m.def("add_op", &add_op, "Register the native kernel of one aten op on the npu");
+  m.def("add_npu_level_op", &add_npu_level_op,
+        "Register the NPU-level kernel of one composite aten op (its C++ decomposition, counted as the op)");
   m.def("drop_ops", &drop_ops, "Withdraw every native kernel");
   m.def("flush_counts", &flush_counts, "Add natively counted calls to the Python counters");
   m.def("rearm", &rearm, "Send the next call of every op through the Python hook");

@@ -45,9 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runtime_shim.backend import libraries
-from runtime_shim.backend.dispatch import flush_counts, rearm
-from runtime_shim.backend.kernels import NPU_LEVEL_DEPTH, npu_level
+from runtime_shim.backend.dispatch import add_npu_level_op, flush_counts, rearm
+from runtime_shim.backend.kernels import nested
 from runtime_shim.runtime.state import STATE
 from runtime_shim.torch_version import data_file
 
@@ -243,7 +242,7 @@ class OpChecker:
     def first_call(self, op: str, args: tuple = ()) -> None:
         """Check ``op`` once (and each new dtype of it): warn, raise, or remember where it came from."""
         counter = STATE.op_counts.get(op)
-        if NPU_LEVEL_DEPTH[0]:
+        if nested():
             # Reached while the simulation computes an op torch_npu has a kernel for:
             # not an op a real NPU would see. Zeroed, so a later direct call is checked.
             if counter is not None:
@@ -293,7 +292,7 @@ class OpChecker:
         """
         import torch
 
-        if NPU_LEVEL_DEPTH[0] or op not in self.seen or self.dtype_mode != "wide":
+        if nested() or op not in self.seen or self.dtype_mode != "wide":
             return None
         rule = self._dtype_rule(op)
         if rule is None:
@@ -565,12 +564,11 @@ def install_npu_level_ops(release: Release) -> list[str]:
     """Give each composite op ``release`` has an NPU kernel for a kernel that records it.
 
     Only ops whose npu autograd key already runs PyTorch's decomposition are wrapped
-    (``runs_decomposition``), and the wrapper runs that decomposition: results and gradients
-    are unchanged; only what the check sees differs.
+    (``runs_decomposition``), and the wrapper runs that decomposition (``add_npu_level_op``):
+    results and gradients are unchanged; only what the check sees differs.
     """
     import torch
 
-    library = libraries.get("opcheck") or libraries.make("opcheck")
     added = []
     for name in sorted(release.ops - _NPU_LEVEL_OPS - _NOT_WRAPPED):
         base, _, overload = name.partition(".")
@@ -581,7 +579,7 @@ def install_npu_level_ops(release: Release) -> list[str]:
             op = getattr(getattr(torch.ops.aten, base), overload or "default")
         except (AttributeError, RuntimeError):
             continue
-        library.impl(name, npu_level(name, op.decompose), "AutogradPrivateUse1")
+        add_npu_level_op(name, op)
         _NPU_LEVEL_OPS.add(name)
         added.append(name)
     return added

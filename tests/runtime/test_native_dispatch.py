@@ -197,7 +197,14 @@ def _mm_count_through_matmul() -> int:
         torch.matmul(x64, x64)  # counted as matmul; its mm is not
         torch.matmul(x32, x32)
     dispatch.flush_counts()
-    return {r["op"]: r for r in checker.rows()}["mm"]["count"]
+    rows = {r["op"]: r for r in checker.rows()}
+    assert rows["matmul"]["count"] == 8 and rows["matmul"]["unsupported_dtypes"] == "fp64"
+    return rows["mm"]["count"]
+
+
+def _autograd_kernel_of(qualified: str) -> str:
+    table = torch._C._dispatch_dump_table(qualified)
+    return next(line for line in table.splitlines() if line.startswith("AutogradPrivateUse1:"))
 
 
 @needs_native
@@ -208,8 +215,41 @@ def test_calls_inside_npu_level_kernels_are_counted_alike_on_both_paths():
         for name in ("python", "native"):
             with path(name):
                 counts[name] = _mm_count_through_matmul()
+                # the NPU-level kernel is the path's own: C++ on the native one
+                assert ("npu_dispatch.cpp" in _autograd_kernel_of("aten::matmul")) == (name == "native")
         assert counts == {"python": 5, "native": 5}
     finally:
+        opcheck.CHECKER = saved
+        STATE.on_first_call = saved.first_call if saved else None
+        dispatch.rearm()
+
+
+@needs_native
+def test_ops_inside_npu_level_kernels_stay_in_cpp_once_the_check_has_seen_them():
+    saved = opcheck.CHECKER
+    hooked = []
+
+    def spy(counter, name, args):
+        hooked.append(name)
+        return dispatch._call_hook(counter, name, args)
+
+    try:
+        checker = opcheck.configure(mode="warn")
+        opcheck.reset_counts()
+        STATE.native.set_call_hook(spy)
+        with path("native"):
+            x64 = torch.rand(3, 3, device="npu", dtype=torch.float64)
+            with pytest.warns(UserWarning, match=r"'aten::mm' is called with dtype fp64"):
+                torch.mm(x64, x64)
+            assert hooked.count("mm") == 1
+            for _ in range(3):
+                torch.matmul(x64, x64)  # its mm is float64, a dtype the check watches, but nested
+            assert hooked.count("mm") == 1
+            assert hooked.count("matmul") == 1
+        rows = {r["op"]: r for r in checker.rows()}
+        assert rows["mm"]["count"] == 1 and rows["matmul"]["count"] == 3
+    finally:
+        STATE.native.set_call_hook(dispatch._call_hook)
         opcheck.CHECKER = saved
         STATE.on_first_call = saved.first_call if saved else None
         dispatch.rearm()
