@@ -30,7 +30,8 @@ import torch
 ENV = "RUNTIME_SHIM_NATIVE"
 CACHE_ENV = "RUNTIME_SHIM_CACHE"
 _SOURCES = [
-    Path(__file__).resolve().parent.parent / "csrc" / name for name in ("npu_hooks.cpp", "npu_dispatch.cpp")
+    Path(__file__).resolve().parent.parent / "csrc" / name
+    for name in ("npu_hooks.cpp", "npu_dispatch.cpp", "npu_rnn.cpp")
 ]
 _MODULE_NAME = "runtime_shim_native"
 

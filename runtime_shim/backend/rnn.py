@@ -11,7 +11,8 @@ autograd formula and a CPU kernel, so the result and gradients are the CPU ones.
 
 GRU and RNN (tanh / relu) likewise pick a fused CUDA cell off the CPU. On the CPU they run
 the unfused cells over inputs whose projection is computed once for the whole sequence;
-``gru_input`` and ``rnn_input`` replay that sequence of ops on npu tensors. ``lstm_cell`` and
+``gru_input`` and ``rnn_input`` replay that sequence of ops on npu tensors (in C++ on the native
+dispatch path: csrc/npu_rnn.cpp makes the same calls). ``lstm_cell`` and
 ``gru_cell`` (nn.LSTMCell, nn.GRUCell) also pick the fused CUDA cell; here they run the CPU's.
 """
 
@@ -25,6 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from runtime_shim.backend import libraries
+from runtime_shim.runtime.state import STATE
 
 #: one recurrent step: (input projection, hidden, w_hh, b_hh) -> the new hidden state
 _Cell = Callable[[Tensor, Tensor, Tensor, Tensor | None], Tensor]
@@ -176,6 +178,37 @@ def _run_cells(
     return output, torch.stack(finals, 0)
 
 
+_CELLS: dict[str, _Cell] = {
+    "gru": _gru_cell,
+    "rnn_tanh": _simple_cell(torch.tanh),
+    "rnn_relu": _simple_cell(torch.relu),
+}
+
+
+def _cells(
+    mode: str,
+    input: Tensor,
+    hx: Any,
+    params: Sequence[Tensor],
+    has_biases: bool,
+    num_layers: int,
+    dropout: float,
+    train: bool,
+    bidirectional: bool,
+    batch_first: bool,
+) -> tuple[Tensor, Tensor]:
+    """``_run_cells`` with ``mode``'s cell: in C++ (csrc/npu_rnn.cpp, the same calls) on the native path."""
+    from runtime_shim.backend import dispatch
+
+    if dispatch.native_enabled():
+        return STATE.native.run_cells(
+            mode, input, hx, list(params), has_biases, num_layers, dropout, train, bidirectional, batch_first
+        )
+    return _run_cells(
+        _CELLS[mode], input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first
+    )
+
+
 def gru_input(
     input: Tensor,
     hx: Any,
@@ -188,8 +221,8 @@ def gru_input(
     batch_first: bool,
 ) -> tuple[Tensor, ...]:
     """``aten::gru.input`` for npu tensors, following the CPU implementation."""
-    return _run_cells(
-        _gru_cell, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first
+    return _cells(
+        "gru", input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first
     )
 
 
@@ -205,17 +238,8 @@ def rnn_tanh_input(
     batch_first: bool,
 ) -> tuple[Tensor, ...]:
     """``aten::rnn_tanh.input`` for npu tensors, following the CPU implementation."""
-    return _run_cells(
-        _simple_cell(torch.tanh),
-        input,
-        hx,
-        params,
-        has_biases,
-        num_layers,
-        dropout,
-        train,
-        bidirectional,
-        batch_first,
+    return _cells(
+        "rnn_tanh", input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first
     )
 
 
@@ -231,17 +255,8 @@ def rnn_relu_input(
     batch_first: bool,
 ) -> tuple[Tensor, ...]:
     """``aten::rnn_relu.input`` for npu tensors, following the CPU implementation."""
-    return _run_cells(
-        _simple_cell(torch.relu),
-        input,
-        hx,
-        params,
-        has_biases,
-        num_layers,
-        dropout,
-        train,
-        bidirectional,
-        batch_first,
+    return _cells(
+        "rnn_relu", input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first
     )
 
 

@@ -92,3 +92,19 @@ def test_recurrent_layers_run_under_inference_mode(npu, kind) -> None:
     expected = expected[0] if isinstance(expected, tuple) else expected
     got = got[0] if isinstance(got, tuple) else got
     assert torch.equal(expected, got.cpu())
+
+
+def test_the_native_path_runs_the_layers_in_cpp(npu, monkeypatch) -> None:
+    from runtime_shim.backend import dispatch, rnn
+
+    if not dispatch.native_enabled():
+        pytest.skip("the Python dispatch path replays the cells in Python")
+
+    def replay(*args, **kwargs):
+        raise AssertionError("the Python replay ran on the native path")
+
+    monkeypatch.setattr(rnn, "_run_cells", replay)
+    torch.manual_seed(0)
+    for layer in (torch.nn.GRU(6, 5, num_layers=2), torch.nn.RNN(6, 5, nonlinearity="relu")):
+        out, h = layer.to(npu)(torch.randn(7, 4, 6, device=npu))
+        (out.sum() + h.sum()).backward()
