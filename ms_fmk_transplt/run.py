@@ -35,39 +35,70 @@ REPORTS: dict[str, Callable[[RunResult], bytes]] = {
     "unsupported_op.xlsx": reports.unsupported_xlsx,
     "report.json": reports.summary_json,
 }
-# reports that are a function of the findings alone and the slowest to write (the xlsx: ~0.1 s per
-# 10k rows): kept in the result cache and reused while the results they were written from are the same
-KEPT_REPORTS = frozenset({"unsupported_op.xlsx"})
+# Reports that are a function of the results alone (not of the output folder, the time taken or the
+# warnings) are kept in the result cache and reused while the results they were written from are
+# the same: a warm run writes each from what it kept. The xlsx and the CSV are kept whole; the log
+# and report.json keep their bulk, the findings, and are put together around it each run.
+KEPT_REPORTS = frozenset({"unsupported_op.xlsx", "change_list.csv"})
+KEPT_PARTS: dict[str, tuple[Callable[[RunResult], bytes], Callable[[RunResult, bytes], bytes]]] = {
+    LOG_NAME: (reports.log_body, reports.log_with_body),
+    "report.json": (reports.summary_files, reports.summary_with_files),
+}
 
 
 def _results_digest(run: RunResult) -> bytes:
     """What a kept report depends on: the results without converted bytes, timings or warnings."""
-    # repr, not pickle: equal results read from the cache and fresh ones pickle differently
-    # (pickle shares objects by identity); the dataclasses' repr is a function of their values.
-    # File by file: one repr of a large run's every finding was a ~100 MB string at its peak.
+    # Values, not pickles: equal results read from the cache and fresh ones pickle differently
+    # (pickle shares objects by identity). A finding is its field values; repr of the dataclasses
+    # would do too, at ~10x the time (0.3 s on transformers' 37k findings).
     digest = hashlib.sha256(
         repr(dataclasses.replace(run, files=(), output_root="", seconds=0.0, warnings=())).encode()
     )
     for result in run.files:
         digest.update(
-            repr(result if result.output is None else dataclasses.replace(result, output=None)).encode()
+            repr(
+                (
+                    result.path,
+                    result.status.value,
+                    result.reason,
+                    result.detail,
+                    result.supported,
+                    result.supported_by_kernel,
+                    len(result.findings),
+                )
+            ).encode()
         )
+        for finding in result.findings:
+            digest.update(repr(finding.__getstate__()).encode())
     return digest.digest()
 
 
-def _report(
-    name: str, writer: Callable[[RunResult], bytes], run: RunResult, cache: ResultCache | None
-) -> bytes:
-    """The report's bytes; a kept report is reused from the cache when the results are unchanged."""
-    if cache is None or name not in KEPT_REPORTS:
+def _report(name: str, writer: Callable[[RunResult], bytes], run: RunResult, kept: _Kept | None) -> bytes:
+    """The report's bytes; a kept report (or part) is reused from the cache when the results are unchanged."""
+    if kept is None:
         return writer(run)
-    root = os.path.abspath(run.input_root)
-    digest = _results_digest(run)
-    content = cache.get_report(name, root, digest)
-    if content is None:
-        content = writer(run)
-        cache.put_report(name, root, digest, content)
-    return content
+    if name in KEPT_REPORTS:
+        return kept.part(name, writer, run)
+    if name in KEPT_PARTS:
+        part, whole = KEPT_PARTS[name]
+        return whole(run, kept.part(name, part, run))
+    return writer(run)
+
+
+class _Kept:
+    """The kept reports of one run: its results' digest, computed once, and the cache holding them."""
+
+    def __init__(self, cache: ResultCache, run: RunResult) -> None:
+        self.cache = cache
+        self.root = os.path.abspath(run.input_root)
+        self.digest = _results_digest(run)
+
+    def part(self, name: str, writer: Callable[[RunResult], bytes], run: RunResult) -> bytes:
+        content = self.cache.get_report(name, self.root, self.digest)
+        if content is None:
+            content = writer(run)
+            self.cache.put_report(name, self.root, self.digest, content)
+        return content
 
 
 class UsageError(Exception):
@@ -249,13 +280,14 @@ def convert_project(
             rules=_rule_table(rules),
             **runtime,
         )
+        kept = _Kept(cache, run) if cache is not None else None
         for report, writer in REPORTS.items():
             name = report
             if name in taken:  # the project has a file of that name: keep it, rename the report
                 stem, _, suffix = name.rpartition(".")
                 warnings.append(f"input has a file named {name}; report written as {stem}.msft.{suffix}")
                 name = f"{stem}.msft.{suffix}"
-            (folder / name).write_bytes(_report(report, writer, run, cache))
+            (folder / name).write_bytes(_report(report, writer, run, kept))
         staging.commit()
     if cache is not None:
         cache.close()
@@ -343,8 +375,9 @@ def analyse_project(
     )
     if report_folder is not None:
         report_folder.mkdir(parents=True, exist_ok=True)
+        kept = _Kept(cache, run) if cache is not None else None
         for name, writer in ANALYSIS_REPORTS.items():
-            write_atomically(report_folder / name, _report(name, writer, run, cache))
+            write_atomically(report_folder / name, _report(name, writer, run, kept))
     if cache is not None:
         cache.close()
     return dataclasses.replace(run, warnings=tuple(warnings))

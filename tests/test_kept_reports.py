@@ -43,3 +43,73 @@ def test_the_xlsx_is_reused_until_a_finding_changes(tmp_path: Path, writes: list
     (project / "util.py").write_text("import torch\ny = torch.zeros(1).cuda()\n")
     changed = _convert(project, tmp_path / "out", cache)
     assert len(writes) == 2 and changed != first
+
+
+def _reports(source: Path, out: Path, cache: Path | None) -> dict[str, str]:
+    options = run.Options(source, out, force=True, jobs=1)
+    if cache is None:
+        options.use_cache = False
+    else:
+        options.cache_dir = cache
+    run.convert_project(options)
+    folder = run.output_folder(source, out)
+    return {name: (folder / name).read_text() for name in (run.LOG_NAME, "report.json", "change_list.csv")}
+
+
+def _without_time(log: str) -> str:
+    return "\n".join(line for line in log.splitlines() if not line.startswith("seconds: "))
+
+
+def test_kept_log_json_and_csv_are_the_reports_written_afresh(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "train.py").write_text("import torch\nx = torch.ones(2).cuda()\ntorch.cuda.synchronize()\n")
+    (project / "util.py").write_text("import torch\ny = torch.zeros(1, dtype=torch.float64).npu()\n")
+    cache = tmp_path / "cache"
+    _reports(project, tmp_path / "a", cache)
+    warm = _reports(project, tmp_path / "b", cache)  # kept parts, another output folder
+    fresh = _reports(project, tmp_path / "b", None)
+    assert str(tmp_path / "b") in warm[run.LOG_NAME] and str(tmp_path / "a") not in warm[run.LOG_NAME]
+    assert _without_time(warm[run.LOG_NAME]) == _without_time(fresh[run.LOG_NAME])
+    assert warm["report.json"] == fresh["report.json"]
+    assert warm["change_list.csv"] == fresh["change_list.csv"]
+    # a changed finding is in the next run's reports
+    (project / "util.py").write_text("import torch\ny = torch.zeros(1).cuda()\nz = torch.cuda.Stream()\n")
+    changed = _reports(project, tmp_path / "b", cache)
+    fresh = _reports(project, tmp_path / "b", None)
+    assert _without_time(changed[run.LOG_NAME]) == _without_time(fresh[run.LOG_NAME])
+    assert changed["report.json"] == fresh["report.json"] != warm["report.json"]
+    assert changed["change_list.csv"] == fresh["change_list.csv"] != warm["change_list.csv"]
+
+
+def test_the_results_digest_reads_every_field_a_report_may_show() -> None:
+    # _results_digest names FileResult's fields one by one (Finding's come from __getstate__):
+    # a new field must be added there, or kept reports would miss a change in it.
+    from dataclasses import fields
+
+    from ms_fmk_transplt.records import FileResult
+
+    names = {f.name for f in fields(FileResult)}
+    assert names == {
+        "path",
+        "status",
+        "findings",
+        "reason",
+        "detail",
+        "output",  # the converted bytes: no report shows them
+        "supported",
+        "supported_by_kernel",
+    }
+
+
+def test_equal_results_from_the_cache_and_fresh_have_one_digest(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "train.py").write_text("import torch\nx = torch.ones(2).cuda()\n")
+    cache = tmp_path / "cache"
+    options = run.Options(project, tmp_path / "out", cache_dir=cache, force=True, jobs=1)
+    first = run.convert_project(options)
+    second = run.convert_project(options)  # every result read back from the cache
+    assert run._results_digest(first) == run._results_digest(second)
+    (project / "train.py").write_text("import torch\nx = torch.ones(2).cuda(0)\n")
+    assert run._results_digest(run.convert_project(options)) != run._results_digest(first)

@@ -33,12 +33,25 @@ def totals(run: RunResult) -> dict[str, int]:
 def log_text(run: RunResult) -> bytes:
     """The human log: what will not run on the NPU first, then every change, then the uses to check
     (each issue with the status every other report gives it), skipped and failed files, totals."""
+    return log_with_body(run, log_body(run))
+
+
+def log_with_body(run: RunResult, body: bytes) -> bytes:
+    """The log around its body (`log_body`): the run's header before it, its time after."""
+    head = (
+        f"ms_fmk_transplt {__version__}\n"
+        f"input:   {run.input_root}\noutput:  {run.output_root}\n"
+        f"release: Ascend data for PyTorch {run.release}\n"
+        f"rules:   built-in{''.join(', ' + r for r in run.rule_files)}\n\n"
+    )
+    return head.encode() + body + f"seconds: {run.seconds:.2f}\n".encode()
+
+
+def log_body(run: RunResult) -> bytes:
+    """The log from its summary to its totals: a function of the results alone, not of the output
+    folder or the time taken (so a warm run can reuse it)."""
     found = issues(run)
     out = io.StringIO()
-    out.write(f"ms_fmk_transplt {__version__}\n")
-    out.write(f"input:   {run.input_root}\noutput:  {run.output_root}\n")
-    out.write(f"release: Ascend data for PyTorch {run.release}\n")
-    out.write(f"rules:   built-in{''.join(', ' + r for r in run.rule_files)}\n\n")
     out.write("== summary ==\n")
     for item, said in headline(run, found):
         out.write(f"{item}: {said}\n" if item else f"  {said}\n")
@@ -68,7 +81,6 @@ def log_text(run: RunResult) -> bytes:
     out.write("\n== totals ==\n")
     for key, value in totals(run).items():
         out.write(f"{key}: {value}\n")
-    out.write(f"seconds: {run.seconds:.2f}\n")
     return out.getvalue().encode()
 
 
@@ -96,6 +108,11 @@ def summary_json(run: RunResult) -> bytes:
     json's C encoder runs only without `indent`; with it, a tree of 100k findings took seconds.
     So each file's entry is encoded compactly on a line of its own, which keeps the document
     valid JSON and a diff line-by-file."""
+    return summary_with_files(run, summary_files(run))
+
+
+def summary_with_files(run: RunResult, files: bytes) -> bytes:
+    """report.json around its file entries (`summary_files`)."""
     head = {
         "tool": "ms_fmk_transplt",
         "version": __version__,
@@ -105,8 +122,14 @@ def summary_json(run: RunResult) -> bytes:
         "rule_files": list(run.rule_files),
         "totals": totals(run),
     }
+    opening = json.dumps(head, indent=1)[:-2]  # without the closing "\n}"
+    return f'{opening},\n "files": [\n'.encode() + files + b"\n ]\n}\n"
+
+
+def summary_files(run: RunResult) -> bytes:
+    """report.json's file entries, one a line: a function of the results alone."""
     encode = json.JSONEncoder(separators=(",", ":")).encode
-    files = ",\n".join(
+    return ",\n".join(
         encode(
             {
                 "path": r.path,
@@ -127,6 +150,4 @@ def summary_json(run: RunResult) -> bytes:
             }
         )
         for r in run.files
-    )
-    opening = json.dumps(head, indent=1)[:-2]  # without the closing "\n}"
-    return f'{opening},\n "files": [\n{files}\n ]\n}}\n'.encode()
+    ).encode()
