@@ -263,6 +263,18 @@ def _scan_text(rel: str, data: bytes, source: TableSource) -> tuple:
     return scan_text(rel, data, source.get())
 
 
+class _Folders:
+    """Makes the folders of an output tree, each once (a tree's files share a few folders)."""
+
+    def __init__(self) -> None:
+        self.made: set[Path] = set()
+
+    def make(self, folder: Path) -> None:
+        if folder not in self.made:
+            folder.mkdir(parents=True, exist_ok=True)
+            self.made.add(folder)
+
+
 class StreamWriter:
     """A `map_files` sink: writes each Python file into staging as its result arrives and
     keeps only the findings, so memory does not grow with the size of the tree."""
@@ -270,10 +282,11 @@ class StreamWriter:
     def __init__(self, entries: Iterable[Entry], staging: Path) -> None:
         self.sources = {e.rel: e.path for e in entries if e.kind is EntryKind.PYTHON}
         self.staging = staging
+        self.folders = _Folders()
 
     def __call__(self, result: FileResult) -> FileResult:
         source, target = self.sources[result.path], self.staging / result.path
-        target.parent.mkdir(parents=True, exist_ok=True)
+        self.folders.make(target.parent)
         if result.output is not None:
             target.write_bytes(result.output)
             shutil.copystat(source, target)
@@ -290,17 +303,18 @@ def write_tree(
     `streamed`: a StreamWriter has already written the Python files.
     """
     by_path = {r.path: r for r in results}
+    folders = _Folders()
     for entry in entries:
         target = staging / entry.rel
         if streamed and entry.kind is EntryKind.PYTHON:
             continue
         if entry.kind is EntryKind.DIR:
-            target.mkdir(parents=True, exist_ok=True)
+            folders.make(target)
         elif entry.kind is EntryKind.LINK:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            folders.make(target.parent)
             os.symlink(entry.link, target)
         elif entry.kind in (EntryKind.PYTHON, EntryKind.FILE):
-            target.parent.mkdir(parents=True, exist_ok=True)
+            folders.make(target.parent)
             result = by_path.get(entry.rel)
             if result is not None and result.output is not None:
                 target.write_bytes(result.output)
