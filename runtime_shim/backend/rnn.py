@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from runtime_shim.backend import libraries
+from runtime_shim.backend import dispatch, libraries
 from runtime_shim.runtime.state import STATE
 
 #: one recurrent step: (input projection, hidden, w_hh, b_hh) -> the new hidden state
@@ -178,86 +178,23 @@ def _run_cells(
     return output, torch.stack(finals, 0)
 
 
-_CELLS: dict[str, _Cell] = {
-    "gru": _gru_cell,
-    "rnn_tanh": _simple_cell(torch.tanh),
-    "rnn_relu": _simple_cell(torch.relu),
-}
+def _cells_kernel(mode: str, cell: _Cell) -> Callable[..., tuple[Tensor, Tensor]]:
+    """The kernel of ``aten::{mode}.input`` for npu tensors, following the CPU implementation:
+    ``_run_cells`` with ``cell``, made in C++ on the native path (csrc/npu_rnn.cpp, the same calls)."""
+
+    def kernel(input: Tensor, hx: Tensor, params: Sequence[Tensor], *flags: Any) -> tuple[Tensor, Tensor]:
+        # flags: has_biases, num_layers, dropout, train, bidirectional, batch_first
+        if dispatch.native_enabled():
+            return STATE.native.run_cells(mode, input, hx, list(params), *flags)
+        return _run_cells(cell, input, hx, params, *flags)
+
+    kernel.__name__ = f"{mode}_input"
+    return kernel
 
 
-def _cells(
-    mode: str,
-    input: Tensor,
-    hx: Any,
-    params: Sequence[Tensor],
-    has_biases: bool,
-    num_layers: int,
-    dropout: float,
-    train: bool,
-    bidirectional: bool,
-    batch_first: bool,
-) -> tuple[Tensor, Tensor]:
-    """``_run_cells`` with ``mode``'s cell: in C++ (csrc/npu_rnn.cpp, the same calls) on the native path."""
-    from runtime_shim.backend import dispatch
-
-    if dispatch.native_enabled():
-        return STATE.native.run_cells(
-            mode, input, hx, list(params), has_biases, num_layers, dropout, train, bidirectional, batch_first
-        )
-    return _run_cells(
-        _CELLS[mode], input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first
-    )
-
-
-def gru_input(
-    input: Tensor,
-    hx: Any,
-    params: Sequence[Tensor],
-    has_biases: bool,
-    num_layers: int,
-    dropout: float,
-    train: bool,
-    bidirectional: bool,
-    batch_first: bool,
-) -> tuple[Tensor, ...]:
-    """``aten::gru.input`` for npu tensors, following the CPU implementation."""
-    return _cells(
-        "gru", input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first
-    )
-
-
-def rnn_tanh_input(
-    input: Tensor,
-    hx: Any,
-    params: Sequence[Tensor],
-    has_biases: bool,
-    num_layers: int,
-    dropout: float,
-    train: bool,
-    bidirectional: bool,
-    batch_first: bool,
-) -> tuple[Tensor, ...]:
-    """``aten::rnn_tanh.input`` for npu tensors, following the CPU implementation."""
-    return _cells(
-        "rnn_tanh", input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first
-    )
-
-
-def rnn_relu_input(
-    input: Tensor,
-    hx: Any,
-    params: Sequence[Tensor],
-    has_biases: bool,
-    num_layers: int,
-    dropout: float,
-    train: bool,
-    bidirectional: bool,
-    batch_first: bool,
-) -> tuple[Tensor, ...]:
-    """``aten::rnn_relu.input`` for npu tensors, following the CPU implementation."""
-    return _cells(
-        "rnn_relu", input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first
-    )
+gru_input = _cells_kernel("gru", _gru_cell)
+rnn_tanh_input = _cells_kernel("rnn_tanh", _simple_cell(torch.tanh))
+rnn_relu_input = _cells_kernel("rnn_relu", _simple_cell(torch.relu))
 
 
 def lstm_cell(
