@@ -99,3 +99,8 @@ def test_wheel_install_loads_builtin_rules(tmp_path: Path) -> None:
         "diagnostics/step_record.py",
     ):
         assert (shim / part).is_file(), f"the wheel lacks runtime_shim/{part}"
+    # every C++ file the native part builds from (a missing header fails the build at first use)
+    from runtime_shim.backend import native
+
+    for source in native._SOURCES + native._HEADERS:
+        assert (shim / "csrc" / source.name).is_file(), f"the wheel lacks runtime_shim/csrc/{source.name}"

@@ -29,10 +29,9 @@ import torch
 
 ENV = "RUNTIME_SHIM_NATIVE"
 CACHE_ENV = "RUNTIME_SHIM_CACHE"
-_SOURCES = [
-    Path(__file__).resolve().parent.parent / "csrc" / name
-    for name in ("npu_hooks.cpp", "npu_dispatch.cpp", "npu_rnn.cpp")
-]
+_CSRC = Path(__file__).resolve().parent.parent / "csrc"
+_SOURCES = [_CSRC / name for name in ("npu_hooks.cpp", "npu_dispatch.cpp", "npu_typed.cpp", "npu_rnn.cpp")]
+_HEADERS = [_CSRC / "npu_native.h"]
 _MODULE_NAME = "runtime_shim_native"
 
 #: Why the Python path is in use ("" while the native part is loaded or not yet tried).
@@ -48,7 +47,7 @@ def build_directory() -> Path:
     """Where the compiled module is cached: one folder per torch version (and source digest)."""
     import hashlib
 
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in _SOURCES) + b"-O2").hexdigest()[:12]
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in _SOURCES + _HEADERS) + b"-O2").hexdigest()[:12]
     root = os.environ.get(CACHE_ENV)
     if not root:
         # Beside the interpreter's packages (a venv's own folder) when writable: the build then

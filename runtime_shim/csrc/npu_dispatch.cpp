@@ -12,6 +12,7 @@
 //      over an input's storage when the CPU kernel returned memory of that input, or else a new npu
 //      storage over the fresh CPU result, counted as device memory (out-of-memory at capacity).
 // View and metadata-only ops run their CPU kernel on the npu tensors themselves.
+// The hottest ops take the same steps in an unboxed kernel (npu_typed.cpp); the rest are boxed.
 //
 // A composite op torch_npu has a kernel of its own for (matmul, dropout, ...) gets an NPU-level
 // kernel at the npu's autograd key: it counts the op as above, then runs PyTorch's C++
@@ -30,6 +31,8 @@
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include "npu_native.h"
 
 namespace py = pybind11;
 
@@ -170,8 +173,6 @@ static at::Tensor tensor_on(c10::Storage storage, c10::DispatchKeySet keys, caff
   return tensor;
 }
 
-static const c10::DispatchKeySet CPU_KEYS(c10::DispatchKey::CPU);
-static const c10::DispatchKeySet NPU_KEYS(c10::DispatchKey::PrivateUse1);
 
 // A CPU tensor over the bytes of npu tensor t, with its sizes, strides and offset.
 static at::Tensor cpu_view(const at::Tensor& t) {
@@ -192,25 +193,6 @@ static at::Tensor cpu_view(const at::Tensor& t) {
 
 // ------------------------------------------------------------------ kernels
 
-// What a kernel knows about its op (read from the schema by kernels.py's _Spec).
-struct OpInfo {
-  std::string name;           // the op's qualified name, as the operator check knows it
-  bool view = false;          // view / metadata-only: the CPU kernel runs on the npu tensors
-  bool mixed_ok = false;      // tensors of two devices are allowed (copies, CPU index tensors)
-  bool precheck = false;      // empty.memory_format: check capacity before the host allocation
-  std::vector<int> arg_kind;  // per argument: 0 other, 1 tensor, 2 list holding tensors, 3 device
-  std::vector<int> ret_alias; // per return: the argument it aliases, or -1
-  py::object counter;         // STATE.op_counts[name], a one-item list
-  std::atomic<bool> armed{true};  // the next call goes through the Python hook
-  // While armed: 0 sends every call through the hook, else only calls whose first tensor (as
-  // the operator check's dtype_label finds it) is not zero-dim and has a dtype in this bit set.
-  std::atomic<uint64_t> watched{0};
-  // Armed, and the hook left counter at zero (it answered "keep watching"); no call since has
-  // added to counter, as an armed op counts only the calls flush_counts files with the check.
-  std::atomic<bool> zeroed{false};
-  std::atomic<int64_t> count{0};  // calls not yet added to counter
-};
-
 static std::vector<std::shared_ptr<OpInfo>>& infos() {
   // Never destroyed: an OpInfo holds Python objects, which must not be released after exit.
   static auto* all = new std::vector<std::shared_ptr<OpInfo>>();
@@ -219,7 +201,7 @@ static std::vector<std::shared_ptr<OpInfo>>& infos() {
 
 // How many NPU-level kernels (backend/kernels.py npu_level) are running, mirrored from Python:
 // the calls they make are how the simulation computes an op, not ops a real NPU dispatches.
-static std::atomic<int>& npu_level_depth() {
+std::atomic<int>& npu_level_depth() {
   static std::atomic<int> depth{0};
   return depth;
 }
@@ -230,23 +212,15 @@ static py::object& call_hook() {
   return *hook;
 }
 
-struct Scan {
-  int64_t index = -1;        // device of the first npu tensor
-  std::string other;         // another device met (mixed-device error unless allowed)
-  int64_t target = -1;       // an explicit npu target device
-  bool cpu_target = false;   // an explicit non-npu target device: results stay there
-  c10::SmallVector<c10::Storage, 4> storages;
-};
-
 // The current npu device (torch.npu.set_device), mirrored from runtime/state.py.
 static std::atomic<int64_t>& current() {
   static std::atomic<int64_t> index{0};
   return index;
 }
 
-static int64_t current_index() { return current().load(std::memory_order_relaxed); }
+int64_t current_index() { return current().load(std::memory_order_relaxed); }
 
-static c10::IValue convert_tensor(const at::Tensor& t, Scan& scan) {
+at::Tensor to_cpu(const at::Tensor& t, Scan& scan) {
   if (!t.defined()) return t;
   const auto device = t.device();
   if (device.type() == c10::DeviceType::PrivateUse1) {
@@ -263,9 +237,14 @@ static c10::IValue convert_tensor(const at::Tensor& t, Scan& scan) {
   return t;
 }
 
+void mixed_devices(const Scan& scan) {
+  TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two devices, npu:",
+              scan.index < 0 ? 0 : scan.index, " and ", scan.other, "!");
+}
+
 static c10::IValue convert(const c10::IValue& value, int kind, Scan& scan) {
   if (kind == 1) {
-    return value.isTensor() ? convert_tensor(value.toTensor(), scan) : value;
+    return value.isTensor() ? to_cpu(value.toTensor(), scan) : value;
   }
   if (kind == 2) {
     if (!value.isList()) return value;
@@ -273,7 +252,7 @@ static c10::IValue convert(const c10::IValue& value, int kind, Scan& scan) {
     c10::impl::GenericList converted(list.elementType());
     converted.reserve(list.size());
     for (const c10::IValue& item : list) {
-      converted.push_back(item.isTensor() ? convert_tensor(item.toTensor(), scan) : item);
+      converted.push_back(item.isTensor() ? to_cpu(item.toTensor(), scan) : item);
     }
     return converted;
   }
@@ -288,7 +267,7 @@ static c10::IValue convert(const c10::IValue& value, int kind, Scan& scan) {
   return value;
 }
 
-static at::Tensor wrap(const at::Tensor& out, int64_t index, const Scan& scan) {
+at::Tensor wrap(const at::Tensor& out, int64_t index, const Scan& scan) {
   if (!out.defined()) return out;
   const c10::Storage& host = out.storage();
   void* data = data_of(host);
@@ -366,7 +345,7 @@ static void hook(OpInfo& info, torch::jit::Stack* stack, size_t base, size_t nar
 }
 
 // Count one call of info's op for the operator check, or send it through the check's Python hook.
-static void note_call(OpInfo& info, torch::jit::Stack* stack, size_t base, size_t nargs, bool nested) {
+void note_call(OpInfo& info, torch::jit::Stack* stack, size_t base, size_t nargs, bool nested) {
   const bool armed = info.armed.load(std::memory_order_relaxed);
   if (armed && nested && info.zeroed.load(std::memory_order_relaxed)) {
     // Inside an NPU-level kernel the hook of an op whose count it zeroed would find the count
@@ -402,10 +381,7 @@ class NativeKernel final : public c10::OperatorKernel {
       const int kind = info.arg_kind[i];
       if (kind) (*stack)[base + i] = convert((*stack)[base + i], kind, scan);
     }
-    if (!scan.other.empty() && !info.mixed_ok) {
-      TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two devices, npu:",
-                  scan.index < 0 ? 0 : scan.index, " and ", scan.other, "!");
-    }
+    if (!scan.other.empty() && !info.mixed_ok) mixed_devices(scan);
     op.redispatchBoxed(CPU_KEYS, stack);
     const size_t nret = info.ret_alias.size();
     const size_t first = stack->size() - nret;
@@ -488,7 +464,11 @@ static void add_op(const std::string& qualified, const std::string& name, bool v
     library() = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1,
                                                  __FILE__, __LINE__);
   }
-  library()->impl(qualified.c_str(), torch::CppFunction::makeFromBoxedFunctor(std::make_unique<NativeKernel>(info)));
+  // the hottest ops have an unboxed kernel (npu_typed.cpp): the same steps, without boxing the call
+  info->typed = add_typed_op(*library(), qualified, info);
+  if (!info->typed) {
+    library()->impl(qualified.c_str(), torch::CppFunction::makeFromBoxedFunctor(std::make_unique<NativeKernel>(info)));
+  }
 }
 
 static void add_npu_level_op(const std::string& qualified, const std::string& name, std::vector<int> arg_kind,
@@ -589,6 +569,14 @@ void init_dispatch(py::module& m) {
   m.def("add_npu_level_op", &add_npu_level_op,
         "Register the NPU-level kernel of one composite aten op (its C++ decomposition, counted as the op)");
   m.def("drop_ops", &drop_ops, "Withdraw every native kernel");
+  m.def(
+      "kernel_kinds",
+      []() {
+        py::dict kinds;
+        for (const auto& info : infos()) kinds[py::str(info->name)] = info->typed ? "typed" : "boxed";
+        return kinds;
+      },
+      "Op name -> 'typed' (unboxed kernel) or 'boxed', for the registered native kernels");
   m.def("flush_counts", &flush_counts, "Add natively counted calls to the Python counters");
   m.def("rearm", &rearm, "Send the next call of every op through the Python hook");
   m.def("host_of", &host_of, "(host uint8 tensor, device index, nbytes) of a storage made natively, else None");

@@ -1,0 +1,74 @@
+// What the native kernels of the simulated npu share: the per-op record the operator check
+// keeps, the scan of a call's tensor arguments, and the steps every kernel takes (count the
+// call, present npu tensors to the CPU, give results back as npu tensors).
+// npu_dispatch.cpp defines them; npu_typed.cpp builds unboxed kernels from them.
+#pragma once
+
+#include <ATen/core/stack.h>
+#include <c10/util/SmallVector.h>
+#include <torch/extension.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace runtime_shim {
+
+inline const c10::DispatchKeySet CPU_KEYS(c10::DispatchKey::CPU);
+inline const c10::DispatchKeySet NPU_KEYS(c10::DispatchKey::PrivateUse1);
+
+// What a kernel knows about its op (read from the schema by kernels.py's _Spec).
+struct OpInfo {
+  std::string name;            // the op's qualified name, as the operator check knows it
+  bool view = false;           // view / metadata-only: the CPU kernel runs on the npu tensors
+  bool mixed_ok = false;       // tensors of two devices are allowed (copies, CPU index tensors)
+  bool precheck = false;       // empty.memory_format: check capacity before the host allocation
+  bool typed = false;          // served by an unboxed kernel (npu_typed.cpp)
+  std::vector<int> arg_kind;   // per argument: 0 other, 1 tensor, 2 list holding tensors, 3 device
+  std::vector<int> ret_alias;  // per return: the argument it aliases, or -1
+  pybind11::object counter;    // STATE.op_counts[name], a one-item list
+  std::atomic<bool> armed{true};  // the next call goes through the Python hook
+  // While armed: 0 sends every call through the hook, else only calls whose first tensor (as
+  // the operator check's dtype_label finds it) is not zero-dim and has a dtype in this bit set.
+  std::atomic<uint64_t> watched{0};
+  // Armed, and the hook left counter at zero (it answered "keep watching"); no call since has
+  // added to counter, as an armed op counts only the calls flush_counts files with the check.
+  std::atomic<bool> zeroed{false};
+  std::atomic<int64_t> count{0};  // calls not yet added to counter
+};
+
+// What the arguments of one call held.
+struct Scan {
+  int64_t index = -1;        // device of the first npu tensor
+  std::string other;         // another device met (mixed-device error unless allowed)
+  int64_t target = -1;       // an explicit npu target device
+  bool cpu_target = false;   // an explicit non-npu target device: results stay there
+  c10::SmallVector<c10::Storage, 4> storages;
+};
+
+// How many NPU-level kernels are running (their calls are not ops a real NPU dispatches).
+std::atomic<int>& npu_level_depth();
+
+// The current npu device (torch.npu.set_device).
+int64_t current_index();
+
+// Count one call of info's op for the operator check, or send it through the check's Python hook
+// (stack[base, base + nargs) holds the call's arguments).
+void note_call(OpInfo& info, torch::jit::Stack* stack, size_t base, size_t nargs, bool nested);
+
+// A CPU tensor over the bytes of npu tensor t (noted in scan); other tensors as they are.
+at::Tensor to_cpu(const at::Tensor& t, Scan& scan);
+
+// The npu tensor for a CPU kernel's result: over an argument's storage when it returned memory
+// of one, else over a new npu storage on device index, counted as device memory.
+at::Tensor wrap(const at::Tensor& out, int64_t index, const Scan& scan);
+
+// The mixed-device error of a call whose tensors are on two devices.
+[[noreturn]] void mixed_devices(const Scan& scan);
+
+// Register the unboxed kernel of `qualified` if npu_typed.cpp has one; false when it has none.
+bool add_typed_op(torch::Library& library, const std::string& qualified, const std::shared_ptr<OpInfo>& info);
+
+}  // namespace runtime_shim

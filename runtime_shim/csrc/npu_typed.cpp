@@ -1,0 +1,291 @@
+// Unboxed kernels for the ops a training step calls most: the steps of npu_dispatch.cpp's
+// NativeKernel (count the call, present npu tensors to the CPU kernel, give results back as npu
+// tensors), taken on the op's typed arguments instead of a boxed stack.
+//
+// A boxed kernel costs every call a stack of IValues built from the typed arguments, and the
+// CPU kernel's boxed adapter unboxes them again: about half a microsecond, as much as a small
+// CPU kernel takes. Here the CPU kernel is called through its typed redispatch. Only the
+// operator check's Python hook needs the arguments boxed, and only while it watches the op.
+//
+// Which ops: the ones that make most of the calls of bench/bench_runtime.py's models (pointwise
+// arithmetic, matmuls, views, losses, norms and the optimizers' in-place updates). The parameter
+// and return types each op may have are checked at compile time: tensor lists and device
+// arguments keep the boxed kernel.
+#include "npu_native.h"  // first: the per-op headers below expect ATen's types declared
+
+#include <ATen/ops/_log_softmax_ops.h>
+#include <ATen/ops/_log_softmax_backward_data_ops.h>
+#include <ATen/ops/_reshape_alias_ops.h>
+#include <ATen/ops/_softmax_ops.h>
+#include <ATen/ops/_softmax_backward_data_ops.h>
+#include <ATen/ops/add_ops.h>
+#include <ATen/ops/addcdiv_ops.h>
+#include <ATen/ops/addcmul_ops.h>
+#include <ATen/ops/addmm_ops.h>
+#include <ATen/ops/alias_ops.h>
+#include <ATen/ops/as_strided_ops.h>
+#include <ATen/ops/bernoulli_ops.h>
+#include <ATen/ops/bmm_ops.h>
+#include <ATen/ops/clamp_min_ops.h>
+#include <ATen/ops/clone_ops.h>
+#include <ATen/ops/copy_ops.h>
+#include <ATen/ops/div_ops.h>
+#include <ATen/ops/embedding_dense_backward_ops.h>
+#include <ATen/ops/eq_ops.h>
+#include <ATen/ops/exp_ops.h>
+#include <ATen/ops/fill_ops.h>
+#include <ATen/ops/gelu_ops.h>
+#include <ATen/ops/gelu_backward_ops.h>
+#include <ATen/ops/lerp_ops.h>
+#include <ATen/ops/log_ops.h>
+#include <ATen/ops/masked_fill_ops.h>
+#include <ATen/ops/maximum_ops.h>
+#include <ATen/ops/mean_ops.h>
+#include <ATen/ops/mm_ops.h>
+#include <ATen/ops/mul_ops.h>
+#include <ATen/ops/native_batch_norm_ops.h>
+#include <ATen/ops/native_batch_norm_backward_ops.h>
+#include <ATen/ops/native_dropout_ops.h>
+#include <ATen/ops/native_dropout_backward_ops.h>
+#include <ATen/ops/native_layer_norm_ops.h>
+#include <ATen/ops/native_layer_norm_backward_ops.h>
+#include <ATen/ops/neg_ops.h>
+#include <ATen/ops/nll_loss_backward_ops.h>
+#include <ATen/ops/nll_loss_forward_ops.h>
+#include <ATen/ops/pow_ops.h>
+#include <ATen/ops/reciprocal_ops.h>
+#include <ATen/ops/relu_ops.h>
+#include <ATen/ops/rsqrt_ops.h>
+#include <ATen/ops/rsub_ops.h>
+#include <ATen/ops/sigmoid_ops.h>
+#include <ATen/ops/sigmoid_backward_ops.h>
+#include <ATen/ops/silu_ops.h>
+#include <ATen/ops/silu_backward_ops.h>
+#include <ATen/ops/sqrt_ops.h>
+#include <ATen/ops/sub_ops.h>
+#include <ATen/ops/sum_ops.h>
+#include <ATen/ops/tanh_ops.h>
+#include <ATen/ops/tanh_backward_ops.h>
+#include <ATen/ops/threshold_backward_ops.h>
+#include <ATen/ops/view_ops.h>
+#include <ATen/ops/where_ops.h>
+#include <ATen/ops/zero_ops.h>
+#include <torch/library.h>
+
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <unordered_map>
+
+
+namespace runtime_shim {
+namespace {
+
+template <class T>
+inline constexpr bool always_false = false;
+
+// How one parameter of type A reaches the CPU kernel: tensors as CPU views over their bytes,
+// everything else as it is.
+template <class A>
+struct Param {
+  using Bare = std::remove_cv_t<std::remove_reference_t<A>>;
+  static_assert(!std::is_same_v<Bare, at::TensorList> && !std::is_same_v<Bare, at::ITensorListRef> &&
+                    !std::is_same_v<Bare, c10::List<std::optional<at::Tensor>>> &&
+                    !std::is_same_v<Bare, std::optional<at::Device>> && !std::is_same_v<Bare, at::Device> &&
+                    !std::is_same_v<Bare, std::optional<at::TensorList>>,
+                "an op with tensor lists or device arguments keeps the boxed kernel");
+  using Held = A;
+  static A take(A value, Scan&) { return value; }
+};
+
+template <>
+struct Param<const at::Tensor&> {
+  using Held = at::Tensor;
+  static at::Tensor take(const at::Tensor& t, Scan& scan) { return to_cpu(t, scan); }
+};
+
+template <>
+struct Param<at::Tensor&> {
+  using Held = at::Tensor;
+  static at::Tensor take(const at::Tensor& t, Scan& scan) { return to_cpu(t, scan); }
+};
+
+template <>
+struct Param<const std::optional<at::Tensor>&> {
+  using Held = std::optional<at::Tensor>;
+  static std::optional<at::Tensor> take(const std::optional<at::Tensor>& t, Scan& scan) {
+    if (!t.has_value()) return std::nullopt;
+    return to_cpu(*t, scan);
+  }
+};
+
+// The position of the first `Tensor&` parameter: what an in-place op returns.
+template <class... A>
+constexpr size_t first_mutable() {
+  constexpr bool is[] = {std::is_same_v<A, at::Tensor&>..., false};
+  for (size_t i = 0; i < sizeof...(A); ++i) {
+    if (is[i]) return i;
+  }
+  return sizeof...(A);
+}
+
+template <class R>
+struct IsTensors : std::false_type {};
+template <class... T>
+struct IsTensors<std::tuple<T...>> : std::bool_constant<(std::is_same_v<T, at::Tensor> && ...)> {};
+
+// Count the call; while the operator check watches the op, through its Python hook.
+template <class... A>
+void count(OpInfo& info, A&... args) {
+  if (!info.armed.load(std::memory_order_relaxed)) {
+    // the check disarmed the op: it counts every call, NPU-level or not (note_call, watched 0)
+    info.count.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  torch::jit::Stack stack;
+  stack.reserve(sizeof...(A));
+  torch::jit::push(stack, args...);
+  note_call(info, &stack, 0, sizeof...(A), npu_level_depth().load(std::memory_order_relaxed) != 0);
+}
+
+template <class Op, class Sig = typename Op::schema>
+struct Typed;
+
+template <class Op, class R, class... A>
+struct Typed<Op, R(A...)> {
+  static std::shared_ptr<OpInfo>& slot() {
+    static auto* info = new std::shared_ptr<OpInfo>();  // never destroyed: holds Python objects
+    return *info;
+  }
+
+  static R call(c10::DispatchKeySet, A... args) {
+    OpInfo& info = *slot();
+    count(info, args...);
+    if (info.view) return Op::redispatch(CPU_KEYS, args...);  // runs on the npu tensors themselves
+    Scan scan;
+    std::tuple<typename Param<A>::Held...> held{Param<A>::take(args, scan)...};  // in order
+    if (!scan.other.empty() && !info.mixed_ok) mixed_devices(scan);
+    const auto run = [&]() -> decltype(auto) {
+      return std::apply([](auto&... cpu) -> decltype(auto) { return Op::redispatch(CPU_KEYS, cpu...); }, held);
+    };
+    const int64_t index = scan.index >= 0 ? scan.index : current_index();
+    if constexpr (std::is_same_v<R, at::Tensor>) {
+      return wrap(run(), index, scan);
+    } else if constexpr (std::is_same_v<R, at::Tensor&>) {
+      constexpr size_t self = first_mutable<A...>();
+      static_assert(self < sizeof...(A), "an op returning Tensor& has a Tensor& parameter");
+      run();
+      return std::get<self>(std::forward_as_tuple(args...));
+    } else if constexpr (IsTensors<R>::value) {
+      R out = run();
+      return std::apply([&](auto&... t) { return R(wrap(t, index, scan)...); }, out);
+    } else {
+      static_assert(always_false<R>, "an op with this return type keeps the boxed kernel");
+    }
+  }
+};
+
+using Registrar = void (*)(torch::Library&, const char*, const std::shared_ptr<OpInfo>&);
+
+template <class Op>
+void register_typed(torch::Library& library, const char* qualified, const std::shared_ptr<OpInfo>& info) {
+  Typed<Op>::slot() = info;
+  library.impl(qualified, torch::CppFunction::makeFromUnboxedFunction(TORCH_FN(Typed<Op>::call)));
+}
+
+template <class Op>
+std::pair<std::string, Registrar> entry() {
+  std::string name(Op::name);
+  name = name.substr(name.find("::") + 2);
+  const std::string overload(Op::overload_name);
+  return {overload.empty() ? name : name + "." + overload, &register_typed<Op>};
+}
+
+const std::unordered_map<std::string, Registrar>& table() {
+  static const auto* ops = new std::unordered_map<std::string, Registrar>{
+      // views and metadata (what transpose, expand, select, slice, t... come down to on the npu)
+      entry<at::_ops::view>(),
+      entry<at::_ops::as_strided>(),
+      entry<at::_ops::_reshape_alias>(),
+      entry<at::_ops::alias>(),
+      // arithmetic
+      entry<at::_ops::add_Tensor>(),
+      entry<at::_ops::add__Tensor>(),
+      entry<at::_ops::add_Scalar>(),
+      entry<at::_ops::sub_Tensor>(),
+      entry<at::_ops::sub__Tensor>(),
+      entry<at::_ops::rsub_Scalar>(),
+      entry<at::_ops::mul_Tensor>(),
+      entry<at::_ops::mul__Tensor>(),
+      entry<at::_ops::mul__Scalar>(),
+      entry<at::_ops::div_Tensor>(),
+      entry<at::_ops::div__Tensor>(),
+      entry<at::_ops::neg>(),
+      entry<at::_ops::sqrt>(),
+      entry<at::_ops::rsqrt>(),
+      entry<at::_ops::exp>(),
+      entry<at::_ops::log>(),
+      entry<at::_ops::pow_Tensor_Scalar>(),
+      entry<at::_ops::reciprocal>(),
+      entry<at::_ops::addcmul_>(),
+      entry<at::_ops::addcdiv_>(),
+      entry<at::_ops::lerp__Scalar>(),
+      entry<at::_ops::clamp_min>(),
+      entry<at::_ops::maximum>(),
+      entry<at::_ops::where_self>(),
+      entry<at::_ops::masked_fill__Scalar>(),
+      entry<at::_ops::eq_Tensor>(),
+      entry<at::_ops::clone>(),
+      entry<at::_ops::copy_>(),
+      entry<at::_ops::zero_>(),
+      entry<at::_ops::fill__Scalar>(),
+      // reductions and matmuls
+      entry<at::_ops::sum_dim_IntList>(),
+      entry<at::_ops::mean_dim>(),
+      entry<at::_ops::mm>(),
+      entry<at::_ops::addmm>(),
+      entry<at::_ops::bmm>(),
+      // activations and their gradients
+      entry<at::_ops::relu>(),
+      entry<at::_ops::threshold_backward>(),
+      entry<at::_ops::sigmoid>(),
+      entry<at::_ops::sigmoid_>(),
+      entry<at::_ops::sigmoid_backward>(),
+      entry<at::_ops::tanh>(),
+      entry<at::_ops::tanh_>(),
+      entry<at::_ops::tanh_backward>(),
+      entry<at::_ops::silu>(),
+      entry<at::_ops::silu_backward>(),
+      entry<at::_ops::gelu>(),
+      entry<at::_ops::gelu_backward>(),
+      entry<at::_ops::_softmax>(),
+      entry<at::_ops::_softmax_backward_data>(),
+      entry<at::_ops::_log_softmax>(),
+      entry<at::_ops::_log_softmax_backward_data>(),
+      // losses, norms, dropout, embeddings
+      entry<at::_ops::nll_loss_forward>(),
+      entry<at::_ops::nll_loss_backward>(),
+      entry<at::_ops::native_layer_norm>(),
+      entry<at::_ops::native_layer_norm_backward>(),
+      entry<at::_ops::native_batch_norm>(),
+      entry<at::_ops::native_batch_norm_backward>(),
+      entry<at::_ops::native_dropout>(),
+      entry<at::_ops::native_dropout_backward>(),
+      entry<at::_ops::bernoulli__float>(),
+      entry<at::_ops::embedding_dense_backward>(),
+  };
+  return *ops;
+}
+
+}  // namespace
+
+bool add_typed_op(torch::Library& library, const std::string& qualified, const std::shared_ptr<OpInfo>& info) {
+  if (info->precheck) return false;
+  const auto found = table().find(qualified);
+  if (found == table().end()) return false;
+  found->second(library, qualified.c_str(), info);
+  return true;
+}
+
+}  // namespace runtime_shim

@@ -1,0 +1,143 @@
+"""The unboxed kernels of the hottest ops (csrc/npu_typed.cpp): served unboxed on the native path,
+and giving what the boxed kernels, the Python path and the CPU give, for every shape of op they
+take (views, fresh results, in-place updates, several results, optional tensors, gradients)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from test_native_dispatch import path
+
+from runtime_shim.backend import dispatch, native
+from runtime_shim.runtime.state import STATE
+
+needs_native = pytest.mark.skipif(
+    not dispatch.available(), reason=f"Python path: {native.python_path_reason}"
+)
+
+
+def _kernel_kinds() -> dict[str, str]:
+    return STATE.native.kernel_kinds()
+
+
+@needs_native
+def test_the_hottest_ops_are_served_unboxed_on_the_native_path():
+    hottest = ["add.Tensor", "mul_.Tensor", "view", "as_strided", "mm", "addmm", "native_layer_norm",
+               "nll_loss_forward", "addcdiv_", "sigmoid_backward", "copy_"]  # fmt: skip
+    with path("native"):
+        kinds = _kernel_kinds()
+        assert {name: kinds[name] for name in hottest} == dict.fromkeys(hottest, "typed")
+        # tensor lists and devices keep the boxed kernel
+        assert kinds["cat"] == kinds["_foreach_add_.List"] == kinds["empty.memory_format"] == "boxed"
+        line = next(
+            line
+            for line in torch._C._dispatch_dump("aten::add.Tensor").splitlines()
+            if line.startswith("PrivateUse1:")
+        )
+        assert "npu_dispatch.cpp" in line and line.endswith("[ boxed unboxed ]"), line
+    with path("python"):
+        assert _kernel_kinds() == {}
+
+
+class _Net(torch.nn.Module):
+    """One module that reaches every kind of op the typed kernels take."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = torch.nn.Embedding(11, 8)
+        self.norm = torch.nn.LayerNorm(8)
+        self.bare_norm = torch.nn.LayerNorm(8, elementwise_affine=False)  # optional weight: None
+        self.linear = torch.nn.Linear(8, 8)
+        self.batch_norm = torch.nn.BatchNorm1d(8)
+        self.head = torch.nn.Linear(8, 5)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.bare_norm(self.norm(self.embed(tokens)))  # (batch, seq, 8)
+        x = x.transpose(0, 1).contiguous().view(-1, 8)  # as_strided, clone, view
+        x = F.gelu(self.linear(x)) + torch.sigmoid(x) * torch.tanh(x) - F.silu(x)
+        x = torch.relu(self.batch_norm(x)) / (x.exp().mean(dim=1, keepdim=True) + 1)
+        x = F.dropout(x, p=0.25, training=True)
+        scores = torch.bmm(x.view(4, -1, 8), x.view(4, -1, 8).transpose(1, 2)).softmax(-1)
+        x = x + scores.sum(dim=(1, 2)).repeat_interleave(x.shape[0] // 4).unsqueeze(1)
+        return self.head(torch.where(x > 0, x, x.pow(2).rsqrt().neg()))
+
+
+def _step(device: str) -> list[torch.Tensor]:
+    torch.manual_seed(0)
+    model = _Net().to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    g = torch.Generator().manual_seed(1)
+    tokens = torch.randint(0, 11, (4, 3), generator=g).to(device)
+    target = torch.randint(0, 5, (12,), generator=g).to(device)
+    out = []
+    for _ in range(2):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(tokens), target)  # _log_softmax, nll_loss_forward
+        loss.backward()
+        opt.step()  # the optimizer's in-place updates
+        out.append(loss.detach())
+    out.extend(p.detach() for p in model.parameters())
+    out.extend(p.grad for p in model.parameters() if p.grad is not None)
+    out.append(model.batch_norm.running_mean)
+    return [t.cpu() for t in out]
+
+
+@needs_native
+def test_a_training_step_through_the_typed_kernels_is_bit_identical():
+    expected = _step("cpu")
+    for name in ("native", "python"):
+        with path(name):
+            got = _step("npu")
+        assert len(got) == len(expected)
+        for a, b in zip(got, expected, strict=True):
+            assert a.dtype == b.dtype and torch.equal(a, b), name
+
+
+@needs_native
+def test_in_place_ops_give_back_their_npu_argument_and_leave_nothing_counted():
+    with path("native"):
+        x = torch.ones(4, device="npu")
+        b = torch.full((4,), 2.0, device="npu")
+        before = torch.npu.memory_allocated()
+        updates = (
+            lambda: x.add_(b),
+            lambda: x.mul_(b),
+            lambda: x.mul_(0.5),
+            lambda: x.addcmul_(b, b, value=0.5),
+            lambda: x.addcdiv_(b, b),
+            lambda: x.lerp_(b, 0.25),
+            lambda: x.masked_fill_(b > 1, 3.0),  # the mask is a new tensor, freed at once
+            lambda: x.copy_(torch.arange(4.0)),  # from the CPU: copies may cross devices
+            lambda: x.fill_(7.0),
+            lambda: x.zero_(),
+        )
+        for update in updates:
+            assert update() is x
+        assert x.device.type == "npu" and x.cpu().tolist() == [0.0] * 4
+        assert torch.npu.memory_allocated() == before
+
+
+@needs_native
+def test_results_of_several_tensors_are_npu_tensors_counted_as_device_memory():
+    with path("native"):
+        x = torch.randn(5, 8, device="npu")
+        before = torch.npu.memory_allocated()
+        out, mean, rstd = torch.native_layer_norm(x, [8], None, None, 1e-5)
+        assert {t.device.type for t in (out, mean, rstd)} == {"npu"}
+        nbytes = sum(t.untyped_storage().nbytes() for t in (out, mean, rstd))
+        assert torch.npu.memory_allocated() == before + nbytes
+        del out, mean, rstd
+        assert torch.npu.memory_allocated() == before
+
+
+@needs_native
+def test_typed_kernels_fail_on_mixed_devices_as_the_boxed_ones():
+    with path("native"):
+        for call in (
+            lambda: torch.mm(torch.ones(2, 2, device="npu"), torch.ones(2, 2)),
+            lambda: torch.ones(2, device="npu").add_(torch.ones(2)),
+            lambda: torch.where(torch.ones(2, device="npu") > 0, torch.ones(2), torch.ones(2, device="npu")),
+        ):
+            with pytest.raises(RuntimeError, match="found at least two devices, npu:0 and cpu!"):
+                call()
