@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import torch
@@ -155,6 +155,19 @@ def add_npu_level_op(name: str, op: torch._ops.OpOverload) -> None:
     """
     _SWITCH.levels.append((name, op))
     _register_npu_level(name, op)
+
+
+def remove_npu_level_ops(names: Collection[str]) -> None:
+    """Serve ``names`` by PyTorch's own kernels again (undo ``add_npu_level_op``)."""
+    kept = [(name, op) for name, op in _SWITCH.levels if name not in names]
+    if len(kept) == len(_SWITCH.levels):
+        return
+    _SWITCH.levels = kept
+    if STATE.native is not None:
+        STATE.native.drop_npu_level_ops()
+    libraries.drop("npu_level")
+    for name, op in kept:
+        _register_npu_level(name, op)
 
 
 def _register_npu_level(name: str, op: torch._ops.OpOverload) -> None:

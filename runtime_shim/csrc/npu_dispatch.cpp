@@ -25,6 +25,7 @@
 #include <torch/extension.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <memory>
@@ -475,6 +476,7 @@ static void add_npu_level_op(const std::string& qualified, const std::string& na
                              py::object counter) {
   auto info = std::make_shared<OpInfo>();
   info->name = name;
+  info->npu_level = true;
   info->arg_kind = std::move(arg_kind);
   info->counter = std::move(counter);
   infos().push_back(info);
@@ -511,6 +513,14 @@ static void flush_counts() {
       count_hook()(info->counter, info->name, n, watching);
     }
   }
+}
+
+static void drop_npu_level_ops() {
+  // GIL held (called from Python).
+  flush_counts();
+  level_library().reset();
+  auto& all = infos();
+  all.erase(std::remove_if(all.begin(), all.end(), [](const auto& info) { return info->npu_level; }), all.end());
 }
 
 static void rearm() {
@@ -569,6 +579,7 @@ void init_dispatch(py::module& m) {
   m.def("add_npu_level_op", &add_npu_level_op,
         "Register the NPU-level kernel of one composite aten op (its C++ decomposition, counted as the op)");
   m.def("drop_ops", &drop_ops, "Withdraw every native kernel");
+  m.def("drop_npu_level_ops", &drop_npu_level_ops, "Withdraw the NPU-level kernels only");
   m.def(
       "kernel_kinds",
       []() {

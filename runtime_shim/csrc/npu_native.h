@@ -26,6 +26,7 @@ struct OpInfo {
   bool mixed_ok = false;       // tensors of two devices are allowed (copies, CPU index tensors)
   bool precheck = false;       // empty.memory_format: check capacity before the host allocation
   bool typed = false;          // served by an unboxed kernel (npu_typed.cpp)
+  bool npu_level = false;      // an NPU-level kernel at the npu's autograd key
   std::vector<int> arg_kind;   // per argument: 0 other, 1 tensor, 2 list holding tensors, 3 device
   std::vector<int> ret_alias;  // per return: the argument it aliases, or -1
   pybind11::object counter;    // STATE.op_counts[name], a one-item list

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runtime_shim.backend.dispatch import add_npu_level_op, flush_counts, rearm
+from runtime_shim.backend.dispatch import add_npu_level_op, flush_counts, rearm, remove_npu_level_ops
 from runtime_shim.backend.kernels import nested
 from runtime_shim.runtime.state import STATE
 from runtime_shim.torch_version import data_file
@@ -565,10 +565,16 @@ def install_npu_level_ops(release: Release) -> list[str]:
 
     Only ops whose npu autograd key already runs PyTorch's decomposition are wrapped
     (``runs_decomposition``), and the wrapper runs that decomposition (``add_npu_level_op``):
-    results and gradients are unchanged; only what the check sees differs.
+    results and gradients are unchanged; only what the check sees differs. Ops an earlier
+    release wrapped that this one has no kernel for are unwrapped: a check configured for another
+    release sees them as that release's NPU would.
     """
     import torch
 
+    stale = _NPU_LEVEL_OPS - release.ops
+    if stale:
+        remove_npu_level_ops(stale)
+        _NPU_LEVEL_OPS.difference_update(stale)
     added = []
     for name in sorted(release.ops - _NPU_LEVEL_OPS - _NOT_WRAPPED):
         base, _, overload = name.partition(".")

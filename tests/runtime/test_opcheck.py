@@ -320,3 +320,40 @@ def test_processes_of_one_run_merge_their_reports_and_a_new_run_replaces_them(tm
     single = ops()
     assert "neg" in single and "cumsum" not in single
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".partial")) == []
+
+
+def _runs_pytorch_decomposition(name: str) -> bool:
+    base, _, overload = name.partition(".")
+    return opcheck.runs_decomposition(
+        f"aten::{base}" + (f".{overload}" if overload not in ("", "default") else "")
+    )
+
+
+@pytest.mark.parametrize("dispatch_path", ["python", "native"])
+def test_configuring_another_release_unwraps_the_ops_it_has_no_kernel_for(dispatch_path):
+    from runtime_shim.backend import dispatch
+
+    if dispatch_path == "native" and not dispatch.available():
+        pytest.skip("the native part is not built in this process")
+    saved, native = opcheck.CHECKER, dispatch.native_enabled()
+    try:
+        dispatch.set_dispatch(dispatch_path == "native")
+        wrapped = {}
+        for release in opcheck.available_releases():
+            opcheck.configure(release=release, mode="warn")
+            wrapped[release] = set(opcheck._NPU_LEVEL_OPS)
+        every = set().union(*wrapped.values())
+        target = max(wrapped, key=lambda release: len(every - wrapped[release]))
+        gone = every - wrapped[target]
+        assert gone, "every release wraps the same ops: nothing to prove"
+        opcheck.configure(release=target, mode="warn")
+        assert wrapped[target] == opcheck._NPU_LEVEL_OPS
+        # back to PyTorch's own kernel at the npu's autograd key; the release's ops stay wrapped
+        assert all(_runs_pytorch_decomposition(name) for name in gone)
+        assert not any(_runs_pytorch_decomposition(name) for name in wrapped[target])
+    finally:
+        dispatch.set_dispatch(native)
+        opcheck.CHECKER = saved
+        STATE.on_first_call = saved.first_call if saved else None
+        opcheck.install_npu_level_ops(saved.release if saved else opcheck.load_release(None))
+        dispatch.rearm()
