@@ -200,3 +200,27 @@ def test_an_unedited_module_prints_back_as_its_input(path: Path, builtin_tables)
     printed = module.visit(converter).bytes
     if not edited(converter):
         assert printed == data
+
+
+def test_a_converted_files_tree_is_freed_when_the_file_is_done_not_by_the_cycle_collector(builtin_tables):
+    # the rewriter and its helpers refer to each other and index the tree: closed after use, none
+    # of the file's libcst nodes is left for the cyclic collector (it had them all before)
+    import gc
+
+    import libcst as cst
+
+    sample = Path(__file__).resolve().parent.parent / "sample_models" / "imagenet_resnet" / "main.py"
+    data = sample.read_bytes()
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        result = convert_source("main.py", data, builtin_tables)
+        gc.collect()
+        left = [o for o in gc.garbage if isinstance(o, cst.CSTNode)]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert result.status is Status.CONVERTED
+    assert left == []

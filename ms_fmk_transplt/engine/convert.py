@@ -135,6 +135,18 @@ def _convert(path: str, data: bytes, tables: Tables, fast: bool) -> FileResult:
             reason = libcst_limit(data) or problem or "libcst does not print the file back as it read it"
             return FileResult(path, Status.FAILED, reason=f"{reason} (libcst; CPython parses it)")
     converter = ModuleRewriter(tables, module)
+    try:
+        return _rewritten(path, data, module, normalised, converter)
+    finally:
+        # the rewriter and its helpers refer to each other (bound methods, back references), and
+        # through them to most of the tree: dropped now, the tree goes with the last reference to
+        # it instead of waiting for a full collection of the cyclic garbage collector
+        converter.close()
+
+
+def _rewritten(
+    path: str, data: bytes, module: cst.Module, normalised: Normalised | None, converter: ModuleRewriter
+) -> FileResult:
     new_module = transform(module, converter)
     new_module = add_needed_imports(new_module, converter.imports_needed)
     placed, text = _place(module, converter)

@@ -99,6 +99,10 @@ class ModuleRewriter(SiteReports, CachedDispatch):
         self.import_statements = ImportStatements(self)
         self.strings = LiteralRewrites(self)
 
+    def close(self) -> None:
+        """Drop everything this rewriter holds (read the results first): its helpers hold it back."""
+        self.__dict__.clear()
+
     # ---- name resolution -------------------------------------------------------------------
     def qualify(self, node: cst.CSTNode) -> str | None:
         """The qualified name an original Name/Attribute chain refers to, if imports tell."""
