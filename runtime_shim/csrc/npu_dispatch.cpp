@@ -588,6 +588,7 @@ void init_dispatch(py::module& m) {
         return kinds;
       },
       "Op name -> 'typed' (unboxed kernel) or 'boxed', for the registered native kernels");
+  m.def("typed_op_names", &typed_op_names, "The ops an unboxed kernel exists for (npu_typed.cpp)");
   m.def("flush_counts", &flush_counts, "Add natively counted calls to the Python counters");
   m.def("rearm", &rearm, "Send the next call of every op through the Python hook");
   m.def("host_of", &host_of, "(host uint8 tensor, device index, nbytes) of a storage made natively, else None");

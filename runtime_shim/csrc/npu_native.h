@@ -69,6 +69,9 @@ at::Tensor wrap(const at::Tensor& out, int64_t index, const Scan& scan);
 // The mixed-device error of a call whose tensors are on two devices.
 [[noreturn]] void mixed_devices(const Scan& scan);
 
+// The ops npu_typed.cpp has an unboxed kernel for.
+std::vector<std::string> typed_op_names();
+
 // Register the unboxed kernel of `qualified` if npu_typed.cpp has one; false when it has none.
 bool add_typed_op(torch::Library& library, const std::string& qualified, const std::shared_ptr<OpInfo>& info);
 

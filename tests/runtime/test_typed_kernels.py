@@ -141,3 +141,130 @@ def test_typed_kernels_fail_on_mixed_devices_as_the_boxed_ones():
         ):
             with pytest.raises(RuntimeError, match="found at least two devices, npu:0 and cpu!"):
                 call()
+
+
+def _r(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+# One call of each op with an unboxed kernel: (arguments on a device) for torch.ops.aten.<op>.
+# Tensors are made on the CPU, then moved, so each device gets the same values.
+SAMPLES = {
+    "view": lambda d: (_r(4, 6).to(d), [6, 4]),
+    "as_strided": lambda d: (_r(4, 6).to(d), [3, 3], [6, 2], 1),
+    "_reshape_alias": lambda d: (_r(4, 6).to(d), [2, 12], [12, 1]),
+    "clone": lambda d: (_r(3, 4).t().to(d),),
+    "copy_": lambda d: (torch.zeros(3, 4, device=d), _r(3, 4)),
+    "zero_": lambda d: (_r(5).to(d),),
+    "fill_.Scalar": lambda d: (_r(5).to(d), 2.5),
+    "add.Tensor": lambda d: (_r(3, 4).to(d), _r(4, seed=1).to(d), {"alpha": 0.5}),
+    "add_.Tensor": lambda d: (_r(3, 4).to(d), torch.tensor(2.0)),
+    "sub.Tensor": lambda d: (_r(3, 4).to(d), _r(3, 4, seed=1).to(d), {"alpha": 2}),
+    "sub_.Tensor": lambda d: (_r(3, 4).to(d), _r(3, 4, seed=1).to(d)),
+    "mul.Tensor": lambda d: (_r(3, 4).to(d), _r(3, 1, seed=1).to(d)),
+    "mul_.Tensor": lambda d: (_r(3, 4).to(d)[:, 1:], _r(3, 3, seed=1).to(d)),
+    "div.Tensor": lambda d: (_r(3, 4).to(d), _r(3, 4, seed=1).to(d)),
+    "div_.Tensor": lambda d: (_r(3, 4).to(d), _r(3, 4, seed=1).to(d)),
+    "neg": lambda d: (_r(6).to(d),),
+    "sqrt": lambda d: (_r(6).abs().to(d),),
+    "rsqrt": lambda d: (_r(6).abs().to(d),),
+    "exp": lambda d: (_r(6).to(d),),
+    "log": lambda d: (_r(6).abs().to(d),),
+    "reciprocal": lambda d: (_r(6).to(d),),
+    "pow.Tensor_Scalar": lambda d: (_r(6).to(d), 3),
+    "addcmul_": lambda d: (_r(4).to(d), _r(4, seed=1).to(d), _r(4, seed=2).to(d), {"value": 0.5}),
+    "addcdiv_": lambda d: (_r(4).to(d), _r(4, seed=1).to(d), _r(4, seed=2).to(d), {"value": 0.5}),
+    "lerp_.Scalar": lambda d: (_r(4).to(d), _r(4, seed=1).to(d), 0.3),
+    "clamp_min": lambda d: (_r(8).to(d), 0.1),
+    "maximum": lambda d: (_r(8).to(d), _r(8, seed=1).to(d)),
+    "where.self": lambda d: (_r(8).gt(0).to(d), _r(8).to(d), _r(8, seed=1).to(d)),
+    "masked_fill_.Scalar": lambda d: (_r(8).to(d), _r(8, seed=1).gt(0).to(d), -1.0),
+    "eq.Tensor": lambda d: (_r(8).round().to(d), _r(8, seed=1).round().to(d)),
+    "sum.dim_IntList": lambda d: (_r(3, 4, 5).to(d), [0, 2], True),
+    "mean.dim": lambda d: (_r(3, 4, 5).to(d), [1]),
+    "mm": lambda d: (_r(3, 4).to(d), _r(4, 5, seed=1).to(d)),
+    "addmm": lambda d: (_r(5).to(d), _r(3, 4).to(d), _r(4, 5, seed=1).to(d), {"beta": 0.5, "alpha": 2}),
+    "bmm": lambda d: (_r(2, 3, 4).to(d), _r(2, 4, 5, seed=1).to(d)),
+    "relu": lambda d: (_r(8).to(d),),
+    "threshold_backward": lambda d: (_r(8).to(d), _r(8, seed=1).to(d), 0.0),
+    "sigmoid": lambda d: (_r(8).to(d),),
+    "sigmoid_": lambda d: (_r(8).to(d),),
+    "sigmoid_backward": lambda d: (_r(8).to(d), _r(8, seed=1).sigmoid().to(d)),
+    "tanh": lambda d: (_r(8).to(d),),
+    "tanh_": lambda d: (_r(8).to(d),),
+    "tanh_backward": lambda d: (_r(8).to(d), _r(8, seed=1).tanh().to(d)),
+    "silu": lambda d: (_r(8).to(d),),
+    "silu_backward": lambda d: (_r(8).to(d), _r(8, seed=1).to(d)),
+    "gelu": lambda d: (_r(8).to(d), {"approximate": "tanh"}),
+    "gelu_backward": lambda d: (_r(8).to(d), _r(8, seed=1).to(d)),
+    "_softmax": lambda d: (_r(3, 5).to(d), 1, False),
+    "_softmax_backward_data": lambda d: (_r(3, 5).to(d), _r(3, 5, seed=1).softmax(1).to(d), 1, torch.float32),
+    "_log_softmax": lambda d: (_r(3, 5).to(d), 1, False),
+    "_log_softmax_backward_data": lambda d: (
+        _r(3, 5).to(d), _r(3, 5, seed=1).log_softmax(1).to(d), 1, torch.float32
+    ),
+    "nll_loss_forward": lambda d: (_r(4, 5).log_softmax(1).to(d), torch.tensor([0, 4, 2, 1]).to(d), None, 1, -100),
+    "nll_loss_backward": lambda d: (
+        torch.tensor(1.0).to(d), _r(4, 5).to(d), torch.tensor([0, 4, 2, 1]).to(d), _r(5).abs().to(d), 1, -100,
+        torch.tensor(4.0).to(d),
+    ),
+    "native_layer_norm": lambda d: (_r(3, 6).to(d), [6], _r(6, seed=1).to(d), None, 1e-5),
+    "native_layer_norm_backward": lambda d: (
+        _r(3, 6, seed=2).to(d), _r(3, 6).to(d), [6], _r(3, 1).to(d), _r(3, 1, seed=1).abs().to(d),
+        _r(6, seed=1).to(d), None, [True, True, False],
+    ),
+    "native_batch_norm": lambda d: (
+        _r(4, 3).to(d), _r(3, seed=1).to(d), None, torch.zeros(3, device=d), torch.ones(3, device=d), True, 0.1, 1e-5
+    ),
+    "native_batch_norm_backward": lambda d: (
+        _r(4, 3, seed=2).to(d), _r(4, 3).to(d), _r(3, seed=1).to(d), None, None, _r(3).to(d),
+        _r(3, seed=3).abs().to(d), True, 1e-5, [True, True, True],
+    ),
+    "native_dropout": lambda d: (_r(16).to(d), 0.25, True),
+    "native_dropout_backward": lambda d: (_r(16).to(d), _r(16, seed=1).gt(0).to(d), 2.0),
+    "bernoulli_.float": lambda d: (torch.zeros(16, device=d), 0.4),
+    "embedding_dense_backward": lambda d: (_r(5, 3).to(d), torch.tensor([1, 0, 3, 1, 6]).to(d), 7, -1, False),
+}  # fmt: skip
+
+
+def _op(name: str):
+    base, _, overload = name.partition(".")
+    return getattr(getattr(torch.ops.aten, base), overload or "default")
+
+
+def _sample_run(name: str, device: str) -> list[tuple]:
+    """The op's results and every tensor argument after the call (in-place ops): dtype, shape,
+    strides, offset and values."""
+    args = SAMPLES[name](device)
+    kwargs = args[-1] if isinstance(args[-1], dict) else {}
+    args = args[:-1] if kwargs else args
+    torch.manual_seed(0)  # dropout and bernoulli draw from the host generator on both devices
+    out = _op(name)(*args, **kwargs)
+    outs = list(out) if isinstance(out, tuple | list) else [out]
+    tensors = [t for t in [*outs, *args] if isinstance(t, torch.Tensor)]
+    return [(t.dtype, t.shape, t.stride(), t.storage_offset(), t.cpu()) for t in tensors]
+
+
+@needs_native
+def test_every_op_with_an_unboxed_kernel_is_registered_and_has_a_sample():
+    with path("native"):
+        typed = {name for name, kind in _kernel_kinds().items() if kind == "typed"}
+    assert typed == set(STATE.native.typed_op_names()), "an unboxed kernel no registered op uses"
+    assert sorted(typed - SAMPLES.keys()) == [], "add a sample call for each new unboxed kernel"
+
+
+@needs_native
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_each_unboxed_kernel_gives_the_cpu_result_on_both_paths(name):
+    expected = _sample_run(name, "cpu")
+    for which in ("native", "python"):
+        with path(which):
+            got = _sample_run(name, "npu")
+        assert len(got) == len(expected), which
+        for (*layout, a), (*cpu_layout, b) in zip(got, expected, strict=True):
+            assert layout == cpu_layout, (which, layout, cpu_layout)
+            assert torch.equal(a.nan_to_num(), b.nan_to_num()) and torch.equal(a.isnan(), b.isnan()), (
+                which,
+                a,
+                b,
+            )
