@@ -174,7 +174,6 @@ static at::Tensor tensor_on(c10::Storage storage, c10::DispatchKeySet keys, caff
   return tensor;
 }
 
-
 // A CPU tensor over the bytes of npu tensor t, with its sizes, strides and offset.
 static at::Tensor cpu_view(const at::Tensor& t) {
   const c10::Storage& storage = t.storage();

@@ -77,7 +77,6 @@
 #include <type_traits>
 #include <unordered_map>
 
-
 namespace runtime_shim {
 namespace {
 
