@@ -9,6 +9,7 @@ the baseline.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -33,17 +34,20 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 PATH = click.Path(path_type=Path)
 
 
-class _Err:
+@functools.cache
+def _stderr() -> Console:
     """stderr through rich, made on first use (rich costs start-up a quiet run need not pay)."""
+    from rich.console import Console
 
-    console: Console | None = None
+    return Console(stderr=True, highlight=False)
+
+
+class _Err:
+    """`_stderr()`'s methods, reached by attribute. Anything that takes a console (a progress bar
+    enters it as a context manager, which attribute lookup cannot serve) gets `_stderr()` itself."""
 
     def __getattr__(self, name: str) -> Any:
-        if self.console is None:
-            from rich.console import Console
-
-            self.console = Console(stderr=True, highlight=False)
-        return getattr(self.console, name)
+        return getattr(_stderr(), name)
 
 
 err: Any = _Err()
@@ -231,7 +235,13 @@ def app(
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
 @click.option("--cache-dir", type=PATH, default=None, help="Folder of the result cache.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
-def analyse(
+@click.pass_context
+def analyse(ctx: click.Context, **params: Any) -> None:
+    """Analyse without converting: the reports and the CI gate, no converted file written."""
+    _analyse(**_with_options_before_the_command(ctx))
+
+
+def _analyse(
     paths: tuple[Path, ...],
     input: tuple[Path, ...],
     output: Path | None,
@@ -251,7 +261,6 @@ def analyse(
     cache_dir: Path | None,
     no_cache: bool,
 ) -> None:
-    """Analyse without converting: the reports and the CI gate, no converted file written."""
     sources = [*(input or ()), *(paths or ())]
     if not sources:
         _fail("nothing to analyse: give files or folders, or -i (see --help)")
@@ -279,6 +288,28 @@ def analyse(
         err.print("interrupted")
         raise click.exceptions.Exit(130) from None
     _finish(run, quiet, gate, strict)
+
+
+def _with_options_before_the_command(ctx: click.Context) -> dict[str, Any]:
+    """The command's options, with those given before its name (`ms_fmk_transplt -i SRC analyse`,
+    as `distributed` is called) where the command's own are not given: none is silently dropped."""
+    given = dict(ctx.params)
+    top = ctx.parent
+    if top is None:
+        return given
+    typed = click.core.ParameterSource.COMMANDLINE
+    before = [name for name in top.params if top.get_parameter_source(name) is typed]
+    foreign = [name for name in before if name not in given]
+    if foreign:
+        flags = ", ".join("/".join(p.opts) for p in top.command.params if p.name in foreign)
+        _fail(
+            f"{flags}: given before `{ctx.info_name}`, which has no such option (see {ctx.info_name} --help)"
+        )
+    for name in before:
+        if ctx.get_parameter_source(name) is not typed:
+            value = top.params[name]
+            given[name] = (value,) if name == "input" else value  # the command's -i may repeat
+    return given
 
 
 @app.command("distributed", context_settings=CONTEXT)
@@ -586,7 +617,7 @@ class _progress:
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
                 TextColumn("{task.description}"),
-                console=err,
+                console=_stderr(),
                 transient=True,
             )
             self.bar.start()

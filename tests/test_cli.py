@@ -363,3 +363,37 @@ def test_launch_scripts_and_configs_are_reported_not_changed(tmp_path: Path) -> 
     }
     sheet = openpyxl.load_workbook(final / "unsupported_op.xlsx")["Unsupported"]
     assert [c.value for c in sheet["A"]][1:] == ["config.yaml", "run.sh", "run.sh", "run.sh"]
+
+
+def test_a_run_big_enough_for_the_progress_bar_finishes(tmp_path: Path) -> None:
+    # the bar starts at PROGRESS_MIN_FILES files; stopping it enters the console as a context
+    # manager, which once met a lazy stand-in for the console instead of the console itself
+    from ms_fmk_transplt.cli import PROGRESS_MIN_FILES
+
+    root = tmp_path / "many"
+    root.mkdir()
+    for number in range(PROGRESS_MIN_FILES + 5):
+        (root / f"m{number}.py").write_text("import torch\n\nx = torch.ones(2).cuda()\n")
+    for command in ((), ("analyse",)):
+        args = ["-i", str(root), "-o", str(tmp_path / "-".join(command)), *command]
+        done = subprocess.run(
+            [sys.executable, "-m", "ms_fmk_transplt", *args], capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def test_analyse_takes_the_options_given_before_it(project: Path, tmp_path: Path) -> None:
+    # as `distributed` is called: ms_fmk_transplt -i SRC -o OUT analyse
+    out = tmp_path / "reports"
+    done = _run("-i", str(project), "-o", str(out), "-v", "2.1.0", "analyse", "-q")
+    assert done.exit_code == 0, done.output
+    assert json.loads((out / "report.json").read_text())["release"] == "2.1.0"
+    assert (out / "unsupported_op.xlsx").exists()
+    # the command's own option wins over the one before it
+    own = tmp_path / "own"
+    assert _run("-i", str(project), "-o", str(out), "analyse", "-o", str(own), "-q").exit_code == 0
+    assert (own / "report.json").exists()
+    # one that analyse has no use for is refused, not dropped
+    refused = _run("-i", str(project), "--force", "analyse", "-q")
+    assert refused.exit_code == 2 and "--force" in refused.output and "analyse" in refused.output
