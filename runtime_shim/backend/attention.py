@@ -3,6 +3,7 @@
 PyTorch picks the attention kernel of a PrivateUse1 device through a C++-only hook and falls
 back to the math decomposition, while the CPU uses its fused flash kernel: different rounding.
 Asking the CPU's own choice and calling the same kernels keeps the simulated NPU bit-identical.
+On the native path the same two routes run in C++ (csrc/npu_attention.cpp), registered over these.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 import torch
 
-from runtime_shim.backend import libraries
+from runtime_shim.backend import dispatch, libraries
 from runtime_shim.backend.kernels import npu_level
 
 _SDPA_FLASH = 1  # sdp::SDPBackend::flash_attention
@@ -107,3 +108,5 @@ def install() -> None:
         sdpa = npu_level("scaled_dot_product_attention", _sdpa_as_on_cpu)
         library.impl("scaled_dot_product_attention", sdpa, "AutogradPrivateUse1")
         library.impl("dropout", _dropout_recorded_as_native(npu_level), "AutogradPrivateUse1")
+        # the same routes in C++ on the native path (csrc/npu_attention.cpp)
+        dispatch.serve_routes()

@@ -5,7 +5,8 @@ only need to be handed to the CPU kernel as CPU tensors over the same bytes and 
 are fresh tensors or alias an argument: everything kernels.py's generic and view kernels do,
 plus ``copy_`` and the ``empty`` factories (capacity checked before the host allocation). The
 other special kernels (``resize_``, ``set_``, out= variants, convolution routing, flash
-attention) and the recurrent layers stay in Python.
+attention) stay in Python. The recurrent layers (rnn.py) and the SDPA and dropout routes
+(attention.py) have their own C++ on the native path (csrc/npu_rnn.cpp, csrc/npu_attention.cpp).
 ``RUNTIME_SHIM_NATIVE_DISPATCH=0`` keeps every op on the Python kernels; ``set_dispatch``
 switches at run time (bench/bench_ops.py measures both paths in one process).
 
@@ -55,6 +56,8 @@ class _Switch:
         self.registered = False
         #: (release name, op) of every composite op given an NPU-level kernel
         self.levels: list[tuple[str, torch._ops.OpOverload]] = []
+        #: attention.py's routes are installed: the native path serves them in C++ too
+        self.routes = False
 
 
 _SWITCH = _Switch()
@@ -144,6 +147,22 @@ def set_dispatch(native: bool) -> None:
     _SWITCH.registered = True
     for name, op in _SWITCH.levels:
         _register_npu_level(name, op)
+    if native and _SWITCH.routes:
+        _add_native_routes()
+
+
+def serve_routes() -> None:
+    """attention.py has registered its Python routes: serve them in C++ while the native path
+    serves (registered after the Python ones, so they take over; dropped with the native kernels)."""
+    _SWITCH.routes = True
+    if _SWITCH.native:
+        _add_native_routes()
+
+
+def _add_native_routes() -> None:
+    STATE.native.add_routes(
+        _kernels._counter("scaled_dot_product_attention"), _kernels._counter("native_dropout")
+    )
 
 
 def add_npu_level_op(name: str, op: torch._ops.OpOverload) -> None:

@@ -199,6 +199,8 @@ static std::vector<std::shared_ptr<OpInfo>>& infos() {
   return *all;
 }
 
+void add_info(std::shared_ptr<OpInfo> info) { infos().push_back(std::move(info)); }
+
 // How many NPU-level kernels (backend/kernels.py npu_level) are running, mirrored from Python:
 // the calls they make are how the simulation computes an op, not ops a real NPU dispatches.
 std::atomic<int>& npu_level_depth() {
@@ -494,6 +496,7 @@ static void drop_ops() {
   flush_counts();
   library().reset();
   level_library().reset();
+  drop_routes();
   infos().clear();
 }
 
@@ -583,10 +586,14 @@ void init_dispatch(py::module& m) {
       "kernel_kinds",
       []() {
         py::dict kinds;
-        for (const auto& info : infos()) kinds[py::str(info->name)] = info->typed ? "typed" : "boxed";
+        for (const auto& info : infos()) {
+          if (!info->route) kinds[py::str(info->name)] = info->typed ? "typed" : "boxed";
+        }
         return kinds;
       },
       "Op name -> 'typed' (unboxed kernel) or 'boxed', for the registered native kernels");
+  m.def("add_routes", &add_routes, "Serve SDPA and dropout by the CPU's choice natively (attention.py's routes)");
+  m.def("route_ops", &route_ops, "The ops npu_attention.cpp serves right now");
   m.def("typed_op_names", &typed_op_names, "The ops an unboxed kernel exists for (npu_typed.cpp)");
   m.def("flush_counts", &flush_counts, "Add natively counted calls to the Python counters");
   m.def("rearm", &rearm, "Send the next call of every op through the Python hook");

@@ -27,6 +27,7 @@ struct OpInfo {
   bool precheck = false;       // empty.memory_format: check capacity before the host allocation
   bool typed = false;          // served by an unboxed kernel (npu_typed.cpp)
   bool npu_level = false;      // an NPU-level kernel at the npu's autograd key
+  bool route = false;          // attention.py's route for the op, in C++ (npu_attention.cpp)
   std::vector<int> arg_kind;   // per argument: 0 other, 1 tensor, 2 list holding tensors, 3 device
   std::vector<int> ret_alias;  // per return: the argument it aliases, or -1
   pybind11::object counter;    // STATE.op_counts[name], a one-item list
@@ -68,6 +69,15 @@ at::Tensor wrap(const at::Tensor& out, int64_t index, const Scan& scan);
 
 // The mixed-device error of a call whose tensors are on two devices.
 [[noreturn]] void mixed_devices(const Scan& scan);
+
+// Keep info with the registered ops' records (counts flushed, check re-armed, dropped with them).
+void add_info(std::shared_ptr<OpInfo> info);
+
+// Register attention.py's routes (SDPA, dropout) natively at the npu's autograd key, counted on
+// the given counters; drop_routes withdraws them.
+void add_routes(pybind11::object sdpa_counter, pybind11::object dropout_counter);
+void drop_routes();
+std::vector<std::string> route_ops();  // the ops they serve while registered
 
 // The ops npu_typed.cpp has an unboxed kernel for.
 std::vector<std::string> typed_op_names();

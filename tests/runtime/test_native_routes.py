@@ -1,0 +1,141 @@
+"""attention.py's SDPA and dropout routes, made in C++ on the native path (csrc/npu_attention.cpp):
+served there while the native path serves, withdrawn with it, and giving the CPU's results and
+gradients bit for bit and the operator check's counts, on both paths in one process."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from test_native_dispatch import path
+
+from runtime_shim.backend import dispatch, native
+from runtime_shim.runtime.state import STATE
+
+needs_native = pytest.mark.skipif(
+    not dispatch.available(), reason=f"Python path: {native.python_path_reason}"
+)
+PATHS = ["python", pytest.param("native", marks=needs_native)]
+ROUTES = ["dropout", "scaled_dot_product_attention"]
+
+
+def _routes() -> list[str]:
+    return sorted(STATE.native.route_ops())
+
+
+@needs_native
+def test_the_routes_are_native_while_the_native_path_serves():
+    with path("native"):
+        assert _routes() == ROUTES
+        line = next(
+            line
+            for line in torch._C._dispatch_dump("aten::scaled_dot_product_attention").splitlines()
+            if line.startswith("AutogradPrivateUse1:")
+        )
+        assert "npu_attention.cpp" in line, line
+        with path("python"):
+            assert _routes() == []
+            line = next(
+                line
+                for line in torch._C._dispatch_dump("aten::dropout").splitlines()
+                if line.startswith("AutogradPrivateUse1:")
+            )
+            assert "npu_attention.cpp" not in line, line  # attention.py's own kernel again
+        assert _routes() == ROUTES  # back, over the Python kernels
+
+
+# every branch of the route: the CPU's flash and math kernels, bool and float masks, a mask
+# that needs grad, dropout, scale, grouped-query heads, a non-contiguous query
+SDPA_CASES = {
+    "flash": {},
+    "causal": {"is_causal": True},
+    "bool mask": {"mask": "bool"},
+    "float mask": {"mask": "float"},
+    "float mask with grad": {"mask": "grad"},
+    "dropout": {"dropout_p": 0.25},
+    "scale": {"is_causal": True, "scale": 0.3},
+    "gqa": {"enable_gqa": True, "kv_heads": 2},
+    "transposed query": {"transposed": True},
+}
+
+
+def _sdpa(device: str, case: dict) -> list[torch.Tensor]:
+    case = dict(case)
+    mask_kind, kv_heads = case.pop("mask", None), case.pop("kv_heads", 4)
+    transposed = case.pop("transposed", False)
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(2, 4, 6, 8, generator=g)
+    if transposed:
+        q = torch.randn(2, 6, 4, 8, generator=g).transpose(1, 2)
+    k, v = (torch.randn(2, kv_heads, 6, 8, generator=g) for _ in range(2))
+    mask = None
+    if mask_kind == "bool":
+        mask = torch.rand(6, 6, generator=g) > 0.3
+    elif mask_kind is not None:
+        mask = torch.randn(6, 6, generator=g)
+    leaves = [t.to(device).requires_grad_() for t in (q.contiguous(), k, v)]
+    q_in = leaves[0].transpose(1, 2).contiguous().transpose(1, 2) if transposed else leaves[0]
+    if mask is not None:
+        mask = mask.to(device)
+        if mask_kind == "grad":
+            leaves.append(mask.requires_grad_())
+    torch.manual_seed(3)
+    out = F.scaled_dot_product_attention(q_in, leaves[1], leaves[2], attn_mask=mask, **case)
+    out.square().sum().backward()
+    return [out.detach().cpu(), *(t.grad.cpu() for t in leaves)]
+
+
+@pytest.mark.parametrize("name", SDPA_CASES)
+@pytest.mark.parametrize("served_by", PATHS)
+def test_sdpa_gives_the_cpu_results_and_gradients(served_by, name):
+    expected = _sdpa("cpu", SDPA_CASES[name])
+    with path(served_by):
+        got = _sdpa("npu", SDPA_CASES[name])
+    assert len(got) == len(expected)
+    for a, b in zip(expected, got, strict=True):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("p", [0.0, 0.3, 1.0])
+@pytest.mark.parametrize("served_by", PATHS)
+def test_dropout_gives_the_cpu_results_and_gradients(served_by, p):
+    def run(device: str) -> list[torch.Tensor]:
+        x = torch.randn(40, 24, generator=torch.Generator().manual_seed(1)).to(device).requires_grad_()
+        torch.manual_seed(5)
+        y = F.dropout(x, p, training=True)
+        y.square().sum().backward()
+        return [y.detach().cpu(), x.grad.cpu(), F.dropout(x, p, training=False).detach().cpu()]
+
+    expected = run("cpu")
+    with path(served_by):
+        got = run("npu")
+    for a, b in zip(expected, got, strict=True):
+        assert torch.equal(a, b)
+
+
+def _counts(names: tuple[str, ...]) -> dict[str, int]:
+    if dispatch.available():
+        STATE.native.flush_counts()
+    return {name: STATE.op_counts.get(name, [0])[0] for name in names}
+
+
+@pytest.mark.parametrize("served_by", PATHS)
+def test_the_routes_count_what_a_real_npu_runs(served_by):
+    # a fused dropout is torch_npu's native_dropout; what the simulation computes it with
+    # (bernoulli_, the CPU's attention kernels) is not an op of the script
+    names = ("native_dropout", "bernoulli_.float", "_scaled_dot_product_flash_attention_for_cpu")
+    x = torch.randn(8, 8, device="npu")
+    with path(served_by):
+        before = _counts(names)
+        for _ in range(3):
+            F.dropout(x, 0.5, training=True)
+        F.dropout(x, 0.5, training=False)  # not fused: nothing to count
+        F.dropout(x, 0.0, training=True)
+        q = torch.randn(1, 2, 4, 8, device="npu")
+        F.scaled_dot_product_attention(q, q, q, dropout_p=0.5)  # its dropout is inside it
+        after = _counts(names)
+    assert {name: after[name] - before[name] for name in names} == {
+        "native_dropout": 3,
+        "bernoulli_.float": 0,
+        "_scaled_dot_product_flash_attention_for_cpu": 0,
+    }
