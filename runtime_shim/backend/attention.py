@@ -20,9 +20,11 @@ _SDPA_FLASH = 1  # sdp::SDPBackend::flash_attention
 
 
 def _shape_only(t: torch.Tensor | None) -> torch.Tensor | None:
+    """What the CPU's choice reads of t (sizes, strides, dtype, requires_grad), on the CPU: a
+    last dimension that is not contiguous makes the CPU take its math kernel."""
     if t is None:
         return None
-    empty = torch.empty(t.shape, dtype=t.dtype)
+    empty = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype)
     return empty.requires_grad_() if t.requires_grad and t.is_floating_point() else empty
 
 

@@ -56,6 +56,7 @@ SDPA_CASES = {
     "scale": {"is_causal": True, "scale": 0.3},
     "gqa": {"enable_gqa": True, "kv_heads": 2},
     "transposed query": {"transposed": True},
+    "query strided in its last dim": {"transposed": "last"},  # the CPU takes its math kernel
 }
 
 
@@ -74,7 +75,11 @@ def _sdpa(device: str, case: dict) -> list[torch.Tensor]:
     elif mask_kind is not None:
         mask = torch.randn(6, 6, generator=g)
     leaves = [t.to(device).requires_grad_() for t in (q.contiguous(), k, v)]
-    q_in = leaves[0].transpose(1, 2).contiguous().transpose(1, 2) if transposed else leaves[0]
+    q_in = leaves[0]
+    if transposed == "last":
+        q_in = q_in.transpose(-1, -2).contiguous().transpose(-1, -2)
+    elif transposed:
+        q_in = q_in.transpose(1, 2).contiguous().transpose(1, 2)
     if mask is not None:
         mask = mask.to(device)
         if mask_kind == "grad":
