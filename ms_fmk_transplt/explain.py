@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import libcst as cst
 
@@ -83,15 +84,35 @@ def explain(path: str, data: bytes, tables: Tables, line: int | None = None) -> 
 
 def explain_target(target: str, rule_files: tuple[str, ...] = (), release: str | None = None) -> list[str]:
     """`FILE` or `FILE:LINE` explained with the built-in rules (and `rule_files`); ValueError names the problem."""
-    from pathlib import Path
-
     from ms_fmk_transplt.ruleset import compile_rules, load_rules
 
-    name, _, number = target.rpartition(":")
-    if not name or not number.isdigit():
-        name, number = target, ""
-    path = Path(name)
-    if not path.is_file():
-        raise ValueError(f"{name}: no such file")
+    path, line = _file_and_line(target)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if line is not None and not 1 <= line <= len(data.splitlines()):
+        count = len(data.splitlines())
+        raise ValueError(
+            f"{target}: line {line} is out of range ({path} has {count} line{'s' * (count != 1)})"
+        )
     tables = compile_rules(load_rules(rule_files), release=release or "")
-    return explain(str(path), path.read_bytes(), tables, int(number) if number else None)
+    return explain(str(path), data, tables, line)
+
+
+def _file_and_line(target: str) -> tuple[Path, int | None]:
+    """`FILE` (a file whose name holds colons included) or `FILE:LINE`; ValueError says what is wrong."""
+    whole = Path(target)
+    if whole.is_file():
+        return whole, None
+    name, colon, number = target.rpartition(":")
+    path = Path(name) if colon and name else whole
+    if path.is_dir() or whole.is_dir():
+        folder = path if path.is_dir() else whole
+        raise ValueError(f"{folder}: is a folder; explain takes one file: FILE or FILE:LINE")
+    if not path.is_file() or path is whole:
+        shown = name if colon and name and re.fullmatch(r"[0-9]+", number) else target
+        raise ValueError(f"{shown}: no such file")
+    if not re.fullmatch(r"[0-9]+", number):
+        raise ValueError(f"{target}: the line {number!r} is not a number (FILE:LINE, LINE from 1)")
+    return path, int(number)

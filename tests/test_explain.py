@@ -74,3 +74,33 @@ def test_the_evidence_names_the_flow(builtin_tables) -> None:
         "user text",
         "the value the file's argument '--device=cuda:0' gives, compared as parsed back",
     )
+
+
+def test_cli_names_what_is_wrong_with_the_target(tmp_path: Path, monkeypatch) -> None:
+    """One error line, exit 2: a line that is not a number, out of range, a folder, no such file."""
+    monkeypatch.chdir(tmp_path)
+    Path("train.py").write_bytes(SOURCE)  # 6 lines
+    Path("pkg").mkdir()
+    cases = {
+        "train.py:abc": "error: train.py:abc: the line 'abc' is not a number (FILE:LINE, LINE from 1)\n",
+        "train.py:0": "error: train.py:0: line 0 is out of range (train.py has 6 lines)\n",
+        "train.py:7": "error: train.py:7: line 7 is out of range (train.py has 6 lines)\n",
+        "train.py:99999": "error: train.py:99999: line 99999 is out of range (train.py has 6 lines)\n",
+        "pkg": "error: pkg: is a folder; explain takes one file: FILE or FILE:LINE\n",
+        "pkg:3": "error: pkg: is a folder; explain takes one file: FILE or FILE:LINE\n",
+        "none.py:3": "error: none.py: no such file\n",
+    }
+    for target, expected in cases.items():
+        result = CliRunner().invoke(app, ["explain", target])
+        assert (result.exit_code, result.stderr) == (2, expected), target
+    # the twins: the first and the last line, and a file whose name holds colons, are explained
+    Path("e:100:.py").write_bytes(SOURCE)
+    for target, first in (
+        ("train.py:1", "train.py: converted"),
+        ("train.py:6", "train.py: converted"),
+        ("e:100:.py", "e:100:.py: converted"),
+        ("e:100:.py:4", "e:100:.py: converted"),
+    ):
+        result = CliRunner().invoke(app, ["explain", target])
+        assert result.exit_code == 0 and result.stdout.splitlines()[0] == first, target
+    assert '6:10  "cuda"' in CliRunner().invoke(app, ["explain", "train.py:6"]).stdout
