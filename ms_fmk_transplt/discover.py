@@ -129,3 +129,12 @@ def apply_excludes(entries: list[Entry], globs: tuple[str, ...]) -> list[Entry]:
         else e
         for e in entries
     ]
+
+
+def no_python_notice(entries: list[Entry], where: str) -> str | None:
+    """The warning for an input with nothing to convert or analyse (None when it has a Python file)."""
+    if any(e.kind is EntryKind.PYTHON for e in entries):
+        return None
+    if any(e.excluded and e.rel.endswith(".py") for e in entries):
+        return f"no Python files to analyse in {where}: every one matches --exclude"
+    return f"no Python files found in {where}"

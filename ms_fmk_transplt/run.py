@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ms_fmk_transplt import data, reports
 from ms_fmk_transplt.cache import ResultCache, default_cache_dir, rule_set_key
-from ms_fmk_transplt.discover import Entry, apply_excludes, discover
+from ms_fmk_transplt.discover import Entry, apply_excludes, discover, no_python_notice
 from ms_fmk_transplt.pipeline import Progress, Staging, StreamWriter, TableSource, map_files, write_tree
 from ms_fmk_transplt.records import FileResult, RunResult
 
@@ -252,6 +252,7 @@ def convert_project(
     entries = apply_excludes(
         discover(options.source, exclude=(options.output, final)), tuple(options.exclude)
     )
+    warnings.extend(filter(None, [no_python_notice(entries, str(options.source))]))
     if stage is not None:
         entries = stage.inputs(entries)
     staging = Staging(final, force=options.force)
@@ -358,6 +359,7 @@ def analyse_project(
     if report_folder is not None and report_folder.exists() and not report_folder.is_dir():
         raise UsageError(f"output is not a directory: {report_folder}")
     root, entries = _entries(sources, tuple(options.exclude), file_by_name)
+    warnings.extend(filter(None, [no_python_notice(entries, ", ".join(str(s) for s in sources))]))
 
     def drop_output(result: FileResult) -> FileResult:
         return result if keep_output or result.output is None else dataclasses.replace(result, output=None)

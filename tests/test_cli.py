@@ -397,3 +397,24 @@ def test_analyse_takes_the_options_given_before_it(project: Path, tmp_path: Path
     # one that analyse has no use for is refused, not dropped
     refused = _run("-i", str(project), "--force", "analyse", "-q")
     assert refused.exit_code == 2 and "--force" in refused.output and "analyse" in refused.output
+
+
+def test_an_input_without_python_files_is_said(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "notes.txt").write_text("hello\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "t.py").write_text("import torch\n")
+    cases = {
+        "empty": "warning: no Python files found in empty\n",
+        "notes.txt": "warning: no Python files found in notes.txt\n",
+    }
+    for source, expected in cases.items():
+        for args in (["-i", source, "-o", "out", "-q", "--force"], ["analyse", source, "--no-xlsx", "-q"]):
+            result = _run(*args)
+            assert result.exit_code == 0 and result.stderr == expected, args
+    excluded = _run("analyse", "tests", "--no-xlsx", "-q", "--exclude", "*.py")
+    assert excluded.exit_code == 0
+    assert excluded.stderr == "warning: no Python files to analyse in tests: every one matches --exclude\n"
+    # the twin: a folder with a Python file says nothing of the kind
+    assert _run("analyse", "tests", "--no-xlsx", "-q").stderr == ""
