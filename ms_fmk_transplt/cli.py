@@ -9,7 +9,6 @@ the baseline.
 
 from __future__ import annotations
 
-import functools
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -20,9 +19,9 @@ import click
 
 from ms_fmk_transplt import __version__, data
 from ms_fmk_transplt.records import Operation, Status
+from ms_fmk_transplt.terminal import labelled, stderr
 
 if TYPE_CHECKING:  # rich loads only when something is printed; progress and tables when shown
-    from rich.console import Console
     from rich.progress import Progress, TaskID
 
     from ms_fmk_transplt.analysis import Issue
@@ -34,20 +33,13 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 PATH = click.Path(path_type=Path)
 
 
-@functools.cache
-def _stderr() -> Console:
-    """stderr through rich, made on first use (rich costs start-up a quiet run need not pay)."""
-    from rich.console import Console
-
-    return Console(stderr=True, highlight=False)
-
-
 class _Err:
-    """`_stderr()`'s methods, reached by attribute. Anything that takes a console (a progress bar
-    enters it as a context manager, which attribute lookup cannot serve) gets `_stderr()` itself."""
+    """`stderr()`'s methods, reached by attribute (terminal.py: the user's text is never markup).
+    Anything that takes a console (a progress bar enters it as a context manager, which attribute
+    lookup cannot serve) gets `stderr()` itself."""
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(_stderr(), name)
+        return getattr(stderr(), name)
 
 
 err: Any = _Err()
@@ -92,7 +84,7 @@ def _gate_options(command: Callable[..., None]) -> Callable[..., None]:
 
 
 def _fail(message: str) -> NoReturn:
-    err.print(f"[bold red]error:[/] {message}", soft_wrap=True)
+    err.print(labelled("error:", "bold red", message), soft_wrap=True)
     raise click.exceptions.Exit(EXIT_USAGE)
 
 
@@ -472,9 +464,7 @@ def verify(
     try:
         outcome = run_verify(
             request,
-            say=(lambda line: None)
-            if quiet
-            else lambda line: err.print(line, markup=False, highlight=False, soft_wrap=True),
+            say=(lambda line: None) if quiet else lambda line: err.print(line, soft_wrap=True),
         )
     except VerifyError as exc:
         _fail(str(exc))
@@ -548,7 +538,7 @@ def _finish(run: RunResult, quiet: bool, gate: _Gate, strict: bool) -> None:
     from ms_fmk_transplt.reports.findings import FORMATS
 
     for warning in run.warnings:
-        err.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
+        err.print(labelled("warning:", "yellow", warning), soft_wrap=True)
     found = analysis.issues(run)
     if gate.baseline_counts is not None:
         found = analysis.apply_baseline(found, gate.baseline_counts)
@@ -576,11 +566,11 @@ def _finish(run: RunResult, quiet: bool, gate: _Gate, strict: bool) -> None:
             f = issue.finding
             err.print(
                 f"{issue.path}:{f.start_line}:{f.column or 1}: {issue.status.value} [{f.rule_id}] {f.message}",
-                markup=False,
-                highlight=False,
                 soft_wrap=True,
             )
-        err.print(f"[bold red]gate:[/] {len(failing)} issue(s) at or above --fail-on {gate.fail_on}")
+        err.print(
+            labelled("gate:", "bold red", f"{len(failing)} issue(s) at or above --fail-on {gate.fail_on}")
+        )
         raise click.exceptions.Exit(EXIT_GATE)
 
 
@@ -616,8 +606,8 @@ class _progress:
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
-                TextColumn("{task.description}"),
-                console=_stderr(),
+                TextColumn("{task.description}", markup=False),  # a path, printed as it is
+                console=stderr(),
                 transient=True,
             )
             self.bar.start()
@@ -633,6 +623,7 @@ class _progress:
 def _summary(run: RunResult, found: list[Issue], gate: _Gate) -> None:
     """The console table: what will not run first, then file counts, then where the reports are."""
     from rich.table import Table
+    from rich.text import Text
 
     from ms_fmk_transplt.reports.summary import headline
 
@@ -649,14 +640,16 @@ def _summary(run: RunResult, found: list[Issue], gate: _Gate) -> None:
     counts = {status: sum(1 for r in run.files if r.status is status) for status in Status}
     for status, count in counts.items():
         if count:
-            table.add_row(f"[dim]files[/] {status.value}", str(count))
+            table.add_row(Text.assemble(("files", "dim"), f" {status.value}"), str(count))
     ops = {op: sum(1 for r in run.files for f in r.findings if f.operation is op) for op in Operation}
     for op, count in ops.items():
-        table.add_row(f"[dim]findings[/] {op.value.lower()}", str(count))
-    table.add_row("[dim]seconds[/]", f"{run.seconds:.2f}")
+        table.add_row(Text.assemble(("findings", "dim"), f" {op.value.lower()}"), str(count))
+    table.add_row(Text("seconds", style="dim"), f"{run.seconds:.2f}")
     err.print(table)
     for result in run.failed:
-        err.print(f"[red]{result.status.value}:[/] {result.path}: {result.reason}", soft_wrap=True)
+        err.print(
+            labelled(f"{result.status.value}:", "red", f"{result.path}: {result.reason}"), soft_wrap=True
+        )
 
 
 @app.command("explain", context_settings=CONTEXT)
@@ -690,8 +683,9 @@ def rules_list(rule: tuple[Path, ...], kind: str | None) -> None:
         rules = load_rules(tuple(rule or ()))
     except RuleFileError as exc:
         _fail(str(exc))
-    from rich.console import Console
     from rich.table import Table
+
+    from ms_fmk_transplt.terminal import console
 
     table = Table(show_lines=False)
     for column in ("id", "kind", "summary"):
@@ -699,7 +693,7 @@ def rules_list(rule: tuple[Path, ...], kind: str | None) -> None:
     for r in rules:
         if kind is None or r.kind == kind:
             table.add_row(r.id, r.kind, r.summary)
-    Console(highlight=False, width=max(120, Console().width)).print(table)
+    console(width=max(120, console().width)).print(table)
 
 
 @rules_app.command("doc", context_settings=CONTEXT)
