@@ -544,6 +544,10 @@ def _finish(run: RunResult, quiet: bool, gate: _Gate, strict: bool) -> None:
         found = analysis.apply_baseline(found, gate.baseline_counts)
     if not quiet:
         _summary(run, found, gate)
+    for result in run.failed:  # printed even with -q: they are why the run exits 1
+        err.print(
+            labelled(f"{result.status.value}:", "red", f"{result.path}: {result.reason}"), soft_wrap=True
+        )
     if gate.report_format is not None:
         content = FORMATS[gate.report_format](run, found)
         if gate.report is None or str(gate.report) == "-":
@@ -555,9 +559,19 @@ def _finish(run: RunResult, quiet: bool, gate: _Gate, strict: bool) -> None:
         _write(gate.write_baseline, analysis.baseline_document(found))
     if run.failed:
         raise click.exceptions.Exit(EXIT_FAILED_FILES)
-    if strict and any(
-        f.operation is Operation.UNSUPPORTED and not f.noop for r in run.files for f in r.findings
-    ):
+    unsupported = [
+        r for r in run.files for f in r.findings if f.operation is Operation.UNSUPPORTED and not f.noop
+    ]
+    if strict and unsupported:
+        files = len({r.path for r in unsupported})
+        err.print(
+            labelled(
+                "strict:",
+                "bold red",
+                f"{len(unsupported)} use(s) of APIs Ascend does not support in {files} file(s)",
+            ),
+            soft_wrap=True,
+        )
         raise click.exceptions.Exit(EXIT_UNSUPPORTED)
     failing = [issue for issue in found if analysis.fails(issue, gate.fail_on)]
     if failing:
@@ -646,10 +660,6 @@ def _summary(run: RunResult, found: list[Issue], gate: _Gate) -> None:
         table.add_row(Text.assemble(("findings", "dim"), f" {op.value.lower()}"), str(count))
     table.add_row(Text("seconds", style="dim"), f"{run.seconds:.2f}")
     err.print(table)
-    for result in run.failed:
-        err.print(
-            labelled(f"{result.status.value}:", "red", f"{result.path}: {result.reason}"), soft_wrap=True
-        )
 
 
 @app.command("explain", context_settings=CONTEXT)

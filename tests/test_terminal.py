@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ms_fmk_transplt.cli import EXIT_FAILED_FILES, EXIT_GATE, EXIT_USAGE, app
+from ms_fmk_transplt.cli import EXIT_FAILED_FILES, EXIT_GATE, EXIT_UNSUPPORTED, EXIT_USAGE, app
 
 # names rich would read as markup (`[bold]`, `[/bold]`: a MarkupError) or emoji codes (`:100:`)
 NAMES = ["c[bold]d", "e:100:", "s:smile:", "q[/bold]", "[red]r[/red]", "plain"]
@@ -35,7 +35,7 @@ def test_a_failed_file_is_named_as_it_is(name: str, tmp_path: Path, monkeypatch:
     (tmp_path / "src" / f"{name}.py").write_text("def f(:\n")
     (tmp_path / "src" / name / "x.py").write_text("def f(:\n")
     expected = [f"failed: {name}.py: {SYNTAX}", f"failed: {name}/x.py: {SYNTAX}"]
-    for quiet in ([],):
+    for quiet in ([], ["-q"]):
         for args in (
             ["-i", "src", "-o", "out", "--force", *quiet],
             ["analyse", "src", "--no-xlsx", "--no-cache", *quiet],
@@ -134,6 +134,35 @@ def test_the_qa_report_through_python_m(tmp_path: Path) -> None:
     failed = run("-i", "mk2", "-o", "mk2out")
     assert failed.returncode == EXIT_FAILED_FILES and "Traceback" not in failed.stderr
     assert f"failed: q[/bold]/bad.py: {SYNTAX}" in failed.stderr.splitlines()
+
+
+def test_quiet_still_says_why_a_run_failed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """-q drops the progress bar and the table; the lines behind a non-zero exit stay."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "syn.py").write_text("def f(:\n")
+    for args in (
+        ["-i", "bad/syn.py", "-o", "x", "-q"],
+        ["analyse", "bad", "--no-xlsx", "-q"],
+        ["-i", "bad", "--diff", "-q"],
+    ):
+        result = _run(*args)
+        assert result.exit_code == EXIT_FAILED_FILES
+        assert result.stderr == f"failed: syn.py: {SYNTAX}\n", args
+    _on_line_100(tmp_path / "u" / "t.py")
+    strict = _run("-i", "u", "-o", "x", "-q", "--strict")
+    assert strict.exit_code == EXIT_UNSUPPORTED
+    assert strict.stderr == "strict: 1 use(s) of APIs Ascend does not support in 1 file(s)\n"
+    # the twin: a quiet run that succeeds prints nothing
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "ok" / "t.py").write_text("import torch\nx = torch.zeros(2).cuda()\n")
+    for args in (
+        ["-i", "ok", "-o", "x", "-q"],
+        ["analyse", "ok", "--no-xlsx", "-q"],
+        ["-i", "ok", "--diff", "-q"],
+    ):
+        result = _run(*args)
+        assert result.exit_code == 0 and result.stderr == "", args
 
 
 def test_the_progress_bar_shows_a_path_as_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
