@@ -18,10 +18,13 @@ warning says why. ``RUNTIME_SHIM_NATIVE=0`` asks for the Python path (without a 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import sys
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -50,7 +53,10 @@ def build_directory() -> Path:
     """Where the compiled module is cached: one folder per torch version (and source digest)."""
     import hashlib
 
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in _SOURCES + _HEADERS) + b"-O2").hexdigest()[:12]
+    # The sources' folder is part of the key: the build files name the sources by path, so two
+    # checkouts sharing one interpreter (and one cache) would otherwise rebuild over each other.
+    sources = b"".join(p.read_bytes() for p in _SOURCES + _HEADERS)
+    digest = hashlib.sha256(sources + b"-O2" + str(_CSRC).encode()).hexdigest()[:12]
     root = os.environ.get(CACHE_ENV)
     if not root:
         # Beside the interpreter's packages (a venv's own folder) when writable: the build then
@@ -75,14 +81,15 @@ def load() -> ModuleType | None:
 
             folder = build_directory()
             folder.mkdir(parents=True, exist_ok=True)
-            return cpp_extension.load(
-                _MODULE_NAME,
-                [str(p) for p in _SOURCES],
-                build_directory=str(folder),
-                # The tooling adds no optimisation flag; the kernels are on every op's path.
-                extra_cflags=["-O2"],
-                verbose=False,
-            )
+            with _one_build_at_a_time(folder):
+                return cpp_extension.load(
+                    _MODULE_NAME,
+                    [str(p) for p in _SOURCES],
+                    build_directory=str(folder),
+                    # The tooling adds no optimisation flag; the kernels are on every op's path.
+                    extra_cflags=["-O2"],
+                    verbose=False,
+                )
         except Exception as exc:  # a failed build must leave a working (Python-path) device
             python_path_reason = f"building csrc/ failed: {str(exc).strip().splitlines()[-1]}"
     warnings.warn(
@@ -93,6 +100,26 @@ def load() -> ModuleType | None:
         stacklevel=3,
     )
     return None
+
+
+#: The lock file PyTorch's extension tooling makes in the build folder while it builds.
+TOOLING_LOCK = "lock"
+
+
+@contextlib.contextmanager
+def _one_build_at_a_time(folder: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``folder`` while the tooling builds or loads in it.
+
+    The tooling marks a build with a plain file that every later process waits on until it is
+    gone; a build that was killed (Ctrl-C during the first use's minutes of compiling) leaves it
+    behind, and every later start then waited forever. This lock is the kernel's (released when
+    its process dies, however it dies), so whoever holds it knows a tooling lock file it finds is
+    stale and removes it.
+    """
+    with open(folder / ".runtime_shim.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        (folder / TOOLING_LOCK).unlink(missing_ok=True)
+        yield
 
 
 if __name__ == "__main__":  # python -m runtime_shim.backend.native: build now (tools/setup.sh does)

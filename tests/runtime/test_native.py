@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 import torch
 from conftest import run_python
@@ -46,6 +48,29 @@ def test_no_compiler_gives_the_python_path_with_one_clear_warning(monkeypatch):
     monkeypatch.setattr(native, "python_path_reason", "")
     with pytest.warns(RuntimeWarning, match=r"native part not loaded \(no C\+\+ compiler found"):
         assert native.load() is None
+
+
+@needs_native
+def test_a_build_killed_midway_does_not_stop_later_starts(tmp_path):
+    # what a first use interrupted while compiling leaves: the tooling's lock file, which every
+    # later start used to wait on forever
+    built = native.build_directory()
+    shutil.copytree(built, tmp_path / built.name, ignore=shutil.ignore_patterns("*.lock"))
+    (tmp_path / built.name / native.TOOLING_LOCK).touch()
+    done = run_python(
+        ["-c", "from runtime_shim.backend import native; print(native.load() is not None)"],
+        env_extra={native.CACHE_ENV: str(tmp_path)},
+        timeout=120,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "True", done.stderr
+    assert not (tmp_path / built.name / native.TOOLING_LOCK).exists()
+
+
+def test_checkouts_sharing_an_interpreter_build_apart(monkeypatch):
+    # the build files name the sources by path: a second checkout must not rebuild over the first
+    first = native.build_directory()
+    monkeypatch.setattr(native, "_CSRC", native._CSRC.parent / "elsewhere" / "csrc")
+    assert native.build_directory() != first
 
 
 @pytest.mark.slow
