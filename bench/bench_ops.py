@@ -8,13 +8,17 @@ the number of calls. The ops are the ones a small training step is made of:
 * ``add``: ``a + b`` on two 4-element float tensors (a fresh output);
 * ``view``: ``a.view(2, 2)`` (metadata only, the output aliases its input);
 * ``add_``: ``a.add_(b)`` (in place);
-* ``matmul``: ``x @ w`` on two 8x8 float tensors (a small kernel, a fresh output).
+* ``matmul``: ``x @ w`` on two 8x8 float tensors (a small kernel, a fresh output);
+* ``sdpa``: causal ``scaled_dot_product_attention`` over (2, 2, 4, 8) float tensors, forward
+  only (the npu's route that keeps the CPU's kernel choice, runtime_shim/backend/attention.py);
+* ``dropout``: ``F.dropout(x, 0.1, training=True)`` on a 16x8 float tensor (counted as the
+  NPU's native_dropout, computed as the CPU computes it).
 
 The npu column is measured once per dispatch path the process has: ``python`` (per-op kernels
 written in Python, runtime_shim/backend/kernels.py) and, when the native part is built,
 ``native`` (C++ kernels, runtime_shim/csrc/). "overhead" is npu minus CPU.
 
-    python bench/bench_ops.py [--calls 2000] [--rounds 15] [--threads 1] [--ops add,view,add_,matmul]
+    python bench/bench_ops.py [--calls 2000] [--rounds 15] [--threads 1] [--ops add,view,add_,matmul,sdpa,dropout]
 
 Target (issue 22): overhead under 2 us per op.
 """
@@ -43,11 +47,15 @@ def _ops(device: str) -> dict[str, Callable[[], object]]:
     small = torch.full((4,), 1e-9).to(device)  # added in place many times without overflow
     x = torch.randn(8, 8, generator=torch.Generator().manual_seed(0)).to(device)
     w = torch.randn(8, 8, generator=torch.Generator().manual_seed(1)).to(device)
+    q = torch.randn(2, 2, 4, 8, generator=torch.Generator().manual_seed(2)).to(device)
+    functional = torch.nn.functional
     return {
         "add": lambda: a + b,
         "view": lambda: a.view(2, 2),
         "add_": lambda: inplace.add_(small),
         "matmul": lambda: x @ w,
+        "sdpa": lambda: functional.scaled_dot_product_attention(q, q, q, is_causal=True),
+        "dropout": lambda: functional.dropout(x, 0.1, training=True),
     }
 
 
@@ -111,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=2000, help="calls per round")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (0: torch default)")
-    parser.add_argument("--ops", default="add,view,add_,matmul")
+    parser.add_argument("--ops", default="add,view,add_,matmul,sdpa,dropout")
     args = parser.parse_args(argv)
 
     os.environ.setdefault("RUNTIME_SHIM_OPCHECK", "off")
