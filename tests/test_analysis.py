@@ -423,6 +423,29 @@ def test_a_runtime_report_is_merged_into_the_workbook(project: Path, tmp_path: P
                 str(csv_report)).exit_code == 0  # fmt: skip
     book = openpyxl.load_workbook(out / "unsupported_op.xlsx")
     assert [r[0] for r in book["Runtime ops"].iter_rows(values_only=True)] == ["Op", "addmm"]
+    # as a spreadsheet saves it: a BOM, CRLF, columns in another order, a quoted call site, a blank line
+    csv_report.write_bytes(
+        b'\xef\xbb\xbfstatus,op,count,first_call_site\r\nunsupported,_fft_r2c,2,"a.py:1, in f"\r\n\r\n'
+    )
+    assert _run("analyse", str(project), "-o", str(out), "-q", "--no-cache", "--runtime-report",
+                str(csv_report)).exit_code == 0  # fmt: skip
+    book = openpyxl.load_workbook(out / "unsupported_op.xlsx")
+    assert list(book["Runtime ops"].iter_rows(values_only=True))[1] == (
+        "_fft_r2c",
+        2,
+        "unsupported",
+        None,
+        "a.py:1, in f",
+    )
+    # a run that sent no op to the device: the sheet says so, it does not vanish
+    csv_report.write_text("op,count,supported,status,unsupported_dtypes,first_call_site\n")
+    assert _run("analyse", str(project), "-o", str(out), "-q", "--no-cache", "--runtime-report",
+                str(csv_report)).exit_code == 0  # fmt: skip
+    book = openpyxl.load_workbook(out / "unsupported_op.xlsx")
+    assert [r[0] for r in book["Runtime ops"].iter_rows(values_only=True)] == ["Op"]
+    assert dict(book["Summary"].iter_rows(values_only=True))["ops the simulated NPU ran"].startswith(
+        "0 ops, 0"
+    )
 
 
 def test_the_runtime_report_format_is_the_runtimes(tmp_path: Path) -> None:
@@ -439,19 +462,44 @@ def test_the_runtime_report_format_is_the_runtimes(tmp_path: Path) -> None:
     assert fields == FIELDS
 
 
+_CSV_HEADER = "op,count,supported,status,unsupported_dtypes,first_call_site\n"
+
+
 @pytest.mark.parametrize(
-    "content, message",
+    "name, content, message",
     [
-        ("{nope", "not a JSON runtime report"),
-        ('{"ops": 3}', "/ops: a runtime report lists its ops under /ops"),
-        ('{"ops": [{"count": 1}]}', "/ops/0: needs an op name"),
-        ('{"ops": [{"op": "add", "count": "many"}]}', "/ops/0/count: not a number: 'many'"),
+        ("ops.json", "{nope", "not a JSON runtime report"),
+        ("ops.json", '{"ops": 3}', "/ops: a runtime report lists its ops under /ops"),
+        ("ops.json", '{"ops": [{"count": 1}]}', "/ops/0: needs an op name"),
+        ("ops.json", '{"ops": [7]}', "/ops/0: not an object"),
+        ("ops.json", '{"ops": [{"op": "add", "count": "many", "status": "supported"}]}',
+         '/ops/0/count: not a count (0 or more): "many"'),
+        ("ops.json", '{"ops": [{"op": "add", "count": 2.5, "status": "supported"}]}',
+         "/ops/0/count: not a count (0 or more): 2.5"),
+        ("ops.json", '{"ops": [{"op": "add", "count": true, "status": "supported"}]}',
+         "/ops/0/count: not a count (0 or more): true"),
+        ("ops.json", '{"ops": [{"op": "add", "count": -1, "status": "supported"}]}',
+         "/ops/0/count: not a count (0 or more): -1"),
+        ("ops.json", '{"ops": [{"op": "add", "count": 1, "status": null}]}',
+         "/ops/0/status: null is not one of supported, unsupported, unsupported_dtype, backend_internal"),
+        # CSV: the columns first, then each row's values
+        ("ops.csv", "a,b\n", "row 1: no column op, count, status; a runtime report's columns: op, count, "
+         "supported, status, unsupported_dtypes, first_call_site"),
+        ("ops.csv", "a,b\n1,2\n", "row 1: no column op, count, status"),
+        ("ops.csv", "op,count\nadd,1\n", "row 1: no column status"),
+        ("ops.csv", "", "row 1: no header"),
+        ("ops.csv", _CSV_HEADER + "add,1,True,supported,,a.py:1\nmul,x,True,supported,,\n",
+         'row 3, column count: not a count (0 or more): "x"'),
+        ("ops.csv", _CSV_HEADER + "add,1,True,fine,,\n",
+         'row 2, column status: "fine" is not one of supported, unsupported, unsupported_dtype, backend_internal'),
+        ("ops.csv", _CSV_HEADER + ",1,True,supported,,\n", "row 2: needs an op name"),
+        ("ops.csv", _CSV_HEADER + "add,1,True,supported\n", "row 2: 4 values for 6 columns"),
     ],
-)
+)  # fmt: skip
 def test_a_bad_runtime_report_stops_the_run_before_any_work(
-    project: Path, tmp_path: Path, content: str, message: str
+    project: Path, tmp_path: Path, name: str, content: str, message: str
 ) -> None:
-    report = tmp_path / "ops.json"
+    report = tmp_path / name
     report.write_text(content)
     result = _run("analyse", str(project), "-o", str(tmp_path / "r"), "-q", "--no-cache", "--runtime-report",
                   str(report))  # fmt: skip
