@@ -6,6 +6,7 @@ import dataclasses
 import enum
 import fnmatch
 import os
+import posixpath
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,12 +103,18 @@ def discover(source: Path, exclude: tuple[Path, ...] = ()) -> list[Entry]:
     return entries
 
 
+def normalised_glob(glob: str) -> str:
+    """An --exclude glob spelled as the paths it is matched against: `./a/b.py` and `a//b.py` are
+    `a/b.py`, a folder's trailing `/` goes (`tests/` is `tests`)."""
+    return posixpath.normpath(glob).strip("/") if glob else ""
+
+
 def excluded(rel: str, globs: tuple[str, ...]) -> bool:
     """True when `rel` or one of its folders matches a glob (`tests/*`, `**/vendor/**`, `*_pb2.py`)."""
     parts = rel.split("/")
     candidates = [rel] + ["/".join(parts[:i]) for i in range(1, len(parts))]
     for glob in globs:
-        bare = glob.strip("/")
+        bare = normalised_glob(glob)
         variants = {
             bare,
             bare.removeprefix("**/"),

@@ -212,6 +212,13 @@ def test_exclude_skips_analysis_and_copies_unchanged(project: Path, tmp_path: Pa
     assert "npu" in (out / "proj_msft" / "train.py").read_text()
 
 
+def test_exclude_takes_paths_spelled_from_the_current_folder(project: Path) -> None:
+    (project / "tests").mkdir()
+    (project / "tests" / "t.py").write_text("import torch\ny = torch.fft.fftshift(torch.zeros(2).cuda())\n")
+    result = _analyse(project, "--exclude", "./tests/", "--exclude", "./train.py", "--report-format", "json")
+    assert json.loads(result.stdout)["issues"] == []
+
+
 def test_diff_prints_the_changes_and_writes_nothing(project: Path, tmp_path: Path) -> None:
     result = _run("-i", str(project), "--diff", "-q", "--no-cache")
     assert result.exit_code == 0
