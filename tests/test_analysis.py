@@ -190,11 +190,40 @@ def test_a_bad_baseline_stops_a_conversion_before_anything_is_written(project: P
 
 
 @pytest.mark.parametrize("option", ["--report", "--write-baseline"])
-def test_a_report_into_a_missing_folder_is_a_usage_error(project: Path, tmp_path: Path, option: str) -> None:
-    target = tmp_path / "missing" / "r.json"
+def test_a_report_into_a_missing_folder_makes_the_folder(project: Path, tmp_path: Path, option: str) -> None:
+    target = tmp_path / "missing" / "deeper" / "r.json"
     result = _analyse(project, option, str(target))
+    assert result.exit_code == 0, result.output
+    assert json.loads(target.read_text())
+
+
+@pytest.mark.parametrize("option", ["--report", "--write-baseline"])
+@pytest.mark.parametrize("where", ["afile/r.json", "afile/sub/r.json", "adir.json"])
+def test_a_report_that_cannot_be_written_is_a_usage_error_before_any_work(
+    project: Path, tmp_path: Path, option: str, where: str
+) -> None:
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "adir.json").mkdir()
+    target = tmp_path / where
+    result = _run("analyse", str(project), "-o", str(tmp_path / "r"), "-q", "--no-cache", option, str(target))
     assert result.exit_code == EXIT_USAGE
-    assert f"cannot write {target}" in result.output.replace("\n", "")
+    assert f"cannot write {target}: " in result.output.replace("\n", "")
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    "args", [["--report-format", "JSON"], ["--report-format", "Json"], ["--report", "R2.JSON"]]
+)
+def test_report_format_names_are_case_insensitive(project: Path, tmp_path: Path, args: list[str]) -> None:
+    result = _analyse(project, *[a if a != "R2.JSON" else str(tmp_path / a) for a in args])
+    assert result.exit_code == 0, result.output
+    text = result.stdout if "--report-format" in args else (tmp_path / "R2.JSON").read_text()
+    assert json.loads(text)["issues"]
+
+
+def test_fail_on_levels_are_case_insensitive(project: Path) -> None:
+    assert _analyse(project, "--fail-on", "UNSUPPORTED").exit_code == EXIT_GATE
+    assert _analyse(project, "--fail-on", "None").exit_code == 0
 
 
 def test_exclude_skips_analysis_and_copies_unchanged(project: Path, tmp_path: Path) -> None:

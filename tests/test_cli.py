@@ -265,6 +265,15 @@ def test_rules_list() -> None:
     assert "TP101" in result.output and "ModuleMemberRule" in result.output
 
 
+def test_rules_doc_into_a_missing_folder_makes_it(tmp_path: Path) -> None:
+    target = tmp_path / "docs" / "new" / "rules.md"
+    assert _run("rules", "doc", "-o", str(target)).exit_code == 0
+    assert target.read_text().startswith("#")
+    (tmp_path / "afile").write_text("x")
+    result = _run("rules", "doc", "-o", str(tmp_path / "afile" / "rules.md"))
+    assert result.exit_code == 2 and "cannot write" in result.output and "Traceback" not in result.output
+
+
 @pytest.mark.slow
 def test_console_scripts_and_module(tmp_path: Path, project: Path) -> None:
     bindir = Path(sys.executable).parent
