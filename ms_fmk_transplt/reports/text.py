@@ -72,6 +72,9 @@ def log_body(run: RunResult) -> bytes:
     for result in run.files:
         if result.status is Status.SKIPPED:
             out.write(f"{result.path}: {result.reason}\n")
+    if run.left_out:  # a section only when there is one: most inputs hold no earlier output
+        out.write("\n== not walked: output of an earlier ms_fmk_transplt run ==\n")
+        out.write("".join(f"{rel}\n" for rel in run.left_out))
     out.write("\n== failed files (copied unchanged) ==\n")
     for result in run.files:
         if result.status is Status.FAILED:
