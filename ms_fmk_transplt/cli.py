@@ -508,12 +508,15 @@ class _Gate:
         from ms_fmk_transplt.analysis import FAIL_ON
         from ms_fmk_transplt.reports.findings import FORMATS
 
+        fail_on = fail_on.lower()
         if fail_on not in FAIL_ON:
             _fail(f"--fail-on {fail_on}: not one of {', '.join(FAIL_ON)}")
         if report is not None and report_format is None:
             report_format = {".sarif": "sarif", ".json": "json", ".csv": "csv"}.get(report.suffix.lower())
             if report_format is None:
                 _fail(f"--report {report}: give --report-format (json, csv or sarif)")
+        if report_format is not None:  # JSON or json, as a report's suffix may be written either way
+            report_format = report_format.lower()
         if report_format is not None and report_format not in FORMATS:
             _fail(f"--report-format {report_format}: not one of {', '.join(FORMATS)}")
         if baseline is not None and not baseline.is_file():
@@ -527,8 +530,8 @@ class _Gate:
             except BaselineError as exc:
                 _fail(str(exc))
         for target in (report, write_baseline):
-            if target is not None and str(target) != "-" and not target.parent.is_dir():
-                _fail(f"cannot write {target}: folder {target.parent} does not exist")
+            if target is not None and str(target) != "-":
+                _check_writable(target)
         return gate
 
 
@@ -588,10 +591,25 @@ def _finish(run: RunResult, quiet: bool, gate: _Gate, strict: bool) -> None:
         raise click.exceptions.Exit(EXIT_GATE)
 
 
+def _check_writable(path: Path) -> None:
+    """Refuse, before any work, a file `_write` could not create: a missing folder on its way is
+    made then, as `-o` is, but a file standing where a folder must be, or the file itself a folder,
+    cannot be helped."""
+    if path.is_dir():
+        _fail(f"cannot write {path}: it is a folder")
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        _fail(f"cannot write {path}: {folder} is not a folder")
+
+
 def _write(path: Path, content: bytes) -> None:
+    """Write a report or baseline whole, making the folders it goes in (as -o does)."""
     from ms_fmk_transplt.run import write_atomically
 
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(path, content)
     except OSError as exc:
         _fail(f"cannot write {path}: {exc.strerror or exc}")
@@ -717,7 +735,7 @@ def rules_doc(output: Path | None) -> None:
     if output is None:
         sys.stdout.write(text)
     else:
-        output.write_text(text)
+        _write(output, text.encode())
 
 
 def main() -> None:

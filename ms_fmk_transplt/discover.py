@@ -6,9 +6,28 @@ import dataclasses
 import enum
 import fnmatch
 import os
+import posixpath
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+LOG_NAME = "msFmkTranspltlog.txt"  # written into every output folder (run.py)
+# The folders a run writes (`<name>_msft`, `distributed`'s `<name>_msft_multi`) and its staging
+# siblings (`.<name>_msft.partial-PID`, `.old-PID`; pipeline.Staging) hold converted code: walked as
+# input they would be converted again, `X_msft/X_msft`, and their issues counted twice.
+_OUTPUT_FOLDER = re.compile(r".+_msft(_multi)?")
+_STAGING_FOLDER = re.compile(r"\..+_msft(_multi)?\.(partial|old)-\d+")
+
+
+def earlier_output(path: Path) -> bool:
+    """True for a folder an earlier ms_fmk_transplt run wrote (its log, maybe renamed, inside)."""
+    if _STAGING_FOLDER.fullmatch(path.name):
+        return True
+    stem, _, suffix = LOG_NAME.rpartition(".")
+    return bool(_OUTPUT_FOLDER.fullmatch(path.name)) and any(
+        (path / log).is_file() for log in (LOG_NAME, f"{stem}.msft.{suffix}")
+    )
 
 
 class EntryKind(str, enum.Enum):
@@ -53,8 +72,11 @@ def _link_entry(path: Path, rel: str, root: Path) -> Entry:
     return Entry(rel, EntryKind.LINK, path, link=relative)
 
 
-def discover(source: Path, exclude: tuple[Path, ...] = ()) -> list[Entry]:
-    """Entries for a file or a directory tree, in a stable order, directories before contents."""
+def discover(source: Path, exclude: tuple[Path, ...] = (), left_out: list[str] | None = None) -> list[Entry]:
+    """Entries for a file or a directory tree, in a stable order, directories before contents.
+
+    Folders in `exclude` and earlier outputs of this tool (`earlier_output`) below the root are
+    not walked; the latter are added to `left_out` (as `rel/`), for the run to say so."""
     source = source.absolute()
     if source.is_file():
         kind = EntryKind.PYTHON if source.suffix == ".py" else EntryKind.FILE
@@ -83,6 +105,10 @@ def discover(source: Path, exclude: tuple[Path, ...] = ()) -> list[Entry]:
             elif child.is_dir(follow_symlinks=False):
                 if path.resolve() in excluded:
                     continue
+                if earlier_output(path):
+                    if left_out is not None:
+                        left_out.append(rel + "/")
+                    continue
                 entries.append(Entry(rel, EntryKind.DIR, path))
                 subdirs.append((path, rel + "/"))
             elif child.is_file(follow_symlinks=False):
@@ -102,12 +128,18 @@ def discover(source: Path, exclude: tuple[Path, ...] = ()) -> list[Entry]:
     return entries
 
 
+def normalised_glob(glob: str) -> str:
+    """An --exclude glob spelled as the paths it is matched against: `./a/b.py` and `a//b.py` are
+    `a/b.py`, a folder's trailing `/` goes (`tests/` is `tests`)."""
+    return posixpath.normpath(glob).strip("/") if glob else ""
+
+
 def excluded(rel: str, globs: tuple[str, ...]) -> bool:
     """True when `rel` or one of its folders matches a glob (`tests/*`, `**/vendor/**`, `*_pb2.py`)."""
     parts = rel.split("/")
     candidates = [rel] + ["/".join(parts[:i]) for i in range(1, len(parts))]
     for glob in globs:
-        bare = glob.strip("/")
+        bare = normalised_glob(glob)
         variants = {
             bare,
             bare.removeprefix("**/"),

@@ -142,6 +142,7 @@ class RunResult:
     rules: tuple[tuple[str, str, str], ...] = ()  # (id, kind, summary) of every rule in effect
     runtime_ops: tuple[RuntimeOp, ...] = ()  # a runtime operator-check report merged in (--runtime-report)
     runtime_report: str = ""  # where that report was read from
+    left_out: tuple[str, ...] = ()  # folders of the input holding an earlier run's output, not walked
 
     @property
     def failed(self) -> tuple[FileResult, ...]:

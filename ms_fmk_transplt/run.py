@@ -21,14 +21,13 @@ from typing import TYPE_CHECKING, Protocol
 
 from ms_fmk_transplt import data, reports
 from ms_fmk_transplt.cache import ResultCache, default_cache_dir, rule_set_key
-from ms_fmk_transplt.discover import Entry, apply_excludes, discover, no_python_notice
+from ms_fmk_transplt.discover import LOG_NAME, Entry, apply_excludes, discover, no_python_notice
 from ms_fmk_transplt.pipeline import Progress, Staging, StreamWriter, TableSource, map_files, write_tree
 from ms_fmk_transplt.records import FileResult, RunResult
 
 if TYPE_CHECKING:
     from ms_fmk_transplt.engine.tables import Tables
 
-LOG_NAME = "msFmkTranspltlog.txt"
 REPORTS: dict[str, Callable[[RunResult], bytes]] = {
     LOG_NAME: reports.log_text,
     "change_list.csv": reports.change_list_csv,
@@ -235,6 +234,11 @@ def _prepare(options: Options, warnings: list[str]) -> tuple[str, list, TableSou
     return release, rules, TableSource.of(tables), cache
 
 
+def _left_out_notes(left_out: list[str]) -> list[str]:
+    """One warning per folder of converted code inside the input that was not walked."""
+    return [f"{rel}: output of an earlier ms_fmk_transplt run, not converted again" for rel in left_out]
+
+
 def _rule_table(rules: list) -> tuple[tuple[str, str, str], ...]:
     return tuple((r.id, r.kind, r.summary) for r in rules)
 
@@ -249,9 +253,11 @@ def convert_project(
     release, rules, tables, cache = _prepare(options, warnings)
     final = _check_paths(options)
     options.output.mkdir(parents=True, exist_ok=True)
+    left_out: list[str] = []
     entries = apply_excludes(
-        discover(options.source, exclude=(options.output, final)), tuple(options.exclude)
+        discover(options.source, exclude=(options.output, final), left_out=left_out), tuple(options.exclude)
     )
+    warnings.extend(_left_out_notes(left_out))
     warnings.extend(filter(None, [no_python_notice(entries, str(options.source))]))
     if stage is not None:
         entries = stage.inputs(entries)
@@ -279,6 +285,7 @@ def convert_project(
             release=release,
             seconds=time.perf_counter() - started,
             rules=_rule_table(rules),
+            left_out=tuple(left_out),
             **runtime,
         )
         kept = _Kept(cache, run) if cache is not None else None
@@ -302,7 +309,10 @@ ANALYSIS_REPORTS: dict[str, Callable[[RunResult], bytes]] = {
 
 
 def _entries(
-    sources: Sequence[Path], globs: tuple[str, ...], file_by_name: bool = False
+    sources: Sequence[Path],
+    globs: tuple[str, ...],
+    file_by_name: bool = False,
+    left_out: list[str] | None = None,
 ) -> tuple[str, list[Entry]]:
     """The input root and entries: one folder is its own root; files and several paths are named
     relative to the current folder, so a file reads the same (and matches its baseline entry)
@@ -314,17 +324,20 @@ def _entries(
         if not (source.is_file() or source.is_dir()):
             raise UsageError(f"input is neither a file nor a directory: {source}")
     if len(sources) == 1 and (sources[0].is_dir() or file_by_name):
-        return str(sources[0]), apply_excludes(discover(sources[0]), globs)
+        return str(sources[0]), apply_excludes(discover(sources[0], left_out=left_out), globs)
     entries: list[Entry] = []
     seen: set[str] = set()
     for source in sources:
         named = _named(source)
-        for entry in discover(source):
+        skipped: list[str] = []
+        for entry in discover(source, left_out=skipped):
             rel = named if source.is_file() else f"{named.rstrip('/')}/{entry.rel}"
             rel = posixpath.normpath(rel)
             if rel not in seen:
                 seen.add(rel)
                 entries.append(dataclasses.replace(entry, rel=rel))
+        if left_out is not None:
+            left_out.extend(posixpath.normpath(f"{named}/{rel}") + "/" for rel in skipped)
     return ".", apply_excludes(entries, globs)
 
 
@@ -358,7 +371,9 @@ def analyse_project(
     release, rules, tables, cache = _prepare(options, warnings)
     if report_folder is not None and report_folder.exists() and not report_folder.is_dir():
         raise UsageError(f"output is not a directory: {report_folder}")
-    root, entries = _entries(sources, tuple(options.exclude), file_by_name)
+    left_out: list[str] = []
+    root, entries = _entries(sources, tuple(options.exclude), file_by_name, left_out)
+    warnings.extend(_left_out_notes(left_out))
     warnings.extend(filter(None, [no_python_notice(entries, ", ".join(str(s) for s in sources))]))
 
     def drop_output(result: FileResult) -> FileResult:
@@ -373,6 +388,7 @@ def analyse_project(
         release=release,
         seconds=time.perf_counter() - started,
         rules=_rule_table(rules),
+        left_out=tuple(left_out),
         **runtime,
     )
     if report_folder is not None:

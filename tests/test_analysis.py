@@ -190,11 +190,40 @@ def test_a_bad_baseline_stops_a_conversion_before_anything_is_written(project: P
 
 
 @pytest.mark.parametrize("option", ["--report", "--write-baseline"])
-def test_a_report_into_a_missing_folder_is_a_usage_error(project: Path, tmp_path: Path, option: str) -> None:
-    target = tmp_path / "missing" / "r.json"
+def test_a_report_into_a_missing_folder_makes_the_folder(project: Path, tmp_path: Path, option: str) -> None:
+    target = tmp_path / "missing" / "deeper" / "r.json"
     result = _analyse(project, option, str(target))
+    assert result.exit_code == 0, result.output
+    assert json.loads(target.read_text())
+
+
+@pytest.mark.parametrize("option", ["--report", "--write-baseline"])
+@pytest.mark.parametrize("where", ["afile/r.json", "afile/sub/r.json", "adir.json"])
+def test_a_report_that_cannot_be_written_is_a_usage_error_before_any_work(
+    project: Path, tmp_path: Path, option: str, where: str
+) -> None:
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "adir.json").mkdir()
+    target = tmp_path / where
+    result = _run("analyse", str(project), "-o", str(tmp_path / "r"), "-q", "--no-cache", option, str(target))
     assert result.exit_code == EXIT_USAGE
-    assert f"cannot write {target}" in result.output.replace("\n", "")
+    assert f"cannot write {target}: " in result.output.replace("\n", "")
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    "args", [["--report-format", "JSON"], ["--report-format", "Json"], ["--report", "R2.JSON"]]
+)
+def test_report_format_names_are_case_insensitive(project: Path, tmp_path: Path, args: list[str]) -> None:
+    result = _analyse(project, *[a if a != "R2.JSON" else str(tmp_path / a) for a in args])
+    assert result.exit_code == 0, result.output
+    text = result.stdout if "--report-format" in args else (tmp_path / "R2.JSON").read_text()
+    assert json.loads(text)["issues"]
+
+
+def test_fail_on_levels_are_case_insensitive(project: Path) -> None:
+    assert _analyse(project, "--fail-on", "UNSUPPORTED").exit_code == EXIT_GATE
+    assert _analyse(project, "--fail-on", "None").exit_code == 0
 
 
 def test_exclude_skips_analysis_and_copies_unchanged(project: Path, tmp_path: Path) -> None:
@@ -210,6 +239,13 @@ def test_exclude_skips_analysis_and_copies_unchanged(project: Path, tmp_path: Pa
     copied = out / "proj_msft" / "tests" / "t.py"
     assert copied.read_bytes() == (project / "tests" / "t.py").read_bytes()
     assert "npu" in (out / "proj_msft" / "train.py").read_text()
+
+
+def test_exclude_takes_paths_spelled_from_the_current_folder(project: Path) -> None:
+    (project / "tests").mkdir()
+    (project / "tests" / "t.py").write_text("import torch\ny = torch.fft.fftshift(torch.zeros(2).cuda())\n")
+    result = _analyse(project, "--exclude", "./tests/", "--exclude", "./train.py", "--report-format", "json")
+    assert json.loads(result.stdout)["issues"] == []
 
 
 def test_diff_prints_the_changes_and_writes_nothing(project: Path, tmp_path: Path) -> None:
@@ -423,6 +459,29 @@ def test_a_runtime_report_is_merged_into_the_workbook(project: Path, tmp_path: P
                 str(csv_report)).exit_code == 0  # fmt: skip
     book = openpyxl.load_workbook(out / "unsupported_op.xlsx")
     assert [r[0] for r in book["Runtime ops"].iter_rows(values_only=True)] == ["Op", "addmm"]
+    # as a spreadsheet saves it: a BOM, CRLF, columns in another order, a quoted call site, a blank line
+    csv_report.write_bytes(
+        b'\xef\xbb\xbfstatus,op,count,first_call_site\r\nunsupported,_fft_r2c,2,"a.py:1, in f"\r\n\r\n'
+    )
+    assert _run("analyse", str(project), "-o", str(out), "-q", "--no-cache", "--runtime-report",
+                str(csv_report)).exit_code == 0  # fmt: skip
+    book = openpyxl.load_workbook(out / "unsupported_op.xlsx")
+    assert list(book["Runtime ops"].iter_rows(values_only=True))[1] == (
+        "_fft_r2c",
+        2,
+        "unsupported",
+        None,
+        "a.py:1, in f",
+    )
+    # a run that sent no op to the device: the sheet says so, it does not vanish
+    csv_report.write_text("op,count,supported,status,unsupported_dtypes,first_call_site\n")
+    assert _run("analyse", str(project), "-o", str(out), "-q", "--no-cache", "--runtime-report",
+                str(csv_report)).exit_code == 0  # fmt: skip
+    book = openpyxl.load_workbook(out / "unsupported_op.xlsx")
+    assert [r[0] for r in book["Runtime ops"].iter_rows(values_only=True)] == ["Op"]
+    assert dict(book["Summary"].iter_rows(values_only=True))["ops the simulated NPU ran"].startswith(
+        "0 ops, 0"
+    )
 
 
 def test_the_runtime_report_format_is_the_runtimes(tmp_path: Path) -> None:
@@ -439,19 +498,44 @@ def test_the_runtime_report_format_is_the_runtimes(tmp_path: Path) -> None:
     assert fields == FIELDS
 
 
+_CSV_HEADER = "op,count,supported,status,unsupported_dtypes,first_call_site\n"
+
+
 @pytest.mark.parametrize(
-    "content, message",
+    "name, content, message",
     [
-        ("{nope", "not a JSON runtime report"),
-        ('{"ops": 3}', "/ops: a runtime report lists its ops under /ops"),
-        ('{"ops": [{"count": 1}]}', "/ops/0: needs an op name"),
-        ('{"ops": [{"op": "add", "count": "many"}]}', "/ops/0/count: not a number: 'many'"),
+        ("ops.json", "{nope", "not a JSON runtime report"),
+        ("ops.json", '{"ops": 3}', "/ops: a runtime report lists its ops under /ops"),
+        ("ops.json", '{"ops": [{"count": 1}]}', "/ops/0: needs an op name"),
+        ("ops.json", '{"ops": [7]}', "/ops/0: not an object"),
+        ("ops.json", '{"ops": [{"op": "add", "count": "many", "status": "supported"}]}',
+         '/ops/0/count: not a count (0 or more): "many"'),
+        ("ops.json", '{"ops": [{"op": "add", "count": 2.5, "status": "supported"}]}',
+         "/ops/0/count: not a count (0 or more): 2.5"),
+        ("ops.json", '{"ops": [{"op": "add", "count": true, "status": "supported"}]}',
+         "/ops/0/count: not a count (0 or more): true"),
+        ("ops.json", '{"ops": [{"op": "add", "count": -1, "status": "supported"}]}',
+         "/ops/0/count: not a count (0 or more): -1"),
+        ("ops.json", '{"ops": [{"op": "add", "count": 1, "status": null}]}',
+         "/ops/0/status: null is not one of supported, unsupported, unsupported_dtype, backend_internal"),
+        # CSV: the columns first, then each row's values
+        ("ops.csv", "a,b\n", "row 1: no column op, count, status; a runtime report's columns: op, count, "
+         "supported, status, unsupported_dtypes, first_call_site"),
+        ("ops.csv", "a,b\n1,2\n", "row 1: no column op, count, status"),
+        ("ops.csv", "op,count\nadd,1\n", "row 1: no column status"),
+        ("ops.csv", "", "row 1: no header"),
+        ("ops.csv", _CSV_HEADER + "add,1,True,supported,,a.py:1\nmul,x,True,supported,,\n",
+         'row 3, column count: not a count (0 or more): "x"'),
+        ("ops.csv", _CSV_HEADER + "add,1,True,fine,,\n",
+         'row 2, column status: "fine" is not one of supported, unsupported, unsupported_dtype, backend_internal'),
+        ("ops.csv", _CSV_HEADER + ",1,True,supported,,\n", "row 2: needs an op name"),
+        ("ops.csv", _CSV_HEADER + "add,1,True,supported\n", "row 2: 4 values for 6 columns"),
     ],
-)
+)  # fmt: skip
 def test_a_bad_runtime_report_stops_the_run_before_any_work(
-    project: Path, tmp_path: Path, content: str, message: str
+    project: Path, tmp_path: Path, name: str, content: str, message: str
 ) -> None:
-    report = tmp_path / "ops.json"
+    report = tmp_path / name
     report.write_text(content)
     result = _run("analyse", str(project), "-o", str(tmp_path / "r"), "-q", "--no-cache", "--runtime-report",
                   str(report))  # fmt: skip

@@ -129,6 +129,54 @@ def test_output_inside_input_is_not_walked(project: Path) -> None:
     assert not (out / "proj_msft" / "converted").exists()
 
 
+def test_an_earlier_output_inside_the_input_is_not_converted_again(project: Path) -> None:
+    (project / "fft.py").write_text("import torch\ny = torch.fft.fftshift(torch.zeros(2))\n")  # an issue
+    assert _run("-i", str(project), "-o", str(project), "-q", "--no-cache").exit_code == 0  # -i X -o X
+    assert (project / "proj_msft" / "train.py").is_file()
+    before = _snapshot(project / "proj_msft")
+    result = _run("-i", str(project), "-o", str(project / "o2"), "-q", "--no-cache")
+    assert result.exit_code == 0, result.output
+    out = project / "o2" / "proj_msft"
+    assert not (out / "proj_msft").exists() and (out / "train.py").is_file()
+    assert "proj_msft/: output of an earlier ms_fmk_transplt run, not converted again" in " ".join(
+        result.output.split()
+    )
+    log = (out / "msFmkTranspltlog.txt").read_text()
+    assert "\n== not walked: output of an earlier ms_fmk_transplt run ==\nproj_msft/\n" in log
+    assert _snapshot(project / "proj_msft") == before  # read by nobody, changed by nobody
+    # analyse does not count its issues twice either
+    issues = json.loads(_run("analyse", str(project), "-q", "--no-cache", "--no-xlsx", "--report-format",
+                             "json").stdout)["issues"]  # fmt: skip
+    assert [issue["file"] for issue in issues] == ["fft.py"]
+
+
+@pytest.mark.parametrize(
+    "folder, log, walked",
+    [
+        ("old_msft", "msFmkTranspltlog.txt", False),
+        ("old_msft", "msFmkTranspltlog.msft.txt", False),  # the project had a file of the log's name
+        ("old_msft_multi", "msFmkTranspltlog.txt", False),  # distributed's
+        (".old_msft.partial-99999999", "", False),  # a killed run's staging folder
+        ("tools_msft", "", True),  # a user's folder that merely ends so
+        ("old_msft", "notes.txt", True),
+        ("logs", "msFmkTranspltlog.txt", True),
+    ],
+)
+def test_only_folders_this_tool_wrote_are_left_out(project: Path, tmp_path: Path, folder: str, log: str,
+                                                   walked: bool) -> None:  # fmt: skip
+    (project / "pkg" / folder).mkdir()
+    (project / "pkg" / folder / "m.py").write_text("import torch\nx = torch.zeros(1).cuda()\n")
+    if log:
+        (project / "pkg" / folder / log).write_text("log")
+    result = _run("-i", str(project), "-o", str(tmp_path / "out"), "-q", "--no-cache")
+    assert result.exit_code == 0, result.output
+    copied = tmp_path / "out" / "proj_msft" / "pkg" / folder / "m.py"
+    assert copied.exists() == walked
+    assert ("not converted again" in result.output) != walked
+    if walked:
+        assert ".npu()" in copied.read_text()
+
+
 def test_input_inside_output_folder_is_refused(project: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     _run("-i", str(project), "-o", str(out), "-q")
@@ -263,6 +311,15 @@ def test_rules_list() -> None:
     result = _run("rules", "list")
     assert result.exit_code == 0
     assert "TP101" in result.output and "ModuleMemberRule" in result.output
+
+
+def test_rules_doc_into_a_missing_folder_makes_it(tmp_path: Path) -> None:
+    target = tmp_path / "docs" / "new" / "rules.md"
+    assert _run("rules", "doc", "-o", str(target)).exit_code == 0
+    assert target.read_text().startswith("#")
+    (tmp_path / "afile").write_text("x")
+    result = _run("rules", "doc", "-o", str(tmp_path / "afile" / "rules.md"))
+    assert result.exit_code == 2 and "cannot write" in result.output and "Traceback" not in result.output
 
 
 @pytest.mark.slow

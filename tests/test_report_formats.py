@@ -170,3 +170,32 @@ def test_report_json_is_one_line_per_file_and_parses_whole() -> None:
     assert document["files"] == []
     first = json.loads(summary_json(RunResult("in", "out", files)).decode())["files"]
     assert first[0]["findings"][0]["message"] == finding.message and first[2]["reason"].startswith("syntax")
+
+
+def test_no_csv_cell_is_a_spreadsheet_formula(tmp_path: Path) -> None:
+    """A file name or message starting with = + - @ is written with a leading quote in every CSV
+    (the xlsx keeps every cell text by itself); other cells and numbers are written as they are."""
+    src = tmp_path / "p"
+    src.mkdir()
+    code = "import torch\nimport mylib\nx = torch.zeros(2).cuda()\ny = torch.fft.fftshift(x)\nmylib.f()\n"
+    names = ["=cmd.py", "+a.py", "-b.py", "@c.py", "plain.py"]
+    for name in names:
+        (src / name).write_text(code)
+    rules = tmp_path / "rules.json"
+    rules.write_text(
+        json.dumps({"rules": {"FuncNameModifyRule": [
+            {"old_name": "mylib.f", "new_name": "mylib.g", "message": "=HYPERLINK(\"http://x\") {old}"}
+        ]}})
+    )  # fmt: skip
+    run = convert_project(Options(src, tmp_path / "out", rule_files=[rules], use_cache=False))
+    change_list = list(csv.reader(io.StringIO((Path(run.output_root) / "change_list.csv").read_text())))
+    issues = list(csv.reader(io.StringIO(FORMATS["csv"](run, analysis.issues(run)).decode())))
+    for rows in (change_list, issues):
+        files = {row[0] for row in rows[1:]}
+        assert files == {"'=cmd.py", "'+a.py", "'-b.py", "'@c.py", "plain.py"}, files
+        for row in rows[1:]:
+            assert not any(c.startswith(("=", "+", "-", "@")) for c in row), row
+            assert all(c.isdigit() for c in row[1:3])  # lines stay numbers
+    assert '\'=HYPERLINK("http://x") mylib.f' in {row[4] for row in change_list}
+    plain = [row[4] for row in change_list if row[0] == "plain.py" and "HYPERLINK" not in row[4]]
+    assert plain and not any(m.startswith("'") for m in plain)  # nothing else is quoted

@@ -45,12 +45,13 @@ def test_guide_example_loads(tmp_path: Path) -> None:
     "document,message",
     [
         ('{"rules": {', "FILE:1:12: invalid JSON: Expecting property name enclosed in double quotes"),
-        ("[]", "FILE: /: [] is not of type 'object'"),
-        ({}, "FILE: /: 'rules' is required"),
-        ({"rules": []}, "FILE: /rules: [] is not of type 'object'"),
+        ("[]", "FILE: /: [] is not an object"),
+        ({}, 'FILE: /: "rules" is required'),
+        ({"rules": []}, "FILE: /rules: [] is not an object"),
         (
             {"rules": {"RenameRule": []}},
-            "FILE: /rules: unknown rule kind 'RenameRule'; valid kinds: ApiSupportRule, ArgValueRule, "
+            'FILE: /rules: unknown rule kind "RenameRule"; valid kinds: '
+            "ApiSupportRule, ArgValueRule, "
             "ArgsModifyRule, AttributeRenameRule, CudaSourceRule, EnvVarRule, FuncNameModifyRule, ImportInsertRule, KeywordDefaultRule, "
             "KeywordRenameRule, MapLocationRule, "
             "MethodRenameRule, ModuleMemberRule, ModuleNameModifyRule, PatchTargetRule, ResultUseRule, StringLiteralRule, TextScanRule, UnsupportedApiRule",
@@ -74,7 +75,7 @@ def test_guide_example_loads(tmp_path: Path) -> None:
                     ]
                 }
             },
-            "FILE: /rules/MapLocationRule/0/report_missing[0]: 'torch.jit.load' is not one of the calls",
+            'FILE: /rules/MapLocationRule/0/report_missing/0: "torch.jit.load" is not one of the calls',
         ),
         (
             {"rules": {"EnvVarRule": [{"name": "NCCL_*", "new_name": "HCCL_X"}]}},
@@ -88,11 +89,11 @@ def test_guide_example_loads(tmp_path: Path) -> None:
                     ]
                 }
             },
-            "FILE: /rules/FuncNameModifyRule/0/opt_in: 'Fused Optimizers' does not match '^[a-z][a-z0-9_-]*$'",
+            'FILE: /rules/FuncNameModifyRule/0/opt_in: "Fused Optimizers" does not match the pattern ^[a-z][a-z0-9_-]*$',
         ),
         (
             {"rules": {"FuncNameModifyRule": [{"old_name": "a.b"}]}},
-            "FILE: /rules/FuncNameModifyRule/0: 'new_name' is required",
+            'FILE: /rules/FuncNameModifyRule/0: "new_name" is required',
         ),
         (
             {
@@ -102,23 +103,23 @@ def test_guide_example_loads(tmp_path: Path) -> None:
                     ]
                 }
             },
-            "FILE: /rules/StringLiteralRule/0/old: with everywhere, the pattern must spell out 'gpu'",
+            'FILE: /rules/StringLiteralRule/0/old: with everywhere, the pattern must spell out "gpu"',
         ),
         (
             {"rules": {"ArgValueRule": [{"func_name": "a.T", "keyword": "accelerator", "values": []}]}},
-            "FILE: /rules/ArgValueRule/0: 'suggestion' is required",
+            'FILE: /rules/ArgValueRule/0: "suggestion" is required',
         ),
         (
             {"rules": {"PatchTargetRule": [{"func_name": "unittest..patch"}]}},
-            "FILE: /rules/PatchTargetRule/0/func_name: 'unittest..patch' is not a valid dotted name (identifiers joined by '.')",
+            "FILE: /rules/PatchTargetRule/0/func_name: \"unittest..patch\" is not a valid dotted name (identifiers joined by '.')",
         ),
         (
             {"rules": {"FuncNameModifyRule": [{"old_name": "a.b", "new_name": 3}]}},
-            "FILE: /rules/FuncNameModifyRule/0/new_name: 3 is not of type 'string'",
+            "FILE: /rules/FuncNameModifyRule/0/new_name: 3 is not a string",
         ),
         (
             {"rules": {"FuncNameModifyRule": [{"old_name": "a..b", "new_name": "c"}]}},
-            "FILE: /rules/FuncNameModifyRule/0/old_name: 'a..b' is not a valid dotted name (identifiers joined by '.')",
+            "FILE: /rules/FuncNameModifyRule/0/old_name: \"a..b\" is not a valid dotted name (identifiers joined by '.')",
         ),
         (
             {"rules": {"FuncNameModifyRule": [{"old_name": "f", "new_name": "a.g"}]}},
@@ -132,7 +133,7 @@ def test_guide_example_loads(tmp_path: Path) -> None:
                     ]
                 }
             },
-            "FILE: /rules/ModuleNameModifyRule/0/parent_module: 'class' is not a valid dotted name (identifiers joined by '.')",
+            "FILE: /rules/ModuleNameModifyRule/0/parent_module: \"class\" is not a valid dotted name (identifiers joined by '.')",
         ),
         (
             {"rules": {"ArgsModifyRule": [{"func_name": "f", "arg_idx": -1, "arg_new": "1"}]}},
@@ -140,7 +141,7 @@ def test_guide_example_loads(tmp_path: Path) -> None:
         ),
         (
             {"rules": {"ArgsModifyRule": [{"func_name": "f", "arg_idx": "0", "arg_new": "1"}]}},
-            "FILE: /rules/ArgsModifyRule/0/arg_idx: '0' is not of type 'integer'",
+            'FILE: /rules/ArgsModifyRule/0/arg_idx: "0" is not an integer',
         ),
         (
             {"rules": {"ArgsModifyRule": [{"func_name": "f", "arg_idx": 0, "arg_new": "'npu"}]}},
@@ -159,7 +160,7 @@ def test_guide_example_loads(tmp_path: Path) -> None:
         ),
         (
             {"rules": {"FuncNameModifyRule": [{"old_name": "a.f", "new_name": "b", "id": "x1"}]}},
-            "FILE: /rules/FuncNameModifyRule/0/id: 'x1' does not match '^[A-Z]{1,4}[0-9]{3}$'",
+            'FILE: /rules/FuncNameModifyRule/0/id: "x1" does not match the pattern ^[A-Z]{1,4}[0-9]{3}$',
         ),
         (
             {
@@ -220,3 +221,108 @@ def test_user_ids_continue_across_files(tmp_path: Path) -> None:
         tmp_path, {"rules": {"FuncNameModifyRule": [{"old_name": "b.f", "new_name": "b.g"}]}}, "b.json"
     )
     assert [r.id for r in load_rules([a, b], builtin=False)] == ["U001", "U002"]
+
+
+_ARGS = {"func_name": "f", "arg_new": "1"}
+
+
+@pytest.mark.parametrize(
+    "document,message",
+    [
+        # integers: JSON Schema takes 1.0 for one and Python takes true; a rule file means neither
+        ({"rules": {"ArgsModifyRule": [{**_ARGS, "arg_idx": 1.0}]}},
+         "FILE: /rules/ArgsModifyRule/0/arg_idx: 1.0 is not an integer (write 1)"),
+        ({"rules": {"ArgsModifyRule": [{**_ARGS, "arg_idx": 1.5}]}},
+         "FILE: /rules/ArgsModifyRule/0/arg_idx: 1.5 is not an integer"),
+        ({"rules": {"ArgsModifyRule": [{**_ARGS, "arg_idx": True}]}},
+         "FILE: /rules/ArgsModifyRule/0/arg_idx: true is not an integer"),
+        ({"rules": {"MapLocationRule": [{"calls": {"torch.load": 1.0}, "pattern": "cuda", "old": "cuda",
+                                         "new": "npu", "suggestion": "s"}]}},
+         "FILE: /rules/MapLocationRule/0/calls/torch.load: 1.0 is not an integer or null (write 1)"),
+        # values quoted as JSON spells them
+        ({"rules": {"FuncNameModifyRule": [{"old_name": "a.f", "new_name": None}]}},
+         "FILE: /rules/FuncNameModifyRule/0/new_name: null is not a string"),
+        ({"rules": {"FuncNameModifyRule": [{"old_name": "a.f", "new_name": "a.g", "needs_torch_npu": 1}]}},
+         "FILE: /rules/FuncNameModifyRule/0/needs_torch_npu: 1 is not true or false"),
+        ({"rules": {"FuncNameModifyRule": [{"old_name": "a.f", "new_name": "a.g", "tags": [False]}]}},
+         "FILE: /rules/FuncNameModifyRule/0/tags/0: false is not a string"),
+        ({"rules": {"ApiSupportRule": [{"id": "U901", "source": "apis"}]}},
+         'FILE: /rules/ApiSupportRule/0/source: "apis" is not one of "api_support", "msfmktransplt_support"'),
+        ({"rules": {"TextScanRule": [{"id": "U901", "pattern": "x", "files": [], "message": "m"}]}},
+         "FILE: /rules/TextScanRule/0/files: [] should not be empty"),
+        ({"defaults": {"needs_torch_npu": None}, "rules": {}}, "FILE: /defaults/needs_torch_npu: null is not true or false"),
+        # a key the schema closes is named itself, not its object
+        ({"rules": {"FuncNameModifyRule": [{"old_name": "a.f", "new_name": "a.g",
+                                            "examples": [{"before": "a.f()", "afer": "a.g()"}]}]}},
+         "FILE: /rules/FuncNameModifyRule/0/examples/0/afer: unknown key (valid: after, before, file, release)"),
+        # JSON Python reads but JSON has not: NaN, and a key given twice (Python keeps the last)
+        ('{"rules": {"ArgsModifyRule": [{"func_name": "f", "arg_new": "1", "arg_idx": NaN}]}}',
+         "FILE: invalid JSON: NaN is not a JSON value"),
+        ('{"rules": {"FuncNameModifyRule": [{"old_name": "a.f", "new_name": "a.g", "new_name": "a.h"}]}}',
+         'FILE: /rules/FuncNameModifyRule/0: key "new_name" given twice (JSON keeps only the last)'),
+        ('{"rules": {"FuncNameModifyRule": []}, "rules": {}}',
+         'FILE: /: key "rules" given twice (JSON keeps only the last)'),
+    ],
+)  # fmt: skip
+def test_json_values_are_checked_and_spelled_as_json(tmp_path: Path, document, message: str) -> None:
+    assert _error(tmp_path, document) == message
+
+
+def test_integers_and_json_words_that_are_right_still_load(tmp_path: Path) -> None:
+    doc = {
+        "defaults": {"needs_torch_npu": False},
+        "rules": {"ArgsModifyRule": [{**_ARGS, "arg_idx": 1, "needs_torch_npu": True, "tags": ["x"]}]},
+    }
+    (rule,) = load_rule_file(_write(tmp_path, doc))
+    assert rule.params["arg_idx"] == 1 and type(rule.params["arg_idx"]) is int and rule.needs_torch_npu
+
+
+def test_unknown_keys_warn_at_every_level(tmp_path: Path) -> None:
+    warnings: list[str] = []
+    doc = {
+        "rules": {
+            "FuncNameModifyRule": [{"old_name": "a.f", "new_name": "a.g", "comment": "why"}],
+            "MapLocationRule": [
+                {
+                    "calls": {"torch.load": 1},
+                    "pattern": "cuda",
+                    "old": "cuda",
+                    "new": "npu",
+                    "suggestion": "s",
+                }
+            ],
+        },
+        "defaults": {"needs_torch_npu": True, "neds_torch_npu": False},
+        "extra": 1,
+    }
+    load_rule_file(_write(tmp_path, doc), warnings=warnings)
+    assert [w.replace(str(tmp_path / "rules.json"), "FILE") for w in warnings] == [
+        "FILE: /rules/FuncNameModifyRule/0/comment: unknown key ignored (valid: examples, id, message, "
+        "needs_torch_npu, new_name, old_name, opt_in, suggestion, summary, tags)",
+        "FILE: /defaults/neds_torch_npu: unknown key ignored (valid: needs_torch_npu)",
+        "FILE: /extra: unknown key ignored (valid: defaults, rules)",
+    ]  # the calls of MapLocationRule are names the kind takes, not keys of the schema: no warning
+
+
+def test_a_bom_before_the_json_is_accepted(tmp_path: Path) -> None:
+    doc = {"rules": {"FuncNameModifyRule": [{"old_name": "a.f", "new_name": "a.g"}]}}
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(doc).encode())
+    assert [r.params["new_name"] for r in load_rule_file(path)] == ["a.g"]
+    path.write_bytes(b'\xef\xbb\xbf{"rules": {')  # and positions after it are the text's own
+    with pytest.raises(RuleFileError, match=r"bom\.json:1:12: invalid JSON"):
+        load_rule_file(path)
+
+
+def test_one_file_given_twice_is_loaded_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    doc = {"rules": {"FuncNameModifyRule": [{"old_name": "a.f", "new_name": "a.g"}]}}
+    _write(tmp_path, doc, "one.json")
+    (tmp_path / "sub").mkdir()
+    warnings: list[str] = []
+    rules = load_rules(["one.json", "./one.json", "sub/../one.json"], builtin=False, warnings=warnings)
+    assert [r.id for r in rules] == ["U001"]
+    assert warnings == [
+        "./one.json: rule file given more than once (first as one.json); loaded once",
+        "sub/../one.json: rule file given more than once (first as one.json); loaded once",
+    ]

@@ -165,7 +165,7 @@ def test_advice_names_must_be_dotted(tmp_path: Path) -> None:
     with pytest.raises(RuleFileError) as info:
         load_rule_file(path)
     assert str(info.value) == (
-        f"{path}: /rules/ApiSupportRule/0/advice/torch..x: 'torch..x' is not a valid dotted name"
+        f'{path}: /rules/ApiSupportRule/0/advice/torch..x: "torch..x" is not a valid dotted name'
         " (identifiers joined by '.')"
     )
 

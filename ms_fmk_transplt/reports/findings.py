@@ -5,14 +5,13 @@ Every format lists the same issues (analysis.issues) at their original lines and
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from pathlib import Path
 
 from ms_fmk_transplt import __version__
 from ms_fmk_transplt.analysis import Issue
 from ms_fmk_transplt.records import RunResult, Support
+from ms_fmk_transplt.reports.csv_cells import csv_text
 
 FIELDS = [
     "file",
@@ -75,11 +74,7 @@ def issues_json(run: RunResult, found: list[Issue]) -> bytes:
 
 def issues_csv(run: RunResult, found: list[Issue]) -> bytes:
     """One row per issue, the JSON report's fields as columns."""
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=FIELDS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(_row(issue) for issue in found)
-    return out.getvalue().encode()
+    return csv_text(FIELDS, (_row(issue) for issue in found))
 
 
 def issues_sarif(run: RunResult, found: list[Issue]) -> bytes:

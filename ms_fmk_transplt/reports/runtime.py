@@ -7,13 +7,18 @@ Only the report's file format is shared with the runtime; nothing of it is impor
 from __future__ import annotations
 
 import csv
+import io
 import json
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ms_fmk_transplt.records import RuntimeOp
 
 FIELDS = ("op", "count", "supported", "status", "unsupported_dtypes", "first_call_site")
+REQUIRED = ("op", "count", "status")  # what the workbook shows of each op, and cannot guess
+STATUSES = ("supported", "unsupported", "unsupported_dtype", "backend_internal")
 
 
 class RuntimeReportError(ValueError):
@@ -23,39 +28,83 @@ class RuntimeReportError(ValueError):
 def load_runtime_report(path: Path) -> tuple[RuntimeOp, ...]:
     """The ops of an operator-check report, in its order (most called first)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a spreadsheet's BOM is not part of the header
     except OSError as exc:
         raise RuntimeReportError(f"{path}: cannot read the runtime report: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise RuntimeReportError(f"{path}: not UTF-8 text") from None
     if path.suffix.lower() == ".csv":
-        rows: list[Any] = list(csv.DictReader(text.splitlines()))
-        where = "row {}"
-        first = 2
-    else:
-        try:
-            document = json.loads(text)
-        except ValueError as exc:
-            raise RuntimeReportError(f"{path}: not a JSON runtime report: {exc}") from None
-        if not isinstance(document, dict) or not isinstance(document.get("ops"), list):
-            raise RuntimeReportError(f"{path}: /ops: a runtime report lists its ops under /ops")
-        rows = document["ops"]
-        where = "/ops/{}"
-        first = 0
-    return tuple(_op(path, where.format(i), row) for i, row in enumerate(rows, first))
-
-
-def _op(path: Path, where: str, row: Any) -> RuntimeOp:
-    if not isinstance(row, dict) or not isinstance(row.get("op"), str) or not row["op"]:
-        raise RuntimeReportError(f"{path}: {where}: needs an op name")
+        return tuple(_op(path, row, partial(_csv_place, n)) for n, row in _csv_rows(path, text))
     try:
-        count = int(row.get("count", 0))
-    except (TypeError, ValueError):
-        raise RuntimeReportError(f"{path}: {where}/count: not a number: {row.get('count')!r}") from None
+        document = json.loads(text)
+    except ValueError as exc:
+        raise RuntimeReportError(f"{path}: not a JSON runtime report: {exc}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("ops"), list):
+        raise RuntimeReportError(f"{path}: /ops: a runtime report lists its ops under /ops")
+    return tuple(_op(path, row, partial(_json_place, i)) for i, row in enumerate(document["ops"]))
+
+
+def _csv_place(row: int, column: str) -> str:
+    return f"row {row}, column {column}" if column else f"row {row}"
+
+
+def _json_place(index: int, key: str) -> str:
+    return f"/ops/{index}/{key}" if key else f"/ops/{index}"
+
+
+def _csv_rows(path: Path, text: str) -> list[tuple[int, dict[str, str]]]:
+    """(row number, values by column) of a CSV report; its header is row 1 and must hold REQUIRED."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    rows: list[tuple[int, dict[str, str]]] = []
+    try:
+        header = next(reader, None)
+        if not header:
+            raise RuntimeReportError(
+                f"{path}: row 1: no header; a runtime report's columns: {', '.join(FIELDS)}"
+            )
+        missing = [name for name in REQUIRED if name not in header]
+        if missing:
+            raise RuntimeReportError(
+                f"{path}: row 1: no column {', '.join(missing)}; a runtime report's columns: {', '.join(FIELDS)}"
+            )
+        for number, values in enumerate(reader, 2):
+            if not values:  # a blank line
+                continue
+            if len(values) != len(header):
+                raise RuntimeReportError(
+                    f"{path}: row {number}: {len(values)} values for {len(header)} columns"
+                )
+            rows.append((number, dict(zip(header, values, strict=True))))
+    except csv.Error as exc:
+        raise RuntimeReportError(f"{path}: row {reader.line_num}: not CSV: {exc}") from None
+    return rows
+
+
+def _op(path: Path, row: Any, where: Callable[[str], str]) -> RuntimeOp:
+    """One op of a report row (a JSON object, or a CSV row's text by column)."""
+    if not isinstance(row, dict):
+        raise RuntimeReportError(f"{path}: {where('')}: not an object")
+    if not isinstance(row.get("op"), str) or not row["op"]:
+        raise RuntimeReportError(f"{path}: {where('')}: needs an op name")
+    count = row.get("count")
+    if isinstance(count, str) and count.isdigit() and count.isascii():  # CSV holds text
+        count = int(count)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise RuntimeReportError(f"{path}: {where('count')}: not a count (0 or more): {_spell(count)}")
+    status = row.get("status")
+    if status not in STATUSES:
+        raise RuntimeReportError(
+            f"{path}: {where('status')}: {_spell(status)} is not one of {', '.join(STATUSES)}"
+        )
     return RuntimeOp(
         op=row["op"],
         count=count,
-        status=str(row.get("status") or ""),
+        status=status,
         unsupported_dtypes=str(row.get("unsupported_dtypes") or ""),
         first_call_site=str(row.get("first_call_site") or ""),
     )
+
+
+def _spell(value: Any) -> str:
+    """A value as its report wrote it: JSON's words for JSON values (null, true), CSV text quoted."""
+    return json.dumps(value, ensure_ascii=False)

@@ -117,7 +117,7 @@ def headline(
     supported = sum(r.supported for r in run.files)
     by_kernel = sum(r.supported_by_kernel for r in run.files)
     rows.append(("supported uses (counted)", f"{supported} by the lists, {by_kernel} by an NPU kernel alone"))
-    if run.runtime_ops:
+    if run.runtime_report:
         failing = [o for o in run.runtime_ops if o.status in ("unsupported", "unsupported_dtype")]
         rows.append(
             (

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections import Counter
@@ -10,6 +9,7 @@ from collections import Counter
 from ms_fmk_transplt import __version__
 from ms_fmk_transplt.analysis import issues, status_of
 from ms_fmk_transplt.records import Finding, Operation, RunResult, Status
+from ms_fmk_transplt.reports.csv_cells import csv_text
 from ms_fmk_transplt.reports.summary import blocking, checks, headline
 
 CSV_HEADER = ["File", "Start Line", "End Line", "Operation Type", "Message", "Rule"]
@@ -72,6 +72,9 @@ def log_body(run: RunResult) -> bytes:
     for result in run.files:
         if result.status is Status.SKIPPED:
             out.write(f"{result.path}: {result.reason}\n")
+    if run.left_out:  # a section only when there is one: most inputs hold no earlier output
+        out.write("\n== not walked: output of an earlier ms_fmk_transplt run ==\n")
+        out.write("".join(f"{rel}\n" for rel in run.left_out))
     out.write("\n== failed files (copied unchanged) ==\n")
     for result in run.files:
         if result.status is Status.FAILED:
@@ -93,13 +96,14 @@ def _line(path: str, f: Finding, what: str) -> str:
 
 def change_list_csv(run: RunResult) -> bytes:
     """One row per finding, positions in the original file."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(CSV_HEADER)
-    for result in run.files:
-        for f in result.findings:
-            writer.writerow([result.path, f.start_line, f.end_line, f.operation.value, f.message, f.rule_id])
-    return out.getvalue().encode()
+    return csv_text(
+        CSV_HEADER,
+        (
+            (result.path, f.start_line, f.end_line, f.operation.value, f.message, f.rule_id)
+            for result in run.files
+            for f in result.findings
+        ),
+    )
 
 
 def summary_json(run: RunResult) -> bytes:

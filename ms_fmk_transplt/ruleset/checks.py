@@ -9,6 +9,8 @@ from typing import Any
 
 import libcst as cst
 
+from ms_fmk_transplt.ruleset.schema import spell
+
 
 def problems(entry: Mapping[str, Any], **checks: Callable[[str], str | None]) -> list[tuple[str, str]]:
     """(key, problem) for each key of `entry` given here whose check finds one, in the order given."""
@@ -18,14 +20,14 @@ def problems(entry: Mapping[str, Any], **checks: Callable[[str], str | None]) ->
 def identifier(value: str) -> str | None:
     """A Python identifier that is not a keyword."""
     if not value.isidentifier() or keyword.iskeyword(value):
-        return f"{value!r} is not a valid Python identifier"
+        return f"{spell(value)} is not a valid Python identifier"
     return None
 
 
 def dotted_name(value: str) -> str | None:
     """Identifiers joined by dots, such as torch.cuda.synchronize."""
     if not value or any(identifier(part) for part in value.split(".")):
-        return f"{value!r} is not a valid dotted name (identifiers joined by '.')"
+        return f"{spell(value)} is not a valid dotted name (identifiers joined by '.')"
     return None
 
 
@@ -34,9 +36,9 @@ def expression(value: str) -> str | None:
     try:
         cst.parse_expression(value)
     except cst.ParserSyntaxError as exc:
-        return f"{value!r} does not parse as a Python expression ({exc.message})"
+        return f"{spell(value)} does not parse as a Python expression ({exc.message})"
     except Exception as exc:  # libcst raises other errors for some malformed input
-        return f"{value!r} does not parse as a Python expression ({exc})"
+        return f"{spell(value)} does not parse as a Python expression ({exc})"
     return None
 
 

@@ -12,10 +12,17 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from ms_fmk_transplt.engine.rule import Example, Rule
 from ms_fmk_transplt.ruleset.registry import all_kinds
+from ms_fmk_transplt.ruleset.schema import (
+    Validator,
+    decode,
+    duplicate_key,
+    error_location,
+    error_message,
+    pointer,
+    unknown_keys,
+)
 
 COMMON = {
     "id": {"type": "string", "pattern": "^[A-Z]{1,4}[0-9]{3}$"},
@@ -46,10 +53,6 @@ class RuleFileError(Exception):
     """A rule file that cannot be used; str() is the one-line message for the user."""
 
 
-def _pointer(parts: Iterable[Any]) -> str:
-    return "/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in parts)
-
-
 def _file_schema() -> dict[str, Any]:
     kinds = all_kinds()
     return {
@@ -76,25 +79,20 @@ def _file_schema() -> dict[str, Any]:
     }
 
 
-def _schema_message(error: jsonschema.ValidationError) -> str:
-    if "propertyNames" in error.absolute_schema_path:
-        return f"unknown rule kind {error.instance!r}; valid kinds: {', '.join(sorted(all_kinds()))}"
-    if error.validator == "required":
-        return error.message.replace("is a required property", "is required")
-    return error.message
-
-
 def parse_rule_document(
     document: Any, origin: str, *, builtin: bool, first_user_id: int = 1, warnings: list[str] | None = None
 ) -> list[Rule]:
     """Validate a decoded rule document and turn it into rules; raises RuleFileError."""
-    validator = jsonschema.Draft202012Validator(_file_schema())
+    schema = _file_schema()
     errors = sorted(
-        validator.iter_errors(document), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path)))
+        Validator(schema).iter_errors(document),
+        key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))),
     )
     if errors:
         error = errors[0]
-        raise RuleFileError(f"{origin}: {_pointer(error.absolute_path)}: {_schema_message(error)}")
+        raise RuleFileError(f"{origin}: {error_location(error)}: {error_message(error, sorted(all_kinds()))}")
+    if warnings is not None:
+        warnings.extend(f"{origin}: {warning}" for warning in unknown_keys(document, schema))
     kinds = all_kinds()
     defaults = document.get("defaults", {})
     rules: list[Rule] = []
@@ -102,14 +100,8 @@ def parse_rule_document(
     next_id = first_user_id
     for kind_name, entries in document["rules"].items():
         kind = kinds[kind_name]
-        known = set(COMMON) | set(kind.schema.get("properties", {}))
         for index, entry in enumerate(entries):
-            where = _pointer(["rules", kind_name, index])
-            for key in sorted(set(entry) - known):
-                if warnings is not None:
-                    warnings.append(
-                        f"{origin}: {where}/{key}: unknown key ignored (valid: {', '.join(sorted(known))})"
-                    )
+            where = pointer(["rules", kind_name, index])
             for key, problem in kind.check(entry):
                 raise RuleFileError(f"{origin}: {where}/{key}: {problem}")
             for i, example in enumerate(entry.get("examples", [])):
@@ -190,7 +182,7 @@ def load_rule_file(
     """Read one user rule file (the porting guide's format); raises RuleFileError."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # an editor's BOM is not part of the JSON
     except FileNotFoundError:
         raise RuleFileError(f"{path}: rule file not found") from None
     except IsADirectoryError:
@@ -200,9 +192,13 @@ def load_rule_file(
     except OSError as exc:
         raise RuleFileError(f"{path}: cannot read rule file ({exc.strerror})") from None
     try:
-        document = json.loads(text)
+        document = decode(text)
     except json.JSONDecodeError as exc:
         raise RuleFileError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    except ValueError as exc:
+        raise RuleFileError(f"{path}: invalid JSON: {exc}") from None
+    if twice := duplicate_key(document):
+        raise RuleFileError(f"{path}: {twice}")
     return parse_rule_document(
         document, str(path), builtin=False, first_user_id=first_user_id, warnings=warnings
     )
@@ -227,7 +223,16 @@ def load_rules(
     seen: dict[tuple[str, Any], str] = {}
     kinds = all_kinds()
     next_id = 1
+    given: dict[Path, str | Path] = {}
     for path in user_files:
+        resolved = Path(path).resolve()
+        if resolved in given:  # one file named twice (perhaps spelled two ways) is one set of rules
+            if warnings is not None:
+                warnings.append(
+                    f"{path}: rule file given more than once (first as {given[resolved]}); loaded once"
+                )
+            continue
+        given[resolved] = path
         loaded = load_rule_file(path, first_user_id=next_id, warnings=warnings)
         next_id += sum(1 for r in loaded if r.id.startswith("U"))
         for rule in loaded:

@@ -21,6 +21,7 @@ from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
+from ms_fmk_transplt.ruleset.schema import pointer
 
 _STATUSES = {"unsupported", "partial", "supported"}
 
@@ -42,7 +43,7 @@ class ApiSupportRule:
     @staticmethod
     def check(entry: Entry) -> list[Problem]:
         return [
-            (f"advice/{name}", problem)
+            (pointer(("advice", name))[1:], problem)
             for name in entry.get("advice", {})
             if (problem := checks.dotted_name(name))
         ]

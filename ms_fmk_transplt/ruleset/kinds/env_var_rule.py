@@ -26,6 +26,7 @@ from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
+from ms_fmk_transplt.ruleset.schema import spell
 
 
 @kind(
@@ -43,7 +44,7 @@ class EnvVarRule:
         problems = []
         if not name or checks.identifier(name + ("X" if entry["name"].endswith("*") else "")):
             problems.append(
-                ("name", f"{entry['name']!r} is not an environment variable name (letters, digits, _)")
+                ("name", f"{spell(entry['name'])} is not an environment variable name (letters, digits, _)")
             )
         new = entry.get("new_name")
         if new is not None and (entry["name"].endswith("*") or checks.identifier(new)):

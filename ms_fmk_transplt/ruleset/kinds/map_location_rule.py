@@ -48,6 +48,7 @@ from ms_fmk_transplt.engine.walk import NodeIndex
 from ms_fmk_transplt.records import Operation, Support
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
+from ms_fmk_transplt.ruleset.schema import pointer, spell
 
 
 @kind(
@@ -76,16 +77,18 @@ class MapLocationRule:
         problems = []
         for name in entry["calls"]:
             if p := checks.dotted_name(name):
-                problems.append((f"calls.{name}", p))
+                problems.append((pointer(("calls", name))[1:], p))
         for i, name in enumerate(entry.get("report_missing", ())):
             if name not in entry["calls"]:
-                problems.append((f"report_missing[{i}]", f"{name!r} is not one of the calls"))
+                problems.append((f"report_missing/{i}", f"{spell(name)} is not one of the calls"))
         if p := checks.identifier(entry.get("keyword", "map_location")):
             problems.append(("keyword", p))
         if p := checks.regex(entry["pattern"]):
             problems.append(("pattern", p))
         elif not re.fullmatch(entry["pattern"], entry["old"]) or not entry["new"]:
-            problems.append(("old", f"the pattern must match {entry['old']!r} itself; new must not be empty"))
+            problems.append(
+                ("old", f"the pattern must match {spell(entry['old'])} itself; new must not be empty")
+            )
         if any(ch in entry["new"] for ch in "'\"\\\n"):
             problems.append(("new", "quotes, backslashes and newlines are not allowed in the replacement"))
         return problems

@@ -14,6 +14,7 @@ from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import ModuleMembers, Rename, Tables
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
+from ms_fmk_transplt.ruleset.schema import spell
 
 
 @kind(
@@ -46,7 +47,7 @@ class ModuleMemberRule:
                 problems.append(
                     (
                         "members_from",
-                        f"unknown member list {entry['members_from']!r}; "
+                        f"unknown member list {spell(entry['members_from'])}; "
                         f"valid: {', '.join(sorted(data.MEMBER_LISTS))}",
                     )
                 )

@@ -50,6 +50,7 @@ from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
+from ms_fmk_transplt.ruleset.schema import spell
 
 
 @kind(
@@ -95,15 +96,15 @@ class StringLiteralRule:
         starts = entry["pattern"].startswith(re.escape(entry["old"]))
         if entry.get("everywhere"):
             if not entry["old"] or re.escape(entry["old"]) not in entry["pattern"]:
-                return [("old", f"with everywhere, the pattern must spell out {entry['old']!r}")]
+                return [("old", f"with everywhere, the pattern must spell out {spell(entry['old'])}")]
         elif not entry["old"] or not (
             starts or regex.fullmatch(entry["old"] + _sample_suffix(regex, entry["old"]))
         ):
-            return [("old", f"the pattern must match strings that start with {entry['old']!r}")]
+            return [("old", f"the pattern must match strings that start with {spell(entry['old'])}")]
         for field in ("names", "device_tests", "accelerator_names"):
             for i, name in enumerate(entry.get("device_context", {}).get(field, ())):
                 if p := checks.regex(name):
-                    return [(f"device_context.{field}[{i}]", p)]
+                    return [(f"device_context/{field}/{i}", p)]
         if any(ch in entry["new"] for ch in "'\"\\\n"):
             return [("new", "quotes, backslashes and newlines are not allowed in the replacement")]
         return []

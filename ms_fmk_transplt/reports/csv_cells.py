@@ -1,0 +1,29 @@
+"""CSV cells a spreadsheet opens as text: a value starting with =, +, -, @ (or a tab or carriage
+return) would be taken for a formula (CSV injection), so it gets a leading single quote, the mark
+spreadsheets read as "text follows". Numbers are written as they are."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def cell(value: Any) -> Any:
+    """`value`, quoted with a leading ' when a spreadsheet would read it as a formula."""
+    return "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
+
+
+def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any] | Mapping[str, Any]]) -> bytes:
+    """A CSV document (`\\n` line ends) of `header` and `rows` (sequences in its order, or mappings
+    by its names), every cell made safe to open in a spreadsheet."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    for row in rows:
+        values = [row.get(name, "") for name in header] if isinstance(row, Mapping) else row
+        writer.writerow([cell(value) for value in values])
+    return out.getvalue().encode()
