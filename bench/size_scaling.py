@@ -5,8 +5,8 @@ Each file is the sample models' training scripts (sample_models/*/*.py, CUDA cod
 converter rewrites) repeated until it reaches the size, every copy's top-level names suffixed so
 the module stays one valid program. Each size is converted with the engine's per-file API
 (`convert_source`) in this process, best of --runs, and printed as seconds, MB/s and s/MB; a
-flat s/MB column is linear cost. Files convert under the pipeline's relaxed cyclic GC, as the
-tool converts them (``--gc default`` for Python's own thresholds)::
+flat s/MB column is linear cost. Files convert as the tool converts them: the pipeline's relaxed
+cyclic GC, paused while a file converts (``--gc default`` for Python's own collector)::
 
     .venv/bin/python bench/size_scaling.py [--sizes 0.1,1,5] [--runs 2] [--gc relaxed|default]
 """
@@ -18,6 +18,7 @@ import ast
 import contextlib
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,9 +80,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--gc", choices=("relaxed", "default"), default="relaxed")
     args = parser.parse_args()
-    from ms_fmk_transplt.pipeline import _relaxed_gc
+    from ms_fmk_transplt.pipeline import _collector_paused, _relaxed_gc
 
-    collector = _relaxed_gc if args.gc == "relaxed" else contextlib.nullcontext
+    @contextlib.contextmanager
+    def as_the_tool() -> Iterator[None]:
+        with _relaxed_gc(), _collector_paused():
+            yield
+
+    collector = as_the_tool if args.gc == "relaxed" else contextlib.nullcontext
     tables = compile_rules(load_rules())
     print(
         "| size MB | lines | status | findings | seconds | MB/s | s/MB |\n|---:|---:|---|---:|---:|---:|---:|"

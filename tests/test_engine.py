@@ -167,6 +167,30 @@ def test_serial_equals_parallel(tmp_path: Path, builtin_tables) -> None:
     assert any(r.status is Status.CONVERTED for r in serial)
 
 
+def test_no_cyclic_collection_while_a_file_converts(tmp_path: Path, builtin_tables, monkeypatch) -> None:
+    import gc
+
+    from ms_fmk_transplt.engine import convert
+
+    seen = []
+
+    def watched(path: str, data: bytes, tables: object) -> object:
+        seen.append(gc.isenabled())
+        if path == "bad.py":
+            raise ValueError("a conversion that raises still restores the collector")
+        return convert_source(path, data, tables)
+
+    monkeypatch.setattr(convert, "convert_source", watched)
+    (tmp_path / "a.py").write_bytes(b"import torch\nx = torch.ones(1).cuda()\n")
+    (tmp_path / "bad.py").write_bytes(b"x = 1\n")
+    assert gc.isenabled()
+    results = map_files(discover(tmp_path / "a.py"), builtin_tables, jobs=1)
+    assert seen == [False] and gc.isenabled() and results[0].status is Status.CONVERTED
+    with pytest.raises(ValueError):
+        map_files(discover(tmp_path / "bad.py"), builtin_tables, jobs=1)
+    assert gc.isenabled()
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=400) | st.text(max_size=400).map(lambda t: t.encode("utf-8", "surrogatepass")))
 def test_arbitrary_bytes_never_crash(builtin_tables, data: bytes) -> None:
