@@ -186,3 +186,67 @@ def test_every_finding_is_in_the_log_the_csv_the_xlsx_and_report_json(tmp_path: 
     seen = _every_finding_is_in_every_report(out)
     notes = {"DS104", "DS105", "DS106", "DS113"}
     assert notes <= seen if mode == "distributed" else not any(r.startswith("DS") for r in seen)
+
+
+TARGETS = """\
+import torch
+import torch.nn as nn
+
+
+class Encoder(nn.Module):
+    pass
+
+
+class Small(Encoder):
+    pass
+
+
+encoder = Small()
+head = torch.nn.Linear(2, 2)
+opt = torch.optim.SGD(head.parameters(), lr=0.1)
+n = len(encoder.state_dict())
+"""
+
+
+def test_a_target_the_script_does_not_assign_names_the_models_found() -> None:
+    from ms_fmk_transplt.distributed.target import TargetModelError
+
+    with pytest.raises(TargetModelError) as caught:
+        distribute_source(TARGETS, "train.py", "model")
+    assert (caught.value.name, caught.value.candidates) == ("model", ["head", "encoder"])
+    with pytest.raises(TargetModelError) as caught:
+        distribute_source("import torch\nx = 1\n", "train.py", "net")
+    assert caught.value.candidates == []
+    wrapped = distribute_source(TARGETS, "train.py", "encoder")  # any assigned variable is taken
+    assert "encoder = torch.nn.parallel.DistributedDataParallel(encoder)" in (wrapped.output or "")
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("nomodel", "error: -t nomodel: train.py assigns no variable nomodel (models found: model)"),
+        ("Net", "error: -t Net: train.py assigns no variable Net (models found: model)"),
+    ],
+)
+def test_cli_a_target_that_is_no_variable_is_a_usage_error(tmp_path: Path, target: str, message: str) -> None:
+    project = _project(tmp_path)
+    args = ["-i", str(project), "-o", str(tmp_path / "out"), "-q", "--no-cache"]
+    done = CliRunner().invoke(app, [*args, "distributed", "-m", "train.py", "-t", target])
+    assert done.exit_code == 2
+    assert done.stderr.strip().splitlines() == [message]
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_no_model_found_is_a_note_in_every_report(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "train.py").write_text((FIXTURES / "no_model.in.py").read_text())
+    args = ["-i", str(project), "-o", str(tmp_path / "out"), "-q", "--no-cache"]
+    done = CliRunner().invoke(app, [*args, "distributed", "-m", "train.py"])
+    assert done.exit_code == 0, done.output
+    out = tmp_path / "out" / "proj_msft_multi"
+    assert "DS101" in _every_finding_is_in_every_report(out)
+    assert (
+        "train.py:2 [DS101] NOTE no model found: nothing is wrapped in DistributedDataParallel"
+        in (out / "msFmkTranspltlog.txt").read_text()
+    )

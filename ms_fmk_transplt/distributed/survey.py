@@ -91,6 +91,7 @@ class Survey:
     batch_norms: list[tuple[cst.Call, str]] = field(default_factory=list)
     temporary: list[tuple[cst.Call, str]] = field(default_factory=list)
     iterable_classes: list[cst.ClassDef] = field(default_factory=list)
+    module_classes: set[str] = field(default_factory=set)  # classes of the script deriving from a *Module
     distributed: list[tuple[cst.Call, str]] = field(default_factory=list)
     main_guard: cst.If | None = None
     setup_anchor: cst.BaseStatement | None = None
@@ -226,8 +227,11 @@ class _Walker(cst.CSTVisitor):
         self.found.bound.add(node.name.value)
         if isinstance(node, cst.ClassDef):
             for base in node.bases:
-                if self.found.qualified(base.value) in ITERABLE:
+                qualified = self.found.qualified(base.value) or ""
+                if qualified in ITERABLE:
                     self.found.iterable_classes.append(node)
+                if qualified.split(".")[-1] == "Module" or qualified in self.found.module_classes:
+                    self.found.module_classes.add(node.name.value)
         else:
             for param in node.params.params:
                 self.found.bound.add(param.name.value)

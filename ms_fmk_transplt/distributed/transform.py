@@ -20,6 +20,7 @@ from ms_fmk_transplt.distributed.apply import Apply, Plan
 from ms_fmk_transplt.distributed.loader_args import LoaderArgs
 from ms_fmk_transplt.distributed.policy import Policy, policy
 from ms_fmk_transplt.distributed.survey import Loader, Survey, survey
+from ms_fmk_transplt.distributed.target import check_target
 from ms_fmk_transplt.records import Finding, Operation
 
 INSERT, MODIFY, DELETE, CHECK = Operation.INSERT, Operation.MODIFY, Operation.DELETE, Operation.CHECK
@@ -34,10 +35,12 @@ class Distributed:
 
 
 def distribute_source(source: str, main: str = "main.py", model: str | None = None) -> Distributed:
-    """Rewrite `source` (the script `main`) for torchrun; `model` names the variable to wrap in DDP."""
+    """Rewrite `source` (the script `main`) for torchrun; `model` names the variable to wrap in DDP
+    (TargetModelError when the script assigns no such variable)."""
     wrapper = MetadataWrapper(cst.parse_module(source))
     rules = policy()
     found = survey(wrapper, rules)
+    check_target(found, model)
     planner = _Planner(found, rules, wrapper.resolve(PositionProvider), main)
     plan = planner.plan(model)
     findings = tuple(sorted(plan.findings, key=lambda f: (f.start_line, f.rule_id)))
@@ -198,9 +201,9 @@ class _Planner:
             if model is None:
                 self.report("DS101", CHECK, found.setup_anchor)
                 return
-        anchor = self._model_anchor(model) if model in found.assigned_at else None
+        anchor = self._model_anchor(model)  # assigned: check_target and the choice above see to it
         if anchor is None:
-            self.report("DS110", CHECK, found.setup_anchor, model=model, main=self.main)
+            self.report("DS101", CHECK, found.setup_anchor)
             return
         after = " and amp.initialize" if found.amp_initialize else ""
         self.plan_.after.setdefault(id(anchor), []).extend(
