@@ -19,6 +19,7 @@ from ms_fmk_transplt.distributed import snippets
 from ms_fmk_transplt.distributed.apply import Apply, Plan
 from ms_fmk_transplt.distributed.loader_args import LoaderArgs
 from ms_fmk_transplt.distributed.policy import Policy, policy
+from ms_fmk_transplt.distributed.shared_temp import MKDTEMP, mkdtemp_sources
 from ms_fmk_transplt.distributed.survey import Loader, Survey, survey
 from ms_fmk_transplt.distributed.target import check_target
 from ms_fmk_transplt.records import Finding, Operation
@@ -63,6 +64,7 @@ class _Planner:
         self.found, self.rules, self.positions, self.main = found, rules, positions, main
         self.plan_ = Plan()
         self.names = snippets.Names.avoiding(found.bound)
+        self.shared_helper: str | None = None
 
     def lines(self, node: cst.CSTNode) -> tuple[int, int]:
         where = self.positions[node]
@@ -271,6 +273,20 @@ class _Planner:
             seen.add(id(anchor))
             self.plan_.before.setdefault(id(anchor), []).extend(snippets.statements(snippets.BARRIER))
             self.report("DS009", INSERT, call, what="torch.load")
+            self._share_folders(path, call)
+
+    def _share_folders(self, path: tuple[cst.BaseStatement, ...], load: cst.Call) -> None:
+        """The per-rank temporary folders a loaded file may be in, made on rank 0 for every rank."""
+        for made in mkdtemp_sources(self.found, path, load):
+            if id(made) in self.plan_.calls:
+                continue
+            if self.shared_helper is None:
+                self.shared_helper = self._fresh("msft_on_rank_zero")
+                anchor = self.found.setup_anchor
+                assert anchor is not None  # plan() stops before the rank-0 pass without one
+                self.plan_.after.setdefault(id(anchor), []).extend(snippets.shared(self.shared_helper))
+            self.plan_.calls[id(made)] = snippets.on_rank_zero(self.shared_helper, made)
+            self.report("DS011", MODIFY, made, name=MKDTEMP)
 
     def _finish(self) -> None:
         self.plan_.append.extend(snippets.statements(snippets.DESTROY))
