@@ -25,6 +25,7 @@ FAIL_ON = ("unsupported", "partial", "not-verified", "none")
 # fails where partial does (it was a partial finding before the code's dtypes were read)
 _ORDER = {Support.UNSUPPORTED: 0, Support.DTYPE: 1, Support.PARTIAL: 1, Support.NOT_VERIFIED: 2}
 BASELINE_VERSION = 1
+_CHANGES = frozenset({Operation.INSERT, Operation.MODIFY, Operation.DELETE})
 
 
 class BaselineError(ValueError):
@@ -60,6 +61,23 @@ def issues(run: RunResult) -> list[Issue]:
             if status is not None:
                 found.append(Issue(result.path, finding, status))
     return found
+
+
+def is_change(finding: Finding) -> bool:
+    """True for a finding that rewrote code (INSERT, MODIFY, DELETE)."""
+    return finding.operation in _CHANGES
+
+
+def notes(run: RunResult) -> list[tuple[str, Finding]]:
+    """(path, finding) for every finding that is neither a change nor an issue: what a conversion
+    left to the user (the distributed mode's DS1xx), in file and line order. With `is_change` and
+    `status_of` this sorts every finding into exactly one section of every report."""
+    return [
+        (result.path, finding)
+        for result in run.files
+        for finding in result.findings
+        if not is_change(finding) and status_of(finding) is None
+    ]
 
 
 def status_of(finding: Finding) -> Support | None:

@@ -69,7 +69,10 @@ def _gate_options(command: Callable[..., None]) -> Callable[..., None]:
                 help="Issues in this baseline file never fail the gate.",
             ),
             click.option(
-                "--write-baseline", type=PATH, default=None, help="Record the run's issues as a baseline."
+                "--write-baseline",
+                type=PATH,
+                default=None,
+                help="Record the run's issues as a baseline (- for stdout).",
             ),
             click.option(
                 "--runtime-report",
@@ -170,6 +173,8 @@ def app(
     if input is None or (output is None and not diff):
         _fail("both -i/--input and -o/--output are required (see --help)")
     gate = _Gate.checked(report_format, report, fail_on, baseline, write_baseline)
+    if diff and gate.on_stdout():
+        _fail(f"--diff prints the diff to stdout, and so would {gate.on_stdout()[0]}: give it a file")
     from ms_fmk_transplt.run import Options, UsageError, analyse_project, convert_project, unified_diff
 
     options = Options(
@@ -472,10 +477,13 @@ def verify(
         err.print("interrupted")
         raise click.exceptions.Exit(130) from None
     lines = text_lines(outcome)
-    click.echo(f"result: {outcome.verdict.message}" if quiet else "\n".join(lines))
+    json_on_stdout = report is not None and str(report) == "-"
+    # stdout holds one thing: the JSON report when it goes there, else the text report
+    click.echo(f"result: {outcome.verdict.message}" if quiet else "\n".join(lines), err=json_on_stdout)
     if report is not None:
-        if str(report) == "-":
+        if json_on_stdout:
             sys.stdout.buffer.write(json_document(outcome))
+            sys.stdout.flush()
         else:
             _write(report, json_document(outcome))
     raise click.exceptions.Exit(outcome.verdict.exit_code)
@@ -532,7 +540,18 @@ class _Gate:
         for target in (report, write_baseline):
             if target is not None and str(target) != "-":
                 _check_writable(target)
+        if len(gate.on_stdout()) > 1:
+            _fail(f"{' and '.join(gate.on_stdout())} both write to stdout: give one of them a file")
         return gate
+
+    def on_stdout(self) -> list[str]:
+        """The options whose document goes to stdout (nothing else may go there with it)."""
+        users = []
+        if self.report_format is not None and (self.report is None or str(self.report) == "-"):
+            users.append("--report -" if self.report is not None else f"--report-format {self.report_format}")
+        if self.write_baseline is not None and str(self.write_baseline) == "-":
+            users.append("--write-baseline -")
+        return users
 
 
 def _finish(run: RunResult, quiet: bool, gate: _Gate, strict: bool) -> None:
@@ -559,7 +578,11 @@ def _finish(run: RunResult, quiet: bool, gate: _Gate, strict: bool) -> None:
         else:
             _write(gate.report, content)
     if gate.write_baseline is not None:
-        _write(gate.write_baseline, analysis.baseline_document(found))
+        if str(gate.write_baseline) == "-":
+            sys.stdout.buffer.write(analysis.baseline_document(found))
+            sys.stdout.flush()
+        else:
+            _write(gate.write_baseline, analysis.baseline_document(found))
     if run.failed:
         raise click.exceptions.Exit(EXIT_FAILED_FILES)
     unsupported = [

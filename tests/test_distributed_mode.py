@@ -7,6 +7,7 @@ the target model. Every output, distributed again, does not change (it is distri
 
 from __future__ import annotations
 
+import json
 import stat
 from pathlib import Path
 
@@ -138,3 +139,114 @@ def test_an_excluded_main_script_is_copied_unchanged(tmp_path: Path) -> None:
     out = tmp_path / "out" / "proj_msft_multi"
     assert (out / "train.py").read_bytes() == (project / "train.py").read_bytes()
     assert ",DS0" not in (out / "change_list.csv").read_text()
+
+
+def _every_finding_is_in_every_report(out: Path) -> set[str]:
+    """Each finding of report.json is in change_list.csv, in the log and on its sheet of the xlsx;
+    the rule ids seen."""
+    import csv
+
+    import openpyxl
+
+    document = json.loads((out / "report.json").read_text())
+    rows = list(csv.DictReader((out / "change_list.csv").open()))
+    log = (out / "msFmkTranspltlog.txt").read_text()
+    book = openpyxl.load_workbook(out / "unsupported_op.xlsx", read_only=True)
+    sheets = {name: list(book[name].iter_rows(min_row=2, values_only=True)) for name in book.sheetnames}
+    seen = set()
+    for entry in document["files"]:
+        path = entry["path"]
+        for f in entry["findings"]:
+            start, end, rule = f["start_line"], f["end_line"], f["rule"]
+            seen.add(rule)
+            where = f"{path}:{start if start == end else f'{start}-{end}'} [{rule}]"
+            assert where in log, where
+            csv_row = {"File": path, "Start Line": str(start), "End Line": str(end), "Rule": rule}
+            assert any(csv_row.items() <= row.items() for row in rows), where
+            if f["operation"] in ("INSERT", "MODIFY", "DELETE"):
+                assert (path, start, end, f["operation"], rule) in {r[:5] for r in sheets["Changes"]}, where
+            elif "status" not in f:
+                assert (path, start, end, rule, f["message"]) in {r[:5] for r in sheets["Notes"]}, where
+            elif f["status"] in ("unsupported", "unsupported-dtype", "no-effect"):
+                assert (path, start, rule) in {(r[0], r[1], r[7]) for r in sheets["Unsupported"]}, where
+            else:
+                assert any(r[8] == rule and path in r[4].split(", ") for r in sheets["Check on NPU"]), where
+    return seen
+
+
+@pytest.mark.parametrize("mode", ["distributed", "ordinary"])
+def test_every_finding_is_in_the_log_the_csv_the_xlsx_and_report_json(tmp_path: Path, mode: str) -> None:
+    sample = Path(__file__).parent.parent / "sample_models" / "mnist_mlp"
+    args = ["-i", str(sample), "-o", str(tmp_path / "out"), "-q", "--no-cache"]
+    done = CliRunner().invoke(
+        app, [*args, *(["distributed", "-m", "main.py"] if mode == "distributed" else [])]
+    )
+    assert done.exit_code == 0, done.output
+    out = tmp_path / "out" / ("mnist_mlp_msft_multi" if mode == "distributed" else "mnist_mlp_msft")
+    seen = _every_finding_is_in_every_report(out)
+    notes = {"DS104", "DS105", "DS106", "DS113"}
+    assert notes <= seen if mode == "distributed" else not any(r.startswith("DS") for r in seen)
+
+
+TARGETS = """\
+import torch
+import torch.nn as nn
+
+
+class Encoder(nn.Module):
+    pass
+
+
+class Small(Encoder):
+    pass
+
+
+encoder = Small()
+head = torch.nn.Linear(2, 2)
+opt = torch.optim.SGD(head.parameters(), lr=0.1)
+n = len(encoder.state_dict())
+"""
+
+
+def test_a_target_the_script_does_not_assign_names_the_models_found() -> None:
+    from ms_fmk_transplt.distributed.target import TargetModelError
+
+    with pytest.raises(TargetModelError) as caught:
+        distribute_source(TARGETS, "train.py", "model")
+    assert (caught.value.name, caught.value.candidates) == ("model", ["head", "encoder"])
+    with pytest.raises(TargetModelError) as caught:
+        distribute_source("import torch\nx = 1\n", "train.py", "net")
+    assert caught.value.candidates == []
+    wrapped = distribute_source(TARGETS, "train.py", "encoder")  # any assigned variable is taken
+    assert "encoder = torch.nn.parallel.DistributedDataParallel(encoder)" in (wrapped.output or "")
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("nomodel", "error: -t nomodel: train.py assigns no variable nomodel (models found: model)"),
+        ("Net", "error: -t Net: train.py assigns no variable Net (models found: model)"),
+    ],
+)
+def test_cli_a_target_that_is_no_variable_is_a_usage_error(tmp_path: Path, target: str, message: str) -> None:
+    project = _project(tmp_path)
+    args = ["-i", str(project), "-o", str(tmp_path / "out"), "-q", "--no-cache"]
+    done = CliRunner().invoke(app, [*args, "distributed", "-m", "train.py", "-t", target])
+    assert done.exit_code == 2
+    assert done.stderr.strip().splitlines() == [message]
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_no_model_found_is_a_note_in_every_report(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "train.py").write_text((FIXTURES / "no_model.in.py").read_text())
+    args = ["-i", str(project), "-o", str(tmp_path / "out"), "-q", "--no-cache"]
+    done = CliRunner().invoke(app, [*args, "distributed", "-m", "train.py"])
+    assert done.exit_code == 0, done.output
+    out = tmp_path / "out" / "proj_msft_multi"
+    assert "DS101" in _every_finding_is_in_every_report(out)
+    assert (
+        "train.py:2 [DS101] NOTE no model found: nothing is wrapped in DistributedDataParallel"
+        in (out / "msFmkTranspltlog.txt").read_text()
+    )

@@ -40,12 +40,12 @@ def _port() -> int:
         return s.getsockname()[1]
 
 
-def _run(folder: Path, args: list[str], torchrun: bool, shim: bool) -> list[str]:
+def _run(folder: Path, args: list[str], torchrun: bool, shim: bool, script: str = "train.py") -> list[str]:
     command = [sys.executable]
     if torchrun:
         command += ["-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr", "127.0.0.1"]
         command += ["--master-port", str(_port())]
-    command += [*(["-m", "runtime_shim"] if shim else []), "train.py", *args]
+    command += [*(["-m", "runtime_shim"] if shim else []), script, *args]
     env = {
         k: v
         for k, v in os.environ.items()
@@ -114,3 +114,26 @@ def test_two_ranks_match_the_single_process_original_with_the_same_global_batch(
         assert b.split("=")[0] == a.split("=")[0]
         expected, got = float(a.rsplit("=", 1)[1]), float(b.rsplit("=", 1)[1])
         assert abs(got - expected) <= ATOL + RTOL * abs(expected)
+
+
+def test_a_checkpoint_in_a_temporary_folder_is_loaded_by_every_rank(tmp_path: Path) -> None:
+    """mnist_mlp saves into `tempfile.mkdtemp()` and loads it back: rank 0 makes the folder and
+    every rank gets its name, so the ranks waiting at the barrier find the file rank 0 saved."""
+    sample = ROOT / "sample_models" / "mnist_mlp"
+    stage = DistributedStage(sample, Path("main.py"), None)
+    try:
+        run = convert_project(
+            Options(source=sample, output=tmp_path, use_cache=False, suffix=stage.suffix), stage=stage
+        )
+    finally:
+        stage.close()
+    converted = Path(run.output_root)
+    assert "msft_on_rank_zero(tempfile.mkdtemp, " in (converted / "main.py").read_text()
+    lines = _run(
+        converted, ["--steps", "4", "--num-train", "128"], torchrun=True, shim=True, script="main.py"
+    )
+    reloaded = [line for line in lines if line.startswith("reloaded checkpoint from ")]
+    assert len(reloaded) == 1  # printed by rank 0; rank 1 loaded the same file or the run failed
+    folder = Path(reloaded[0].removeprefix("reloaded checkpoint from ")).parent
+    assert folder.name.startswith("mnist_mlp_") and (folder / "mnist_cnn.pt").is_file()
+    shutil.rmtree(folder)

@@ -431,3 +431,47 @@ def test_unreadable_parameters_are_noted(tmp_path):
     verdict = judge(cpu, npu)
     assert verdict.status is Status.IDENTICAL
     assert verdict.notes == ("parameters the recorder could not read, so not compared: w",)
+
+
+def _broken_project(tmp_path: Path) -> Path:
+    project = tmp_path / "bad"
+    project.mkdir()
+    (project / "syn.py").write_text("import torch\ndef f(:\n    pass\n")
+    (project / "other.py").write_text("import torch\nx = (\n")
+    (project / "ok.py").write_text("import torch\nx = torch.zeros(1).cuda()\n")
+    return project
+
+
+@pytest.mark.parametrize("given", [[], ["-i", "syn.py"], ["-o", "out"]], ids=["folder", "file", "kept"])
+def test_an_entry_script_that_fails_to_convert_stops_verify_with_exit_2(tmp_path, monkeypatch, given):
+    from click.testing import CliRunner
+
+    import ms_fmk_transplt.verify.session as session
+    from ms_fmk_transplt.cli import app
+
+    project = _broken_project(tmp_path)
+    monkeypatch.chdir(project)
+    ran = []
+    monkeypatch.setattr(session.launch, "run", lambda *args: ran.append(args))
+    done = CliRunner().invoke(app, ["verify", *given, "--", "python", "syn.py"], catch_exceptions=False)
+    assert done.exit_code == 2 and ran == []
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [
+        f"error: conversion failed: {project / 'syn.py'}: syntax error at line 2: invalid syntax"
+    ]
+    assert "other.py" not in done.stderr  # a neighbour's failure is no reason to stop
+
+
+def test_a_neighbour_that_fails_to_convert_is_a_note(tmp_path, monkeypatch):
+    from ms_fmk_transplt.verify.session import Request, _converted_script
+
+    project = _broken_project(tmp_path)
+    monkeypatch.chdir(project)
+    request = Request(command=["python", "ok.py"], cwd=project)
+    target = parse_command(list(request.command))
+    converted, _, _, notes = _converted_script(request, target, tmp_path / "work", lambda line: None)
+    assert converted.read_text() == "import torch\nimport torch_npu\nx = torch.zeros(1).npu()\n"
+    assert notes == (
+        "not converted: other.py: syntax error at line 2: '(' was never closed",
+        "not converted: syn.py: syntax error at line 2: invalid syntax",
+    )

@@ -26,6 +26,16 @@ SET_EPOCH = "if {sampler} is not None:\n    {sampler}.set_epoch({epoch})\n"
 # no device_ids: DDP takes the device the model is on (the script may keep it on the CPU)
 DDP = "if torch.distributed.is_initialized():\n    {model} = torch.nn.parallel.DistributedDataParallel({model})\n"
 BARRIER = "if torch.distributed.is_initialized():\n    torch.distributed.barrier()\n"
+# a temporary folder the ranks share: made on rank 0, its name sent to the others
+SHARED = """\
+def {helper}(make, *args, **kwargs):
+    # ms_fmk_transplt distributed: rank 0 makes the temporary folder, every rank gets its name
+    if not torch.distributed.is_initialized():
+        return make(*args, **kwargs)
+    made = [make(*args, **kwargs) if torch.distributed.get_rank() == 0 else None]
+    torch.distributed.broadcast_object_list(made, src=0)
+    return made[0]
+"""
 DESTROY = "if torch.distributed.is_initialized():\n    torch.distributed.destroy_process_group()\n"
 
 
@@ -77,3 +87,14 @@ def atom(node: cst.BaseExpression) -> cst.BaseExpression:
     if isinstance(node, simple) or node.lpar:
         return node
     return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def shared(helper: str) -> list[cst.BaseStatement]:
+    """The helper that makes a temporary folder on rank 0 for every rank, two blank lines before it."""
+    body = statements(SHARED, helper=helper)
+    return [body[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()]), *body[1:]]
+
+
+def on_rank_zero(helper: str, call: cst.Call) -> cst.Call:
+    """`tempfile.mkdtemp(ARGS)` -> `helper(tempfile.mkdtemp, ARGS)`."""
+    return call.with_changes(func=cst.Name(helper), args=[cst.Arg(call.func), *call.args])

@@ -17,6 +17,7 @@ import libcst as cst
 from ms_fmk_transplt.discover import Entry
 from ms_fmk_transplt.distributed.launchers import launcher
 from ms_fmk_transplt.distributed.lines import line_map, map_line
+from ms_fmk_transplt.distributed.target import TargetModelError
 from ms_fmk_transplt.distributed.transform import Distributed, distribute_source
 from ms_fmk_transplt.records import FileResult, Finding, Status
 
@@ -44,6 +45,13 @@ class DistributedStage:
         except cst.ParserSyntaxError as exc:
             raise MainScriptError(
                 f"{main_path}: cannot be parsed: line {exc.raw_line}: {exc.message}"
+            ) from None
+        except TargetModelError as exc:
+            found = (
+                f"models found: {', '.join(exc.candidates)}" if exc.candidates else "no model variable found"
+            )
+            raise MainScriptError(
+                f"-t {exc.name}: {self.main_rel} assigns no variable {exc.name} ({found})"
             ) from None
         self.main_path = main_path
         self.folder: Path | None = None

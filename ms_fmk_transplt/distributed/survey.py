@@ -90,7 +90,12 @@ class Survey:
     seeds: list[cst.Call] = field(default_factory=list)
     batch_norms: list[tuple[cst.Call, str]] = field(default_factory=list)
     temporary: list[tuple[cst.Call, str]] = field(default_factory=list)
+    # every `names = value` with the function it is in (None: the module), for following paths
+    assignments: list[tuple[cst.FunctionDef | None, list[str], cst.BaseExpression]] = field(
+        default_factory=list
+    )
     iterable_classes: list[cst.ClassDef] = field(default_factory=list)
+    module_classes: set[str] = field(default_factory=set)  # classes of the script deriving from a *Module
     distributed: list[tuple[cst.Call, str]] = field(default_factory=list)
     main_guard: cst.If | None = None
     setup_anchor: cst.BaseStatement | None = None
@@ -153,6 +158,11 @@ def _setup_anchor(module: cst.Module) -> cst.BaseStatement | None:
         elif not isinstance(statement, cst.Try):
             break
     return anchor
+
+
+def function_of(path: Path) -> cst.FunctionDef | None:
+    """The innermost function around a statement path (None at module level)."""
+    return next((s for s in reversed(path) if isinstance(s, cst.FunctionDef)), None)
 
 
 def _is_main_guard(statement: cst.CSTNode) -> bool:
@@ -226,8 +236,11 @@ class _Walker(cst.CSTVisitor):
         self.found.bound.add(node.name.value)
         if isinstance(node, cst.ClassDef):
             for base in node.bases:
-                if self.found.qualified(base.value) in ITERABLE:
+                qualified = self.found.qualified(base.value) or ""
+                if qualified in ITERABLE:
                     self.found.iterable_classes.append(node)
+                if qualified.split(".")[-1] == "Module" or qualified in self.found.module_classes:
+                    self.found.module_classes.add(node.name.value)
         else:
             for param in node.params.params:
                 self.found.bound.add(param.name.value)
@@ -296,6 +309,8 @@ class _Walker(cst.CSTVisitor):
             self.found.moves.setdefault(func.value.value, []).append(tuple(self.path))
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        names = [name for target in node.targets for name in _names(target.target)]
+        self.found.assignments.append((function_of(tuple(self.path)), names, node.value))
         for target in node.targets:
             for name in _names(target.target):
                 self.found.bound.add(name)

@@ -19,7 +19,9 @@ from ms_fmk_transplt.distributed import snippets
 from ms_fmk_transplt.distributed.apply import Apply, Plan
 from ms_fmk_transplt.distributed.loader_args import LoaderArgs
 from ms_fmk_transplt.distributed.policy import Policy, policy
+from ms_fmk_transplt.distributed.shared_temp import MKDTEMP, mkdtemp_sources
 from ms_fmk_transplt.distributed.survey import Loader, Survey, survey
+from ms_fmk_transplt.distributed.target import check_target
 from ms_fmk_transplt.records import Finding, Operation
 
 INSERT, MODIFY, DELETE, CHECK = Operation.INSERT, Operation.MODIFY, Operation.DELETE, Operation.CHECK
@@ -34,10 +36,12 @@ class Distributed:
 
 
 def distribute_source(source: str, main: str = "main.py", model: str | None = None) -> Distributed:
-    """Rewrite `source` (the script `main`) for torchrun; `model` names the variable to wrap in DDP."""
+    """Rewrite `source` (the script `main`) for torchrun; `model` names the variable to wrap in DDP
+    (TargetModelError when the script assigns no such variable)."""
     wrapper = MetadataWrapper(cst.parse_module(source))
     rules = policy()
     found = survey(wrapper, rules)
+    check_target(found, model)
     planner = _Planner(found, rules, wrapper.resolve(PositionProvider), main)
     plan = planner.plan(model)
     findings = tuple(sorted(plan.findings, key=lambda f: (f.start_line, f.rule_id)))
@@ -60,6 +64,7 @@ class _Planner:
         self.found, self.rules, self.positions, self.main = found, rules, positions, main
         self.plan_ = Plan()
         self.names = snippets.Names.avoiding(found.bound)
+        self.shared_helper: str | None = None
 
     def lines(self, node: cst.CSTNode) -> tuple[int, int]:
         where = self.positions[node]
@@ -198,9 +203,9 @@ class _Planner:
             if model is None:
                 self.report("DS101", CHECK, found.setup_anchor)
                 return
-        anchor = self._model_anchor(model) if model in found.assigned_at else None
+        anchor = self._model_anchor(model)  # assigned: check_target and the choice above see to it
         if anchor is None:
-            self.report("DS110", CHECK, found.setup_anchor, model=model, main=self.main)
+            self.report("DS101", CHECK, found.setup_anchor)
             return
         after = " and amp.initialize" if found.amp_initialize else ""
         self.plan_.after.setdefault(id(anchor), []).extend(
@@ -268,6 +273,20 @@ class _Planner:
             seen.add(id(anchor))
             self.plan_.before.setdefault(id(anchor), []).extend(snippets.statements(snippets.BARRIER))
             self.report("DS009", INSERT, call, what="torch.load")
+            self._share_folders(path, call)
+
+    def _share_folders(self, path: tuple[cst.BaseStatement, ...], load: cst.Call) -> None:
+        """The per-rank temporary folders a loaded file may be in, made on rank 0 for every rank."""
+        for made in mkdtemp_sources(self.found, path, load):
+            if id(made) in self.plan_.calls:
+                continue
+            if self.shared_helper is None:
+                self.shared_helper = self._fresh("msft_on_rank_zero")
+                anchor = self.found.setup_anchor
+                assert anchor is not None  # plan() stops before the rank-0 pass without one
+                self.plan_.after.setdefault(id(anchor), []).extend(snippets.shared(self.shared_helper))
+            self.plan_.calls[id(made)] = snippets.on_rank_zero(self.shared_helper, made)
+            self.report("DS011", MODIFY, made, name=MKDTEMP)
 
     def _finish(self) -> None:
         self.plan_.append.extend(snippets.statements(snippets.DESTROY))

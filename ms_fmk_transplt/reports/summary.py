@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ms_fmk_transplt.analysis import Issue
+from ms_fmk_transplt.analysis import Issue, notes
 from ms_fmk_transplt.records import RunResult, Support
 
 SUPPORT_KIND = "ApiSupportRule"  # the kind whose findings are the release lists' verdicts
@@ -114,6 +114,11 @@ def headline(
     apis = by_api(found)
     uses = sum(row.uses for row in apis)
     rows.append(("to check on the NPU", f"{_n(len(apis), 'API')} in {_n(uses, 'place')}" if apis else "none"))
+    left = notes(run)
+    if left:
+        rows.append(
+            ("notes to read", f"{_n(len(left), 'note')} on what the conversion left to you (sheet Notes)")
+        )
     supported = sum(r.supported for r in run.files)
     by_kernel = sum(r.supported_by_kernel for r in run.files)
     rows.append(("supported uses (counted)", f"{supported} by the lists, {by_kernel} by an NPU kernel alone"))

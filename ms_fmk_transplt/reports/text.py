@@ -7,8 +7,8 @@ import json
 from collections import Counter
 
 from ms_fmk_transplt import __version__
-from ms_fmk_transplt.analysis import issues, status_of
-from ms_fmk_transplt.records import Finding, Operation, RunResult, Status
+from ms_fmk_transplt.analysis import is_change, issues, notes, status_of
+from ms_fmk_transplt.records import Finding, RunResult, Status
 from ms_fmk_transplt.reports.csv_cells import csv_text
 from ms_fmk_transplt.reports.summary import blocking, checks, headline
 
@@ -63,11 +63,16 @@ def log_body(run: RunResult) -> bytes:
     out.write("\n== changes ==\n")
     for result in run.files:
         for f in result.findings:
-            if f.operation not in (Operation.UNSUPPORTED, Operation.CHECK):
+            if is_change(f):
                 out.write(_line(result.path, f, f.operation.value))
     out.write("\n== to check on the NPU (partial or not verified) ==\n")
     for issue in checks(found):
         out.write(_line(issue.path, issue.finding, issue.status.value))
+    out.write("\n== notes (what the conversion left to you) ==\n")
+    for path, f in notes(run):
+        out.write(_line(path, f, "NOTE"))
+        if f.suggestion:
+            out.write(f"    what to do: {f.suggestion}\n")
     out.write("\n== skipped files ==\n")
     for result in run.files:
         if result.status is Status.SKIPPED:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ms_fmk_transplt.records import Operation, RunResult, Status
+from ms_fmk_transplt.records import RunResult, Status
 from ms_fmk_transplt.reports.spreadsheet import MAX_ROWS, Workbook
 from ms_fmk_transplt.reports.summary import blocking, by_api, headline
 from ms_fmk_transplt.reports.text import totals
@@ -71,14 +71,16 @@ CHECK_HEADER = [
 ]
 RUNTIME_HEADER = ["Op", "Calls", "Status", "Unsupported dtypes", "First call site"]
 CHANGES_HEADER = ["File", "Start Line", "End Line", "Operation", "Rule", "Message", "Heuristic"]
+NOTES_HEADER = ["File", "Start Line", "End Line", "Rule", "Message", "What to do"]
 
 
 def unsupported_xlsx(run: RunResult) -> bytes:
     """Sheets: Summary (read first), Unsupported (what will not run, one row per use, by file and
-    line), Check on NPU (partial and not verified, one row per API), Changes (every rewrite), and
-    Runtime ops when a runtime operator-check report was merged in."""
+    line), Check on NPU (partial and not verified, one row per API), Changes (every rewrite), Notes
+    (findings that are neither, when there are any) and Runtime ops when a runtime operator-check
+    report was merged in."""
     from ms_fmk_transplt import __version__
-    from ms_fmk_transplt.analysis import issues
+    from ms_fmk_transplt.analysis import is_change, issues, notes
 
     found = issues(run)
     tables: dict[str, list] = {
@@ -117,10 +119,14 @@ def unsupported_xlsx(run: RunResult) -> bytes:
             (r.path, f.start_line, f.end_line, f.operation.value, f.rule_id, f.message, f.heuristic)
             for r in run.files
             for f in r.findings
-            if f.operation not in (Operation.UNSUPPORTED, Operation.CHECK)
+            if is_change(f)
         ],
     }
     headers = {"Unsupported": UNSUPPORTED_HEADER, "Check on NPU": CHECK_HEADER, "Changes": CHANGES_HEADER}
+    left = notes(run)
+    if left:  # what the conversion could not do for the user (the distributed mode's DS1xx)
+        tables["Notes"] = [(p, f.start_line, f.end_line, f.rule_id, f.message, f.suggestion) for p, f in left]
+        headers["Notes"] = NOTES_HEADER
     if run.runtime_report:  # the run-time evidence beside the static findings; no ops is news too
         tables["Runtime ops"] = [
             (o.op, o.count, o.status, o.unsupported_dtypes, o.first_call_site) for o in run.runtime_ops

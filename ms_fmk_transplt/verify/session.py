@@ -173,6 +173,10 @@ def _converted_script(
         result = convert_project(options)
     except UsageError as exc:
         raise VerifyError(str(exc)) from None
+    entry = relative.as_posix()
+    for failed in result.failed:
+        if failed.path == entry:  # running its unchanged copy would prove nothing about the port
+            raise VerifyError(f"conversion failed: {script}: {failed.reason}")
     notes = tuple(f"not converted: {r.path}: {r.reason}" for r in result.failed)
     converted = Path(result.output_root) / relative
     if not converted.is_file():
