@@ -1,16 +1,18 @@
 """Command line: `ms_fmk_transplt -i SRC -o OUT [-r rules.json]`, `ms_fmk_transplt analyse`,
 `ms_fmk_transplt -i SRC -o OUT distributed -m MAIN`, `ms_fmk_transplt rules list`.
 
-Exit codes: 0 success; 1 some files could not be converted or analysed (each named in the log);
-2 usage, rule-file or baseline error; 3 with --strict, the code uses APIs Ascend does not support;
-4 with --fail-on, the gate found issues at or above its level that are neither suppressed nor in
-the baseline.
+Exit codes: 0 success; 1 some files could not be converted, analysed or read (each named in the
+log); 2 usage, rule-file or baseline error, or an output that cannot be written; 3 with --strict,
+the code uses APIs Ascend does not support; 4 with --fail-on, the gate found issues at or above its
+level that are neither suppressed nor in the baseline.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -537,9 +539,26 @@ class _Gate:
             except BaselineError as exc:
                 _fail(str(exc))
         for target in (report, write_baseline):
-            if target is not None and str(target) != "-" and not target.parent.is_dir():
-                _fail(f"cannot write {target}: folder {target.parent} does not exist")
+            if target is not None and str(target) != "-":
+                problem = _unwritable(target)
+                if problem:
+                    _fail(f"cannot write {target}: {problem}")
         return gate
+
+
+def _unwritable(target: Path) -> str:
+    """Why `target` cannot be written, found before any work is done ("" when it can)."""
+    if not target.parent.is_dir():
+        return f"folder {target.parent} does not exist"
+    if target.is_dir():
+        return "it is a folder"
+    try:  # a file made and removed at once: permissions, a read-only or pseudo file system
+        handle, name = tempfile.mkstemp(prefix=f".{target.name}.probe-", dir=target.parent)
+        os.close(handle)
+        os.unlink(name)
+    except OSError as exc:
+        return f"{exc.strerror or exc}"
+    return ""
 
 
 def _finish(run: RunResult, quiet: bool, gate: _Gate, strict: bool) -> None:

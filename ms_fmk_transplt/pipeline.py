@@ -288,21 +288,22 @@ class StreamWriter:
         source, target = self.sources[result.path], self.staging / result.path
         self.folders.make(target.parent)
         if result.output is not None:
-            target.write_bytes(result.output)
-            shutil.copystat(source, target)
+            write_output(source, target, result.output)
             return dataclasses.replace(result, output=None)
-        shutil.copy2(source, target)
-        return result
+        return _copied(result, copy_input(source, target))
 
 
 def write_tree(
     entries: Iterable[Entry], results: Iterable[FileResult], staging: Path, streamed: bool = False
-) -> None:
+) -> list[FileResult]:
     """Mirror the input into `staging`: converted bytes where there are some, copies elsewhere.
 
-    `streamed`: a StreamWriter has already written the Python files.
+    `streamed`: a StreamWriter has already written the Python files. Returns the results, a file
+    that could not be read to be copied marked SKIPPED with the reason.
     """
-    by_path = {r.path: r for r in results}
+    entries = list(entries)
+    results = list(results)
+    index = {r.path: i for i, r in enumerate(results)}
     folders = _Folders()
     for entry in entries:
         target = staging / entry.rel
@@ -315,16 +316,61 @@ def write_tree(
             os.symlink(entry.link, target)
         elif entry.kind in (EntryKind.PYTHON, EntryKind.FILE):
             folders.make(target.parent)
-            result = by_path.get(entry.rel)
-            if result is not None and result.output is not None:
-                target.write_bytes(result.output)
-                shutil.copystat(entry.path, target)
+            at = index.get(entry.rel)
+            if at is None:
+                index[entry.rel], at = len(results), len(results)
+                results.append(FileResult(entry.rel, Status.COPIED))
+            result = results[at]
+            if result.output is not None:
+                write_output(entry.path, target, result.output)
             else:
-                shutil.copy2(entry.path, target)
+                results[at] = _copied(result, copy_input(entry.path, target))
     # directory modes last: a read-only directory must be filled before it is locked
     for entry in entries:
         if entry.kind is EntryKind.DIR:
-            shutil.copystat(entry.path, staging / entry.rel)
+            _copy_metadata(entry.path, staging / entry.rel)
+    return results
+
+
+def copy_input(source: Path, target: Path) -> str | None:
+    """Copy one input file with its mode and times. When the input cannot be read (no permission,
+    gone since it was found) nothing is written and the reason is returned; an output that cannot
+    be written raises."""
+    try:
+        shutil.copy2(source, target)
+    except OSError as exc:
+        if not _about(exc, source):
+            raise
+        with contextlib.suppress(OSError):
+            target.unlink()
+        return f"cannot read file ({exc.strerror})"
+    return None
+
+
+def write_output(source: Path, target: Path, content: bytes) -> None:
+    """Write converted bytes with the source's mode and times (kept as they are if it is gone)."""
+    target.write_bytes(content)
+    _copy_metadata(source, target)
+
+
+def _copy_metadata(source: Path, target: Path) -> None:
+    try:
+        shutil.copystat(source, target)
+    except OSError as exc:
+        if not _about(exc, source):
+            raise
+
+
+def _about(exc: OSError, path: Path) -> bool:
+    """Whether the error is about `path` alone (an input), not about the output it was going to."""
+    return exc.filename is not None and os.fspath(exc.filename) == os.fspath(path) and exc.filename2 is None
+
+
+def _copied(result: FileResult, unreadable: str | None) -> FileResult:
+    """The result of a file once copied: SKIPPED with the reason when it could not be read."""
+    if unreadable is None:
+        return result
+    return dataclasses.replace(result, status=Status.SKIPPED, reason=unreadable, detail="")
 
 
 class Staging:
