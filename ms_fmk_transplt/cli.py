@@ -4,7 +4,7 @@
 Exit codes: 0 success; 1 some files could not be converted, analysed or read (each named in the
 log); 2 usage, rule-file or baseline error, or an output that cannot be written; 3 with --strict,
 the code uses APIs Ascend does not support; 4 with --fail-on, the gate found issues at or above its
-level that are neither suppressed nor in the baseline.
+level that are neither suppressed nor in the baseline; 130 / 143 interrupted (SIGINT / SIGTERM).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from ms_fmk_transplt import __version__, data
+from ms_fmk_transplt import __version__, data, interrupts
 from ms_fmk_transplt.records import Operation, Status
 
 if TYPE_CHECKING:  # rich loads only when something is printed; progress and tables when shown
@@ -98,6 +98,23 @@ def _fail(message: str) -> NoReturn:
     raise click.exceptions.Exit(EXIT_USAGE)
 
 
+def _interrupted(exc: KeyboardInterrupt, message: str) -> NoReturn:
+    """A run ended by Ctrl-C or SIGTERM (its clean-up done): the message, the shell's exit code."""
+    err.print(message)
+    raise click.exceptions.Exit(interrupts.exit_code(exc)) from None
+
+
+class _Group(click.Group):
+    """The command group; Ctrl-C or SIGTERM outside a command's run (while a command sets up or
+    writes its last reports) ends it with the signal's exit code too, not click's "Aborted!" and 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as exc:
+            _interrupted(exc, "interrupted")
+
+
 def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if value:
         click.echo(f"ms_fmk_transplt {__version__}")
@@ -105,6 +122,7 @@ def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> No
 
 
 @click.group(
+    cls=_Group,
     invoke_without_command=True,
     no_args_is_help=True,
     context_settings=CONTEXT,
@@ -205,9 +223,8 @@ def app(
                 run = convert_project(options, progress=progress)
     except UsageError as exc:
         _fail(str(exc))
-    except KeyboardInterrupt:
-        err.print("interrupted: nothing was written")
-        raise click.exceptions.Exit(130) from None
+    except KeyboardInterrupt as exc:
+        _interrupted(exc, "interrupted: nothing was written")
     if diff:
         sys.stdout.write(unified_diff(run))
     _finish(run, quiet, gate, strict)
@@ -286,9 +303,8 @@ def _analyse(
             run = analyse_project(options, sources, folder, progress=progress)
     except UsageError as exc:
         _fail(str(exc))
-    except KeyboardInterrupt:
-        err.print("interrupted")
-        raise click.exceptions.Exit(130) from None
+    except KeyboardInterrupt as exc:
+        _interrupted(exc, "interrupted")
     _finish(run, quiet, gate, strict)
 
 
@@ -373,9 +389,8 @@ def distributed(ctx: click.Context, main: Path | None, model: str | None) -> Non
             run = convert_project(options, progress=progress, stage=stage)
     except UsageError as exc:
         _fail(str(exc))
-    except KeyboardInterrupt:
-        err.print("interrupted: nothing was written")
-        raise click.exceptions.Exit(130) from None
+    except KeyboardInterrupt as exc:
+        _interrupted(exc, "interrupted: nothing was written")
     finally:
         stage.close()
     if not top["quiet"]:
@@ -480,9 +495,8 @@ def verify(
         )
     except VerifyError as exc:
         _fail(str(exc))
-    except KeyboardInterrupt:
-        err.print("interrupted")
-        raise click.exceptions.Exit(130) from None
+    except KeyboardInterrupt as exc:
+        _interrupted(exc, "interrupted")
     lines = text_lines(outcome)
     click.echo(f"result: {outcome.verdict.message}" if quiet else "\n".join(lines))
     if report is not None:
@@ -737,7 +751,8 @@ def rules_doc(output: Path | None) -> None:
 
 def main() -> None:
     """Console-script entry point."""
-    app(prog_name="ms_fmk_transplt")
+    with interrupts.stop_on_signals():
+        app(prog_name="ms_fmk_transplt")
 
 
 if __name__ == "__main__":

@@ -11,12 +11,13 @@ import dataclasses
 import gc
 import os
 import shutil
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ms_fmk_transplt import interrupts
 from ms_fmk_transplt.cache import ResultCache
 from ms_fmk_transplt.discover import Entry, EntryKind
 from ms_fmk_transplt.records import FileResult, Status
@@ -77,6 +78,7 @@ def _relaxed_gc() -> Iterator[None]:
 
 def _init_worker(tables: Tables) -> None:
     global _worker_tables
+    interrupts.as_worker()
     _worker_tables = tables
     gc.freeze()  # a worker process lives for the conversion only
     gc.set_threshold(*GC_THRESHOLDS)
@@ -167,13 +169,15 @@ def map_files(
         big = sum(size for _, _, size in sized) >= PARALLEL_MIN_BYTES
         jobs = (os.cpu_count() or 1) if big else 1
     jobs = max(1, min(jobs, len(sized)))
-    for result in _results(sized, source, jobs):
-        if cache is not None and result.path in keys:
-            cache.put(keys[result.path], result)
-        converted[result.path] = sink(result) if sink else result
-        done += 1
-        if progress:
-            progress(done, total, result.path)
+    # closed at once when the loop ends early (an interrupt, an output error): the workers stop then
+    with contextlib.closing(_results(sized, source, jobs)) as stream:
+        for result in stream:
+            if cache is not None and result.path in keys:
+                cache.put(keys[result.path], result)
+            converted[result.path] = sink(result) if sink else result
+            done += 1
+            if progress:
+                progress(done, total, result.path)
     results = []
     for entry in entries:
         if entry.kind is EntryKind.PYTHON:
@@ -210,27 +214,46 @@ class _InProcess(Executor):
         return future
 
 
-def _results(files: list[tuple[str, str, int]], source: TableSource, jobs: int) -> Iterator[FileResult]:
+def _results(
+    files: list[tuple[str, str, int]], source: TableSource, jobs: int
+) -> Generator[FileResult, None, None]:
     """Each file's result as soon as its chunk is done, from worker processes or, for one job,
     from this process."""
     if not files:
         return
     tables = source.get()
-    pool: Executor = (
-        _InProcess(tables)
-        if jobs <= 1
-        else ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(tables,))
-    )
-    with pool:
-        if jobs <= 1:  # converted lazily, one chunk per file: results stream as in the parallel case
-            for rel, path, _ in files:
-                with _relaxed_gc():
-                    chunk = pool.submit(_convert_chunk, [(rel, path)]).result()
-                yield from chunk
-            return
-        futures = [pool.submit(_convert_chunk, chunk) for chunk in _chunks(files, jobs)]
+    if jobs <= 1:  # converted lazily, one chunk per file: results stream as in the parallel case
+        one = _InProcess(tables)
+        for rel, path, _ in files:
+            with _relaxed_gc():
+                chunk = one.submit(_convert_chunk, [(rel, path)]).result()
+            yield from chunk
+        return
+    pool = ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(tables,))
+    try:
+        with interrupts.held():  # the workers are forked by the first submit
+            futures = [pool.submit(_convert_chunk, chunk) for chunk in _chunks(files, jobs)]
         for future in as_completed(futures):
             yield from future.result()
+    except BaseException:  # an interrupt, or the consumer stopped: don't wait for the chunks left
+        _stop_now(pool)
+        raise
+    pool.shutdown()
+
+
+def _stop_now(pool: ProcessPoolExecutor) -> None:
+    """Cancel the chunks not started and end the workers at once (`shutdown` waits for the running ones)."""
+    # the executor's own table of its processes (3.14 adds terminate_workers, which does this)
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        with contextlib.suppress(Exception):
+            worker.terminate()
+    for worker in workers:
+        worker.join(timeout=2)
+        if worker.is_alive():
+            worker.kill()
+            worker.join(timeout=2)
 
 
 TEXT_SCAN_MAX_BYTES = 1 << 20
