@@ -1,15 +1,17 @@
 """Command line: `ms_fmk_transplt -i SRC -o OUT [-r rules.json]`, `ms_fmk_transplt analyse`,
 `ms_fmk_transplt -i SRC -o OUT distributed -m MAIN`, `ms_fmk_transplt rules list`.
 
-Exit codes: 0 success; 1 some files could not be converted or analysed (each named in the log);
-2 usage, rule-file or baseline error; 3 with --strict, the code uses APIs Ascend does not support;
-4 with --fail-on, the gate found issues at or above its level that are neither suppressed nor in
-the baseline.
+Exit codes: 0 success; 1 some files could not be converted, analysed or read (each named in the
+log); 2 usage, rule-file or baseline error, or an output that cannot be written; 3 with --strict,
+the code uses APIs Ascend does not support; 4 with --fail-on, the gate found issues at or above its
+level that are neither suppressed nor in the baseline; 130 / 143 interrupted (SIGINT / SIGTERM).
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from ms_fmk_transplt import __version__, data
+from ms_fmk_transplt import __version__, data, interrupts
 from ms_fmk_transplt.records import Operation, Status
 from ms_fmk_transplt.terminal import labelled, stderr
 
@@ -91,6 +93,23 @@ def _fail(message: str) -> NoReturn:
     raise click.exceptions.Exit(EXIT_USAGE)
 
 
+def _interrupted(exc: KeyboardInterrupt, message: str) -> NoReturn:
+    """A run ended by Ctrl-C or SIGTERM (its clean-up done): the message, the shell's exit code."""
+    err.print(message)
+    raise click.exceptions.Exit(interrupts.exit_code(exc)) from None
+
+
+class _Group(click.Group):
+    """The command group; Ctrl-C or SIGTERM outside a command's run (while a command sets up or
+    writes its last reports) ends it with the signal's exit code too, not click's "Aborted!" and 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as exc:
+            _interrupted(exc, "interrupted")
+
+
 def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if value:
         click.echo(f"ms_fmk_transplt {__version__}")
@@ -98,6 +117,7 @@ def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> No
 
 
 @click.group(
+    cls=_Group,
     invoke_without_command=True,
     no_args_is_help=True,
     context_settings=CONTEXT,
@@ -200,9 +220,8 @@ def app(
                 run = convert_project(options, progress=progress)
     except UsageError as exc:
         _fail(str(exc))
-    except KeyboardInterrupt:
-        err.print("interrupted: nothing was written")
-        raise click.exceptions.Exit(130) from None
+    except KeyboardInterrupt as exc:
+        _interrupted(exc, "interrupted: nothing was written")
     if diff:
         sys.stdout.write(unified_diff(run))
     _finish(run, quiet, gate, strict)
@@ -281,9 +300,8 @@ def _analyse(
             run = analyse_project(options, sources, folder, progress=progress)
     except UsageError as exc:
         _fail(str(exc))
-    except KeyboardInterrupt:
-        err.print("interrupted")
-        raise click.exceptions.Exit(130) from None
+    except KeyboardInterrupt as exc:
+        _interrupted(exc, "interrupted")
     _finish(run, quiet, gate, strict)
 
 
@@ -368,9 +386,8 @@ def distributed(ctx: click.Context, main: Path | None, model: str | None) -> Non
             run = convert_project(options, progress=progress, stage=stage)
     except UsageError as exc:
         _fail(str(exc))
-    except KeyboardInterrupt:
-        err.print("interrupted: nothing was written")
-        raise click.exceptions.Exit(130) from None
+    except KeyboardInterrupt as exc:
+        _interrupted(exc, "interrupted: nothing was written")
     finally:
         stage.close()
     if not top["quiet"]:
@@ -473,9 +490,8 @@ def verify(
         )
     except VerifyError as exc:
         _fail(str(exc))
-    except KeyboardInterrupt:
-        err.print("interrupted")
-        raise click.exceptions.Exit(130) from None
+    except KeyboardInterrupt as exc:
+        _interrupted(exc, "interrupted")
     lines = text_lines(outcome)
     json_on_stdout = report is not None and str(report) == "-"
     # stdout holds one thing: the JSON report when it goes there, else the text report
@@ -625,6 +641,12 @@ def _check_writable(path: Path) -> None:
         folder = folder.parent
     if not folder.is_dir():
         _fail(f"cannot write {path}: {folder} is not a folder")
+    try:  # a file made and removed at once: permissions, a read-only or pseudo file system
+        handle, name = tempfile.mkstemp(prefix=f".{path.name}.probe-", dir=folder)
+        os.close(handle)
+        os.unlink(name)
+    except OSError as exc:
+        _fail(f"cannot write {path}: {exc.strerror or exc}")
 
 
 def _write(path: Path, content: bytes) -> None:
@@ -763,7 +785,8 @@ def rules_doc(output: Path | None) -> None:
 
 def main() -> None:
     """Console-script entry point."""
-    app(prog_name="ms_fmk_transplt")
+    with interrupts.stop_on_signals():
+        app(prog_name="ms_fmk_transplt")
 
 
 if __name__ == "__main__":

@@ -92,7 +92,10 @@ def discover(source: Path, exclude: tuple[Path, ...] = (), left_out: list[str] |
         except OSError as exc:
             entries.append(
                 Entry(
-                    prefix or ".", EntryKind.SKIP, directory, reason=f"cannot list directory ({exc.strerror})"
+                    prefix.rstrip("/") or ".",
+                    EntryKind.SKIP,
+                    directory,
+                    reason=f"cannot list directory ({exc.strerror})",
                 )
             )
             continue
@@ -115,7 +118,11 @@ def discover(source: Path, exclude: tuple[Path, ...] = (), left_out: list[str] |
                 kind = EntryKind.PYTHON if child.name.endswith(".py") else EntryKind.FILE
                 entries.append(Entry(rel, kind, path))
             else:
-                mode = child.stat(follow_symlinks=False).st_mode
+                try:
+                    mode = child.stat(follow_symlinks=False).st_mode
+                except OSError as exc:  # gone since the folder was listed
+                    entries.append(Entry(rel, EntryKind.SKIP, path, reason=f"cannot read ({exc.strerror})"))
+                    continue
                 what = (
                     "FIFO"
                     if stat.S_ISFIFO(mode)

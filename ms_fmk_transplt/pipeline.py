@@ -11,12 +11,13 @@ import dataclasses
 import gc
 import os
 import shutil
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ms_fmk_transplt import interrupts
 from ms_fmk_transplt.cache import ResultCache
 from ms_fmk_transplt.discover import Entry, EntryKind
 from ms_fmk_transplt.records import FileResult, Status
@@ -93,6 +94,7 @@ def _collector_paused() -> Iterator[None]:
 
 def _init_worker(tables: Tables) -> None:
     global _worker_tables
+    interrupts.as_worker()
     _worker_tables = tables
     gc.freeze()  # a worker process lives for the conversion only
     gc.set_threshold(*GC_THRESHOLDS)
@@ -184,13 +186,15 @@ def map_files(
         big = sum(size for _, _, size in sized) >= PARALLEL_MIN_BYTES
         jobs = (os.cpu_count() or 1) if big else 1
     jobs = max(1, min(jobs, len(sized)))
-    for result in _results(sized, source, jobs):
-        if cache is not None and result.path in keys:
-            cache.put(keys[result.path], result)
-        converted[result.path] = sink(result) if sink else result
-        done += 1
-        if progress:
-            progress(done, total, result.path)
+    # closed at once when the loop ends early (an interrupt, an output error): the workers stop then
+    with contextlib.closing(_results(sized, source, jobs)) as stream:
+        for result in stream:
+            if cache is not None and result.path in keys:
+                cache.put(keys[result.path], result)
+            converted[result.path] = sink(result) if sink else result
+            done += 1
+            if progress:
+                progress(done, total, result.path)
     results = []
     for entry in entries:
         if entry.kind is EntryKind.PYTHON:
@@ -227,27 +231,46 @@ class _InProcess(Executor):
         return future
 
 
-def _results(files: list[tuple[str, str, int]], source: TableSource, jobs: int) -> Iterator[FileResult]:
+def _results(
+    files: list[tuple[str, str, int]], source: TableSource, jobs: int
+) -> Generator[FileResult, None, None]:
     """Each file's result as soon as its chunk is done, from worker processes or, for one job,
     from this process."""
     if not files:
         return
     tables = source.get()
-    pool: Executor = (
-        _InProcess(tables)
-        if jobs <= 1
-        else ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(tables,))
-    )
-    with pool:
-        if jobs <= 1:  # converted lazily, one chunk per file: results stream as in the parallel case
-            for rel, path, _ in files:
-                with _relaxed_gc():
-                    chunk = pool.submit(_convert_chunk, [(rel, path)]).result()
-                yield from chunk
-            return
-        futures = [pool.submit(_convert_chunk, chunk) for chunk in _chunks(files, jobs)]
+    if jobs <= 1:  # converted lazily, one chunk per file: results stream as in the parallel case
+        one = _InProcess(tables)
+        for rel, path, _ in files:
+            with _relaxed_gc():
+                chunk = one.submit(_convert_chunk, [(rel, path)]).result()
+            yield from chunk
+        return
+    pool = ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(tables,))
+    try:
+        with interrupts.held():  # the workers are forked by the first submit
+            futures = [pool.submit(_convert_chunk, chunk) for chunk in _chunks(files, jobs)]
         for future in as_completed(futures):
             yield from future.result()
+    except BaseException:  # an interrupt, or the consumer stopped: don't wait for the chunks left
+        _stop_now(pool)
+        raise
+    pool.shutdown()
+
+
+def _stop_now(pool: ProcessPoolExecutor) -> None:
+    """Cancel the chunks not started and end the workers at once (`shutdown` waits for the running ones)."""
+    # the executor's own table of its processes (3.14 adds terminate_workers, which does this)
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        with contextlib.suppress(Exception):
+            worker.terminate()
+    for worker in workers:
+        worker.join(timeout=2)
+        if worker.is_alive():
+            worker.kill()
+            worker.join(timeout=2)
 
 
 TEXT_SCAN_MAX_BYTES = 1 << 20
@@ -305,21 +328,22 @@ class StreamWriter:
         source, target = self.sources[result.path], self.staging / result.path
         self.folders.make(target.parent)
         if result.output is not None:
-            target.write_bytes(result.output)
-            shutil.copystat(source, target)
+            write_output(source, target, result.output)
             return dataclasses.replace(result, output=None)
-        shutil.copy2(source, target)
-        return result
+        return _copied(result, copy_input(source, target))
 
 
 def write_tree(
     entries: Iterable[Entry], results: Iterable[FileResult], staging: Path, streamed: bool = False
-) -> None:
+) -> list[FileResult]:
     """Mirror the input into `staging`: converted bytes where there are some, copies elsewhere.
 
-    `streamed`: a StreamWriter has already written the Python files.
+    `streamed`: a StreamWriter has already written the Python files. Returns the results, a file
+    that could not be read to be copied marked SKIPPED with the reason.
     """
-    by_path = {r.path: r for r in results}
+    entries = list(entries)
+    results = list(results)
+    index = {r.path: i for i, r in enumerate(results)}
     folders = _Folders()
     for entry in entries:
         target = staging / entry.rel
@@ -332,16 +356,61 @@ def write_tree(
             os.symlink(entry.link, target)
         elif entry.kind in (EntryKind.PYTHON, EntryKind.FILE):
             folders.make(target.parent)
-            result = by_path.get(entry.rel)
-            if result is not None and result.output is not None:
-                target.write_bytes(result.output)
-                shutil.copystat(entry.path, target)
+            at = index.get(entry.rel)
+            if at is None:
+                index[entry.rel], at = len(results), len(results)
+                results.append(FileResult(entry.rel, Status.COPIED))
+            result = results[at]
+            if result.output is not None:
+                write_output(entry.path, target, result.output)
             else:
-                shutil.copy2(entry.path, target)
+                results[at] = _copied(result, copy_input(entry.path, target))
     # directory modes last: a read-only directory must be filled before it is locked
     for entry in entries:
         if entry.kind is EntryKind.DIR:
-            shutil.copystat(entry.path, staging / entry.rel)
+            _copy_metadata(entry.path, staging / entry.rel)
+    return results
+
+
+def copy_input(source: Path, target: Path) -> str | None:
+    """Copy one input file with its mode and times. When the input cannot be read (no permission,
+    gone since it was found) nothing is written and the reason is returned; an output that cannot
+    be written raises."""
+    try:
+        shutil.copy2(source, target)
+    except OSError as exc:
+        if not _about(exc, source):
+            raise
+        with contextlib.suppress(OSError):
+            target.unlink()
+        return f"cannot read file ({exc.strerror})"
+    return None
+
+
+def write_output(source: Path, target: Path, content: bytes) -> None:
+    """Write converted bytes with the source's mode and times (kept as they are if it is gone)."""
+    target.write_bytes(content)
+    _copy_metadata(source, target)
+
+
+def _copy_metadata(source: Path, target: Path) -> None:
+    try:
+        shutil.copystat(source, target)
+    except OSError as exc:
+        if not _about(exc, source):
+            raise
+
+
+def _about(exc: OSError, path: Path) -> bool:
+    """Whether the error is about `path` alone (an input), not about the output it was going to."""
+    return exc.filename is not None and os.fspath(exc.filename) == os.fspath(path) and exc.filename2 is None
+
+
+def _copied(result: FileResult, unreadable: str | None) -> FileResult:
+    """The result of a file once copied: SKIPPED with the reason when it could not be read."""
+    if unreadable is None:
+        return result
+    return dataclasses.replace(result, status=Status.SKIPPED, reason=unreadable, detail="")
 
 
 class Staging:

@@ -13,8 +13,9 @@ import hashlib
 import os
 import pickle
 import posixpath
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -239,6 +240,36 @@ def _left_out_notes(left_out: list[str]) -> list[str]:
     return [f"{rel}: output of an earlier ms_fmk_transplt run, not converted again" for rel in left_out]
 
 
+@contextlib.contextmanager
+def writing_to(folder: Path) -> Iterator[None]:
+    """Make `folder` (and its missing parents) for a run's output; an error writing there is a
+    UsageError naming it, and the folders made are removed again when the run does not finish."""
+    made = [p for p in (folder, *folder.parents) if not p.exists() and not p.is_symlink()]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        _probe(folder)  # before the work, not after it
+        yield
+    except OSError as exc:
+        _remove_empty(made)
+        raise UsageError(f"cannot write output folder {folder}: {exc.strerror or exc}") from None
+    except BaseException:
+        _remove_empty(made)
+        raise
+
+
+def _probe(folder: Path) -> None:
+    """Raise OSError unless a file can be made in `folder`."""
+    handle, name = tempfile.mkstemp(prefix=".ms_fmk_transplt-probe-", dir=folder)
+    os.close(handle)
+    os.unlink(name)
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    for made in folders:  # deepest first
+        with contextlib.suppress(OSError):
+            made.rmdir()
+
+
 def _rule_table(rules: list) -> tuple[tuple[str, str, str], ...]:
     return tuple((r.id, r.kind, r.summary) for r in rules)
 
@@ -252,51 +283,52 @@ def convert_project(
     runtime = _runtime(options)
     release, rules, tables, cache = _prepare(options, warnings)
     final = _check_paths(options)
-    options.output.mkdir(parents=True, exist_ok=True)
     left_out: list[str] = []
-    entries = apply_excludes(
-        discover(options.source, exclude=(options.output, final), left_out=left_out), tuple(options.exclude)
-    )
-    warnings.extend(_left_out_notes(left_out))
-    warnings.extend(filter(None, [no_python_notice(entries, str(options.source))]))
-    if stage is not None:
-        entries = stage.inputs(entries)
-    staging = Staging(final, force=options.force)
-    with staging as folder:
-        sink = StreamWriter(entries, folder)
-        results = map_files(entries, tables, jobs=options.jobs, progress=progress, cache=cache, sink=sink)
-        if stage is not None:
-            results = stage.results(results)
-        taken = {e.rel for e in entries}
-        write_tree(entries, results, folder, streamed=True)
-        for name, content, executable in stage.files() if stage is not None else ():
-            if name in taken:
-                stem, _, suffix = name.rpartition(".")
-                warnings.append(f"input has a file named {name}; written as {stem}.msft.{suffix}")
-                name = f"{stem}.msft.{suffix}"
-            (folder / name).write_bytes(content)
-            if executable:
-                (folder / name).chmod(0o755)
-        run = RunResult(
-            input_root=str(options.source),
-            output_root=str(final),
-            files=tuple(results),
-            rule_files=tuple(str(p) for p in options.rule_files),
-            release=release,
-            seconds=time.perf_counter() - started,
-            rules=_rule_table(rules),
-            left_out=tuple(left_out),
-            **runtime,
+    with writing_to(options.output):
+        entries = apply_excludes(
+            discover(options.source, exclude=(options.output, final), left_out=left_out),
+            tuple(options.exclude),
         )
-        kept = _Kept(cache, run) if cache is not None else None
-        for report, writer in REPORTS.items():
-            name = report
-            if name in taken:  # the project has a file of that name: keep it, rename the report
-                stem, _, suffix = name.rpartition(".")
-                warnings.append(f"input has a file named {name}; report written as {stem}.msft.{suffix}")
-                name = f"{stem}.msft.{suffix}"
-            (folder / name).write_bytes(_report(report, writer, run, kept))
-        staging.commit()
+        warnings.extend(_left_out_notes(left_out))
+        warnings.extend(filter(None, [no_python_notice(entries, str(options.source))]))
+        if stage is not None:
+            entries = stage.inputs(entries)
+        staging = Staging(final, force=options.force)
+        with staging as folder:
+            sink = StreamWriter(entries, folder)
+            results = map_files(entries, tables, jobs=options.jobs, progress=progress, cache=cache, sink=sink)
+            if stage is not None:
+                results = stage.results(results)
+            taken = {e.rel for e in entries}
+            results = write_tree(entries, results, folder, streamed=True)
+            for name, content, executable in stage.files() if stage is not None else ():
+                if name in taken:
+                    stem, _, suffix = name.rpartition(".")
+                    warnings.append(f"input has a file named {name}; written as {stem}.msft.{suffix}")
+                    name = f"{stem}.msft.{suffix}"
+                (folder / name).write_bytes(content)
+                if executable:
+                    (folder / name).chmod(0o755)
+            run = RunResult(
+                input_root=str(options.source),
+                output_root=str(final),
+                files=tuple(results),
+                rule_files=tuple(str(p) for p in options.rule_files),
+                release=release,
+                seconds=time.perf_counter() - started,
+                rules=_rule_table(rules),
+                left_out=tuple(left_out),
+                **runtime,
+            )
+            kept = _Kept(cache, run) if cache is not None else None
+            for report, writer in REPORTS.items():
+                name = report
+                if name in taken:  # the project has a file of that name: keep it, rename the report
+                    stem, _, suffix = name.rpartition(".")
+                    warnings.append(f"input has a file named {name}; report written as {stem}.msft.{suffix}")
+                    name = f"{stem}.msft.{suffix}"
+                (folder / name).write_bytes(_report(report, writer, run, kept))
+            staging.commit()
     if cache is not None:
         cache.close()
     return dataclasses.replace(run, warnings=tuple(warnings))
@@ -372,44 +404,60 @@ def analyse_project(
     if report_folder is not None and report_folder.exists() and not report_folder.is_dir():
         raise UsageError(f"output is not a directory: {report_folder}")
     left_out: list[str] = []
-    root, entries = _entries(sources, tuple(options.exclude), file_by_name, left_out)
-    warnings.extend(_left_out_notes(left_out))
-    warnings.extend(filter(None, [no_python_notice(entries, ", ".join(str(s) for s in sources))]))
+    with writing_to(report_folder) if report_folder is not None else contextlib.nullcontext():
+        root, entries = _entries(sources, tuple(options.exclude), file_by_name, left_out)
+        warnings.extend(_left_out_notes(left_out))
+        warnings.extend(filter(None, [no_python_notice(entries, ", ".join(str(s) for s in sources))]))
 
-    def drop_output(result: FileResult) -> FileResult:
-        return result if keep_output or result.output is None else dataclasses.replace(result, output=None)
+        def drop_output(result: FileResult) -> FileResult:
+            return (
+                result if keep_output or result.output is None else dataclasses.replace(result, output=None)
+            )
 
-    results = map_files(entries, tables, jobs=options.jobs, progress=progress, cache=cache, sink=drop_output)
-    run = RunResult(
-        input_root=root,
-        output_root=str(report_folder) if report_folder is not None else "",
-        files=tuple(results),
-        rule_files=tuple(str(p) for p in options.rule_files),
-        release=release,
-        seconds=time.perf_counter() - started,
-        rules=_rule_table(rules),
-        left_out=tuple(left_out),
-        **runtime,
-    )
-    if report_folder is not None:
-        report_folder.mkdir(parents=True, exist_ok=True)
-        kept = _Kept(cache, run) if cache is not None else None
-        for name, writer in ANALYSIS_REPORTS.items():
-            write_atomically(report_folder / name, _report(name, writer, run, kept))
+        results = map_files(
+            entries, tables, jobs=options.jobs, progress=progress, cache=cache, sink=drop_output
+        )
+        run = RunResult(
+            input_root=root,
+            output_root=str(report_folder) if report_folder is not None else "",
+            files=tuple(results),
+            rule_files=tuple(str(p) for p in options.rule_files),
+            release=release,
+            seconds=time.perf_counter() - started,
+            rules=_rule_table(rules),
+            left_out=tuple(left_out),
+            **runtime,
+        )
+        if report_folder is not None:
+            kept = _Kept(cache, run) if cache is not None else None
+            write_all_atomically(
+                {
+                    report_folder / name: _report(name, writer, run, kept)
+                    for name, writer in ANALYSIS_REPORTS.items()
+                }
+            )
     if cache is not None:
         cache.close()
     return dataclasses.replace(run, warnings=tuple(warnings))
 
 
+def write_all_atomically(files: dict[Path, bytes]) -> None:
+    """Write every file whole, or (as far as a rename can fail) none of them."""
+    partials = {path: path.with_name(f".{path.name}.{os.getpid()}.partial") for path in files}
+    try:
+        for path, content in files.items():
+            partials[path].write_bytes(content)
+        for path, partial in partials.items():
+            os.replace(partial, path)
+    finally:
+        for partial in partials.values():
+            with contextlib.suppress(FileNotFoundError):
+                partial.unlink()
+
+
 def write_atomically(path: Path, content: bytes) -> None:
     """Write `path` whole or not at all (a temporary file beside it, renamed into place)."""
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    try:
-        partial.write_bytes(content)
-        os.replace(partial, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            partial.unlink()
+    write_all_atomically({path: content})
 
 
 def unified_diff(run: RunResult) -> str:

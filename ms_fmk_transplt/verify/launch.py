@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ms_fmk_transplt.interrupts import Terminated
+
 # Lines a CPU-only torch prints when a script insists on CUDA (or NCCL, CUDA's collectives).
 NEEDS_CUDA_MARKERS = (
     "Torch not compiled with CUDA enabled",
@@ -206,10 +208,6 @@ def _tail(path: Path) -> str:
             return fh.read().decode("utf-8", errors="replace")
     except OSError:
         return ""
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (a CI job's timeout) while a run was going: handled like Ctrl-C."""
 
 
 @contextlib.contextmanager
