@@ -80,9 +80,9 @@ def _relaxed_gc() -> Iterator[None]:
 def _collector_paused() -> Iterator[None]:
     """No cyclic collection while one file converts. Its libcst tree and the rewriter's records are
     hundreds of thousands of objects per MB, freed by reference counting when the file is done
-    (the engine closes the rewriter), so a collection in between walks them for nothing: 16-19 %
-    of a file's CPU at 0.1 and 5 MB alike (docs/benchmarks.md). What one file leaves for the
-    collector is collected after it."""
+    (the engine closes the rewriter), so a collection in between walks them for nothing: ~20 %
+    of the time of a 1-5 MB file, a few % of a small one (docs/benchmarks.md). What one file
+    leaves for the collector is collected after it."""
     paused = gc.isenabled()
     gc.disable()
     try:
