@@ -9,9 +9,7 @@ level that are neither suppressed nor in the baseline; 130 / 143 interrupted (SI
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -498,8 +496,7 @@ def verify(
     click.echo(f"result: {outcome.verdict.message}" if quiet else "\n".join(lines), err=json_on_stdout)
     if report is not None:
         if json_on_stdout:
-            sys.stdout.buffer.write(json_document(outcome))
-            sys.stdout.flush()
+            _to_stdout(json_document(outcome))
         else:
             _write(report, json_document(outcome))
     raise click.exceptions.Exit(outcome.verdict.exit_code)
@@ -589,22 +586,20 @@ def _finish(run: RunResult, quiet: bool, gate: _Gate, strict: bool) -> None:
     if gate.report_format is not None:
         content = FORMATS[gate.report_format](run, found)
         if gate.report is None or str(gate.report) == "-":
-            sys.stdout.buffer.write(content)
-            sys.stdout.flush()
+            _to_stdout(content)
         else:
             _write(gate.report, content)
     if gate.write_baseline is not None:
         if str(gate.write_baseline) == "-":
-            sys.stdout.buffer.write(analysis.baseline_document(found))
-            sys.stdout.flush()
+            _to_stdout(analysis.baseline_document(found))
         else:
             _write(gate.write_baseline, analysis.baseline_document(found))
     if run.failed:
         raise click.exceptions.Exit(EXIT_FAILED_FILES)
-    unsupported = [
+    unsupported = strict and [
         r for r in run.files for f in r.findings if f.operation is Operation.UNSUPPORTED and not f.noop
     ]
-    if strict and unsupported:
+    if unsupported:
         files = len({r.path for r in unsupported})
         err.print(
             labelled(
@@ -641,12 +636,18 @@ def _check_writable(path: Path) -> None:
         folder = folder.parent
     if not folder.is_dir():
         _fail(f"cannot write {path}: {folder} is not a folder")
-    try:  # a file made and removed at once: permissions, a read-only or pseudo file system
-        handle, name = tempfile.mkstemp(prefix=f".{path.name}.probe-", dir=folder)
-        os.close(handle)
-        os.unlink(name)
+    from ms_fmk_transplt.run import probe_writable
+
+    try:
+        probe_writable(folder)
     except OSError as exc:
         _fail(f"cannot write {path}: {exc.strerror or exc}")
+
+
+def _to_stdout(content: bytes) -> None:
+    """A machine-readable document on stdout, whole, before anything else the run prints."""
+    sys.stdout.buffer.write(content)
+    sys.stdout.flush()
 
 
 def _write(path: Path, content: bytes) -> None:
@@ -700,7 +701,6 @@ class _progress:
 def _summary(run: RunResult, found: list[Issue], gate: _Gate) -> None:
     """The console table: what will not run first, then file counts, then where the reports are."""
     from rich.table import Table
-    from rich.text import Text
 
     from ms_fmk_transplt.reports.summary import headline
 
@@ -717,11 +717,11 @@ def _summary(run: RunResult, found: list[Issue], gate: _Gate) -> None:
     counts = {status: sum(1 for r in run.files if r.status is status) for status in Status}
     for status, count in counts.items():
         if count:
-            table.add_row(Text.assemble(("files", "dim"), f" {status.value}"), str(count))
+            table.add_row(labelled("files", "dim", status.value), str(count))
     ops = {op: sum(1 for r in run.files for f in r.findings if f.operation is op) for op in Operation}
     for op, count in ops.items():
-        table.add_row(Text.assemble(("findings", "dim"), f" {op.value.lower()}"), str(count))
-    table.add_row(Text("seconds", style="dim"), f"{run.seconds:.2f}")
+        table.add_row(labelled("findings", "dim", op.value.lower()), str(count))
+    table.add_row(labelled("seconds", "dim"), f"{run.seconds:.2f}")
     err.print(table)
 
 

@@ -20,13 +20,18 @@ _OUTPUT_FOLDER = re.compile(r".+_msft(_multi)?")
 _STAGING_FOLDER = re.compile(r"\..+_msft(_multi)?\.(partial|old)-\d+")
 
 
+def kept_aside(name: str) -> str:
+    """The name a file the run writes takes when the input has one of that name: `x.msft.txt`."""
+    stem, _, suffix = name.rpartition(".")
+    return f"{stem}.msft.{suffix}"
+
+
 def earlier_output(path: Path) -> bool:
     """True for a folder an earlier ms_fmk_transplt run wrote (its log, maybe renamed, inside)."""
     if _STAGING_FOLDER.fullmatch(path.name):
         return True
-    stem, _, suffix = LOG_NAME.rpartition(".")
     return bool(_OUTPUT_FOLDER.fullmatch(path.name)) and any(
-        (path / log).is_file() for log in (LOG_NAME, f"{stem}.msft.{suffix}")
+        (path / log).is_file() for log in (LOG_NAME, kept_aside(LOG_NAME))
     )
 
 

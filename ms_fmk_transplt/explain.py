@@ -91,8 +91,8 @@ def explain_target(target: str, rule_files: tuple[str, ...] = (), release: str |
         data = path.read_bytes()
     except OSError as exc:
         raise ValueError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if line is not None and not 1 <= line <= len(data.splitlines()):
-        count = len(data.splitlines())
+    count = len(data.splitlines())
+    if line is not None and not 1 <= line <= count:
         raise ValueError(
             f"{target}: line {line} is out of range ({path} has {count} line{'s' * (count != 1)})"
         )

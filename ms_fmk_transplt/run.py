@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ms_fmk_transplt import data, reports
 from ms_fmk_transplt.cache import ResultCache, default_cache_dir, rule_set_key
-from ms_fmk_transplt.discover import LOG_NAME, Entry, apply_excludes, discover, no_python_notice
+from ms_fmk_transplt.discover import LOG_NAME, Entry, apply_excludes, discover, kept_aside, no_python_notice
 from ms_fmk_transplt.pipeline import Progress, Staging, StreamWriter, TableSource, map_files, write_tree
 from ms_fmk_transplt.records import FileResult, RunResult
 
@@ -247,7 +247,7 @@ def writing_to(folder: Path) -> Iterator[None]:
     made = [p for p in (folder, *folder.parents) if not p.exists() and not p.is_symlink()]
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        _probe(folder)  # before the work, not after it
+        probe_writable(folder)  # before the work, not after it
         yield
     except OSError as exc:
         _remove_empty(made)
@@ -257,8 +257,9 @@ def writing_to(folder: Path) -> Iterator[None]:
         raise
 
 
-def _probe(folder: Path) -> None:
-    """Raise OSError unless a file can be made in `folder`."""
+def probe_writable(folder: Path) -> None:
+    """Raise OSError unless a file can be made in `folder` (made and removed at once: permissions,
+    a read-only or pseudo file system)."""
     handle, name = tempfile.mkstemp(prefix=".ms_fmk_transplt-probe-", dir=folder)
     os.close(handle)
     os.unlink(name)
@@ -303,9 +304,8 @@ def convert_project(
             results = write_tree(entries, results, folder, streamed=True)
             for name, content, executable in stage.files() if stage is not None else ():
                 if name in taken:
-                    stem, _, suffix = name.rpartition(".")
-                    warnings.append(f"input has a file named {name}; written as {stem}.msft.{suffix}")
-                    name = f"{stem}.msft.{suffix}"
+                    warnings.append(f"input has a file named {name}; written as {kept_aside(name)}")
+                    name = kept_aside(name)
                 (folder / name).write_bytes(content)
                 if executable:
                     (folder / name).chmod(0o755)
@@ -324,9 +324,8 @@ def convert_project(
             for report, writer in REPORTS.items():
                 name = report
                 if name in taken:  # the project has a file of that name: keep it, rename the report
-                    stem, _, suffix = name.rpartition(".")
-                    warnings.append(f"input has a file named {name}; report written as {stem}.msft.{suffix}")
-                    name = f"{stem}.msft.{suffix}"
+                    warnings.append(f"input has a file named {name}; report written as {kept_aside(name)}")
+                    name = kept_aside(name)
                 (folder / name).write_bytes(_report(report, writer, run, kept))
             staging.commit()
     if cache is not None:
