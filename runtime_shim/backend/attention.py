@@ -111,4 +111,4 @@ def install() -> None:
         library.impl("scaled_dot_product_attention", sdpa, "AutogradPrivateUse1")
         library.impl("dropout", _dropout_recorded_as_native(npu_level), "AutogradPrivateUse1")
         # the same routes in C++ on the native path (csrc/npu_attention.cpp)
-        dispatch.serve_routes()
+        dispatch.serve_routes("attention")

@@ -6,7 +6,8 @@ are fresh tensors or alias an argument: everything kernels.py's generic and view
 plus ``copy_`` and the ``empty`` factories (capacity checked before the host allocation). The
 other special kernels (``resize_``, ``set_``, out= variants, convolution routing, flash
 attention) stay in Python. The recurrent layers (rnn.py) and the SDPA and dropout routes
-(attention.py) have their own C++ on the native path (csrc/npu_rnn.cpp, csrc/npu_attention.cpp).
+(attention.py) have their own C++ on the native path (csrc/npu_rnn.cpp, csrc/npu_attention.cpp),
+registered as groups of routes (csrc/npu_routes.cpp).
 ``RUNTIME_SHIM_NATIVE_DISPATCH=0`` keeps every op on the Python kernels; ``set_dispatch``
 switches at run time (bench/bench_ops.py measures both paths in one process).
 
@@ -56,8 +57,8 @@ class _Switch:
         self.registered = False
         #: (release name, op) of every composite op given an NPU-level kernel
         self.levels: list[tuple[str, torch._ops.OpOverload]] = []
-        #: attention.py's routes are installed: the native path serves them in C++ too
-        self.routes = False
+        #: route groups whose Python kernels are installed: the native path serves them in C++ too
+        self.routes: list[str] = []
 
 
 _SWITCH = _Switch()
@@ -147,22 +148,30 @@ def set_dispatch(native: bool) -> None:
     _SWITCH.registered = True
     for name, op in _SWITCH.levels:
         _register_npu_level(name, op)
-    if native and _SWITCH.routes:
-        _add_native_routes()
+    if native:
+        for group in _SWITCH.routes:
+            _add_native_routes(group)
 
 
-def serve_routes() -> None:
-    """attention.py has registered its Python routes: serve them in C++ while the native path
-    serves (registered after the Python ones, so they take over; dropped with the native kernels)."""
-    _SWITCH.routes = True
+#: what each group of routes counts its calls as (csrc/npu_attention.cpp, csrc/npu_rnn.cpp)
+ROUTE_COUNTS = {
+    "attention": ("scaled_dot_product_attention", "native_dropout"),
+    "rnn": ("lstm.input", "gru.input", "lstm_cell", "_thnn_fused_gru_cell"),
+}
+
+
+def serve_routes(group: str) -> None:
+    """A module has registered its Python routes (``group``: attention.py's "attention", rnn.py's
+    "rnn"): serve them in C++ while the native path serves (registered after the Python ones, so
+    they take over; dropped with the native kernels)."""
+    if group not in _SWITCH.routes:
+        _SWITCH.routes.append(group)
     if _SWITCH.native:
-        _add_native_routes()
+        _add_native_routes(group)
 
 
-def _add_native_routes() -> None:
-    STATE.native.add_routes(
-        _kernels._counter("scaled_dot_product_attention"), _kernels._counter("native_dropout")
-    )
+def _add_native_routes(group: str) -> None:
+    STATE.native.add_routes(group, {name: _kernels._counter(name) for name in ROUTE_COUNTS[group]})
 
 
 def add_npu_level_op(name: str, op: torch._ops.OpOverload) -> None:

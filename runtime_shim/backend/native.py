@@ -35,7 +35,14 @@ CACHE_ENV = "RUNTIME_SHIM_CACHE"
 _CSRC = Path(__file__).resolve().parent.parent / "csrc"
 _SOURCES = [
     _CSRC / name
-    for name in ("npu_hooks.cpp", "npu_dispatch.cpp", "npu_typed.cpp", "npu_rnn.cpp", "npu_attention.cpp")
+    for name in (
+        "npu_hooks.cpp",
+        "npu_dispatch.cpp",
+        "npu_typed.cpp",
+        "npu_rnn.cpp",
+        "npu_attention.cpp",
+        "npu_routes.cpp",
+    )
 ]
 _HEADERS = [_CSRC / "npu_native.h"]
 _MODULE_NAME = "runtime_shim_native"

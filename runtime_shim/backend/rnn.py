@@ -11,9 +11,11 @@ autograd formula and a CPU kernel, so the result and gradients are the CPU ones.
 
 GRU and RNN (tanh / relu) likewise pick a fused CUDA cell off the CPU. On the CPU they run
 the unfused cells over inputs whose projection is computed once for the whole sequence;
-``gru_input`` and ``rnn_input`` replay that sequence of ops on npu tensors (in C++ on the native
-dispatch path: csrc/npu_rnn.cpp makes the same calls). ``lstm_cell`` and
+``gru_input`` and ``rnn_input`` replay that sequence of ops on npu tensors. ``lstm_cell`` and
 ``gru_cell`` (nn.LSTMCell, nn.GRUCell) also pick the fused CUDA cell; here they run the CPU's.
+
+On the native dispatch path every kernel here runs in C++ (csrc/npu_rnn.cpp: the same calls in
+the same order, counted the same way), registered over these while that path serves.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from runtime_shim.backend import dispatch, libraries
-from runtime_shim.runtime.state import STATE
 
 #: one recurrent step: (input projection, hidden, w_hh, b_hh) -> the new hidden state
 _Cell = Callable[[Tensor, Tensor, Tensor, Tensor | None], Tensor]
@@ -178,23 +179,20 @@ def _run_cells(
     return output, torch.stack(finals, 0)
 
 
-def _cells_kernel(mode: str, cell: _Cell) -> Callable[..., tuple[Tensor, Tensor]]:
-    """The kernel of ``aten::{mode}.input`` for npu tensors, following the CPU implementation:
-    ``_run_cells`` with ``cell``, made in C++ on the native path (csrc/npu_rnn.cpp, the same calls)."""
+def _cells_kernel(cell: _Cell) -> Callable[..., tuple[Tensor, Tensor]]:
+    """The kernel of ``aten::{gru,rnn_tanh,rnn_relu}.input`` for npu tensors, following the CPU
+    implementation: ``_run_cells`` with ``cell``."""
 
     def kernel(input: Tensor, hx: Tensor, params: Sequence[Tensor], *flags: Any) -> tuple[Tensor, Tensor]:
         # flags: has_biases, num_layers, dropout, train, bidirectional, batch_first
-        if dispatch.native_enabled():
-            return STATE.native.run_cells(mode, input, hx, list(params), *flags)
         return _run_cells(cell, input, hx, params, *flags)
 
-    kernel.__name__ = f"{mode}_input"
     return kernel
 
 
-gru_input = _cells_kernel("gru", _gru_cell)
-rnn_tanh_input = _cells_kernel("rnn_tanh", _simple_cell(torch.tanh))
-rnn_relu_input = _cells_kernel("rnn_relu", _simple_cell(torch.relu))
+gru_input = _cells_kernel(_gru_cell)
+rnn_tanh_input = _cells_kernel(_simple_cell(torch.tanh))
+rnn_relu_input = _cells_kernel(_simple_cell(torch.relu))
 
 
 def lstm_cell(
@@ -268,3 +266,4 @@ def install() -> None:
             ("rnn_relu.data", "RNN"),
         ):
             library.impl(op, _packed_not_simulated(kind), "AutogradPrivateUse1")
+        dispatch.serve_routes("rnn")  # the same kernels in C++ on the native path

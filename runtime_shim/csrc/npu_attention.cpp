@@ -24,38 +24,15 @@ namespace {
 
 constexpr int64_t SDPA_FLASH = 1;  // sdp::SDPBackend::flash_attention, what _fused_sdp_choice returns
 
-struct Routes {
-  std::shared_ptr<OpInfo> sdpa;     // counted as scaled_dot_product_attention
-  std::shared_ptr<OpInfo> dropout;  // counted as native_dropout
-  std::unique_ptr<torch::Library> library;
-};
-
-Routes& routes() {
-  static auto* held = new Routes();  // never destroyed: the infos hold Python objects
+// The records the routes count their calls on (set by add_attention_routes).
+std::shared_ptr<OpInfo>& sdpa_info() {
+  static auto* held = new std::shared_ptr<OpInfo>();  // never destroyed: holds Python objects
   return *held;
 }
 
-// One NPU level deeper for the lifetime of the object.
-struct Level {
-  Level() { npu_level_depth().fetch_add(1, std::memory_order_relaxed); }
-  ~Level() { npu_level_depth().fetch_sub(1, std::memory_order_relaxed); }
-  Level(const Level&) = delete;
-  Level& operator=(const Level&) = delete;
-};
-
-// Count a call of info's op unless an NPU-level kernel is running (its computation, not an op);
-// boxed for the operator check's hook only while the check watches the op.
-template <class... A>
-void note(OpInfo& info, const A&... args) {
-  if (npu_level_depth().load(std::memory_order_relaxed) != 0) return;
-  if (!info.armed.load(std::memory_order_relaxed)) {
-    info.count.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  torch::jit::Stack stack;
-  stack.reserve(sizeof...(A));
-  torch::jit::push(stack, args...);
-  note_call(info, &stack, 0, sizeof...(A), false);
+std::shared_ptr<OpInfo>& dropout_info() {
+  static auto* held = new std::shared_ptr<OpInfo>();
+  return *held;
 }
 
 bool is_subclass(const at::Tensor& t) { return t.key_set().has(c10::DispatchKey::Python); }
@@ -71,7 +48,7 @@ at::Tensor as_seen_by_cpu(const at::Tensor& t, Scan& scan) {
 at::Tensor sdpa(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
                 const std::optional<at::Tensor>& attn_mask, double dropout_p, bool is_causal,
                 std::optional<double> scale, bool enable_gqa) {
-  note(*routes().sdpa, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa);
+  note(*sdpa_info(), query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa);
   Level level;
   const bool masked = attn_mask.has_value() && attn_mask->defined();
   if (!masked && dropout_p == 0 && !enable_gqa &&
@@ -114,45 +91,20 @@ at::Tensor dropout_as_on_cpu(const at::Tensor& input, double p, bool train) {
 at::Tensor dropout(const at::Tensor& input, double p, bool train) {
   if (train && 0 < p && p < 1 && input.numel() != 0) {
     // where PyTorch would take the fused kernel, a real NPU runs torch_npu's native_dropout
-    note(*routes().dropout, input, p, train);
+    note(*dropout_info(), input, p, train);
     Level level;
     return dropout_as_on_cpu(input, p, train);
   }
   return dropout_as_on_cpu(input, p, train);
 }
 
-std::shared_ptr<OpInfo> route_info(const std::string& name, std::vector<int> arg_kind, pybind11::object counter) {
-  auto info = std::make_shared<OpInfo>();
-  info->name = name;
-  info->route = true;
-  info->arg_kind = std::move(arg_kind);
-  info->counter = std::move(counter);
-  return info;
-}
-
 }  // namespace
 
-void add_routes(pybind11::object sdpa_counter, pybind11::object dropout_counter) {
-  // GIL held (called from Python).
-  Routes& held = routes();
-  if (held.library) return;
-  held.sdpa = route_info("scaled_dot_product_attention", {1, 1, 1, 1, 0, 0, 0, 0}, std::move(sdpa_counter));
-  held.dropout = route_info("native_dropout", {1, 0, 0}, std::move(dropout_counter));
-  add_info(held.sdpa);
-  add_info(held.dropout);
-  held.library = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", c10::DispatchKey::AutogradPrivateUse1,
-                                                   __FILE__, __LINE__);
-  held.library->impl("scaled_dot_product_attention", TORCH_FN(sdpa));
-  held.library->impl("dropout", TORCH_FN(dropout));
-}
-
-void drop_routes() {
-  // GIL held; the infos go with the others (drop_ops).
-  routes().library.reset();
-}
-
-std::vector<std::string> route_ops() {
-  if (!routes().library) return {};
+std::vector<std::string> add_attention_routes(torch::Library& library, const pybind11::dict& counters) {
+  sdpa_info() = route_info("scaled_dot_product_attention", {1, 1, 1, 1, 0, 0, 0, 0}, counters);
+  dropout_info() = route_info("native_dropout", {1, 0, 0}, counters);
+  library.impl("scaled_dot_product_attention", torch::dispatch(c10::DispatchKey::AutogradPrivateUse1, TORCH_FN(sdpa)));
+  library.impl("dropout", torch::dispatch(c10::DispatchKey::AutogradPrivateUse1, TORCH_FN(dropout)));
   return {"scaled_dot_product_attention", "dropout"};
 }
 

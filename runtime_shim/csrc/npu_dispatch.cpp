@@ -428,10 +428,7 @@ class NpuLevelKernel final : public c10::OperatorKernel {
     if (npu_level_depth().load(std::memory_order_relaxed) == 0) {
       note_call(info, stack, stack->size() - nargs, nargs, false);
     }
-    struct Level {
-      Level() { npu_level_depth().fetch_add(1, std::memory_order_relaxed); }
-      ~Level() { npu_level_depth().fetch_sub(1, std::memory_order_relaxed); }
-    } level;
+    Level level;
     c10::Dispatcher::singleton().callBoxedForDispatchKey(op, c10::DispatchKey::CompositeImplicitAutograd, stack);
   }
 
@@ -592,8 +589,9 @@ void init_dispatch(py::module& m) {
         return kinds;
       },
       "Op name -> 'typed' (unboxed kernel) or 'boxed', for the registered native kernels");
-  m.def("add_routes", &add_routes, "Serve SDPA and dropout by the CPU's choice natively (attention.py's routes)");
-  m.def("route_ops", &route_ops, "The ops npu_attention.cpp serves right now");
+  m.def("add_routes", &add_routes,
+        "Serve a group of Python routes natively ('attention': SDPA, dropout; 'rnn': recurrent layers, cells)");
+  m.def("route_ops", &route_ops, "The ops the native routes serve right now");
   m.def("typed_op_names", &typed_op_names, "The ops an unboxed kernel exists for (npu_typed.cpp)");
   m.def("flush_counts", &flush_counts, "Add natively counted calls to the Python counters");
   m.def("rearm", &rearm, "Send the next call of every op through the Python hook");

@@ -78,7 +78,6 @@ struct NpuHooks final : at::PrivateUse1HooksInterface {
 };
 
 void init_dispatch(pybind11::module& m);  // npu_dispatch.cpp
-void init_rnn(pybind11::module& m);       // npu_rnn.cpp
 
 // The device guard, with the answers of PyTorch's Python device guard (torch._C._acc.DeviceGuard:
 // device 0, the default stream, events and streams complete at once) but without asking Python
@@ -129,5 +128,4 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("register_guard", &runtime_shim::register_guard,
         "Install the simulated npu's device guard (False when one is already installed)");
   runtime_shim::init_dispatch(m);
-  runtime_shim::init_rnn(m);
 }

@@ -7,6 +7,7 @@
 #include <ATen/core/stack.h>
 #include <c10/util/SmallVector.h>
 #include <torch/extension.h>
+#include <torch/library.h>
 
 #include <atomic>
 #include <cstdint>
@@ -73,11 +74,44 @@ at::Tensor wrap(const at::Tensor& out, int64_t index, const Scan& scan);
 // Keep info with the registered ops' records (counts flushed, check re-armed, dropped with them).
 void add_info(std::shared_ptr<OpInfo> info);
 
-// Register attention.py's routes (SDPA, dropout) natively at the npu's autograd key, counted on
-// the given counters; drop_routes withdraws them.
-void add_routes(pybind11::object sdpa_counter, pybind11::object dropout_counter);
+// One NPU level deeper for the lifetime of the object: what runs inside computes an op torch_npu
+// dispatches itself, and is not counted as ops.
+struct Level {
+  Level() { npu_level_depth().fetch_add(1, std::memory_order_relaxed); }
+  ~Level() { npu_level_depth().fetch_sub(1, std::memory_order_relaxed); }
+  Level(const Level&) = delete;
+  Level& operator=(const Level&) = delete;
+};
+
+// Count a call of info's op unless an NPU-level kernel is running (its computation, not an op);
+// boxed for the operator check's hook only while the check watches the op.
+template <class... A>
+void note(OpInfo& info, const A&... args) {
+  if (npu_level_depth().load(std::memory_order_relaxed) != 0) return;
+  if (!info.armed.load(std::memory_order_relaxed)) {
+    info.count.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  torch::jit::Stack stack;
+  stack.reserve(sizeof...(A));
+  torch::jit::push(stack, args...);
+  note_call(info, &stack, 0, sizeof...(A), false);
+}
+
+// Routes: C++ versions of the Python kernels a backend module registers at the npu's autograd
+// key (attention.py: SDPA and dropout; rnn.py: the recurrent layers and cells), registered over
+// them while the native path serves and withdrawn with it. `counters` maps each name a route
+// counts its calls as to that name's counter; add_routes(group) registers a group once.
+void add_routes(const std::string& group, const pybind11::dict& counters);
 void drop_routes();
-std::vector<std::string> route_ops();  // the ops they serve while registered
+std::vector<std::string> route_ops();  // the ops the registered routes serve
+
+// The record of a route counted as `name` (kept with the others by add_info).
+std::shared_ptr<OpInfo> route_info(const std::string& name, std::vector<int> arg_kind, const pybind11::dict& counters);
+
+// Each group's registrations (npu_attention.cpp, npu_rnn.cpp): the ops registered in `library`.
+std::vector<std::string> add_attention_routes(torch::Library& library, const pybind11::dict& counters);
+std::vector<std::string> add_rnn_routes(torch::Library& library, const pybind11::dict& counters);
 
 // The ops npu_typed.cpp has an unboxed kernel for.
 std::vector<std::string> typed_op_names();

@@ -1,8 +1,13 @@
-"""attention.py's SDPA and dropout routes, made in C++ on the native path (csrc/npu_attention.cpp):
-served there while the native path serves, withdrawn with it, and giving the CPU's results and
-gradients bit for bit and the operator check's counts, on both paths in one process."""
+"""The routes made in C++ on the native path: attention.py's SDPA and dropout (csrc/npu_attention.cpp)
+and rnn.py's recurrent layers and cells (csrc/npu_rnn.cpp), registered by csrc/npu_routes.cpp.
+Served there while the native path serves, withdrawn with it, and giving the CPU's results and
+gradients bit for bit (here and in test_rnn.py) and the operator check's counts, on both paths in
+one process."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -16,7 +21,16 @@ needs_native = pytest.mark.skipif(
     not dispatch.available(), reason=f"Python path: {native.python_path_reason}"
 )
 PATHS = ["python", pytest.param("native", marks=needs_native)]
-ROUTES = ["dropout", "scaled_dot_product_attention"]
+ROUTES = [
+    "dropout",
+    "gru.input",
+    "gru_cell",
+    "lstm.input",
+    "lstm_cell",
+    "rnn_relu.input",
+    "rnn_tanh.input",
+    "scaled_dot_product_attention",
+]
 
 
 def _routes() -> list[str]:
@@ -32,15 +46,16 @@ def test_the_routes_are_native_while_the_native_path_serves():
             for line in torch._C._dispatch_dump("aten::scaled_dot_product_attention").splitlines()
             if line.startswith("AutogradPrivateUse1:")
         )
-        assert "npu_attention.cpp" in line, line
+        assert "npu_routes.cpp" in line, line
         with path("python"):
             assert _routes() == []
-            line = next(
-                line
-                for line in torch._C._dispatch_dump("aten::dropout").splitlines()
-                if line.startswith("AutogradPrivateUse1:")
-            )
-            assert "npu_attention.cpp" not in line, line  # attention.py's own kernel again
+            for op in ("aten::dropout", "aten::lstm.input"):
+                line = next(
+                    line
+                    for line in torch._C._dispatch_dump(op).splitlines()
+                    if line.startswith("AutogradPrivateUse1:")
+                )
+                assert "npu_routes.cpp" not in line, line  # the Python module's own kernel again
         assert _routes() == ROUTES  # back, over the Python kernels
 
 
@@ -144,3 +159,42 @@ def test_the_routes_count_what_a_real_npu_runs(served_by):
         "bernoulli_.float": 0,
         "_scaled_dot_product_flash_attention_for_cpu": 0,
     }
+
+
+@pytest.mark.parametrize("served_by", PATHS)
+def test_the_recurrent_routes_count_what_a_real_npu_runs(served_by):
+    # LSTM, GRU and the cells are torch_npu's own ops: counted once per call, and what the
+    # simulation computes them with is not; RNN decomposes on a real NPU too, so its ops count
+    names = ("lstm.input", "gru.input", "lstm_cell", "_thnn_fused_gru_cell", "mkldnn_rnn_layer", "relu")
+    x = torch.randn(5, 2, 4, device="npu")
+    with path(served_by):
+        before = _counts(names)
+        for _ in range(2):
+            torch.nn.LSTM(4, 3, num_layers=2).to("npu")(x)
+        torch.nn.GRU(4, 3).to("npu")(x)
+        torch.nn.LSTMCell(4, 3).to("npu")(x[0])
+        torch.nn.GRUCell(4, 3).to("npu")(x[0])
+        with torch.inference_mode():  # served at the npu's backend key: counted the same
+            torch.nn.GRU(4, 3).to("npu")(x)
+        torch.nn.RNN(4, 3, nonlinearity="relu").to("npu")(x)  # one relu per step
+        after = _counts(names)
+    assert {name: after[name] - before[name] for name in names} == {
+        "lstm.input": 2,
+        "gru.input": 2,
+        "lstm_cell": 1,
+        "_thnn_fused_gru_cell": 1,
+        "mkldnn_rnn_layer": 0,
+        "relu": 5,
+    }
+
+
+@needs_native
+def test_registering_the_routes_prints_no_override_warning():
+    # the routes override the Python kernels on purpose: PyTorch's warning is not for the user
+    code = (
+        "import runtime_shim, torch; runtime_shim.activate(); "
+        "torch.nn.LSTM(3, 3).to('npu')(torch.randn(2, 1, 3, device='npu'))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "Overriding a previously registered kernel" not in proc.stderr, proc.stderr

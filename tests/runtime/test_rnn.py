@@ -1,4 +1,5 @@
-"""GRU and plain RNN layers on the simulated npu compute exactly what they compute on the CPU."""
+"""LSTM, GRU and plain RNN layers and cells on the simulated npu compute exactly what they compute
+on the CPU, on both dispatch paths."""
 
 from __future__ import annotations
 
@@ -8,15 +9,15 @@ import pytest
 import torch
 
 
-@pytest.mark.parametrize("kind", ["GRU", "RNN_TANH", "RNN_RELU"])
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN_TANH", "RNN_RELU"])
 @pytest.mark.parametrize(
     "layers,bidirectional,batch_first,bias",
     [(1, False, False, True), (2, True, True, True), (2, False, True, False)],
 )
 def test_recurrent_layers_match_cpu(npu, kind, layers, bidirectional, batch_first, bias) -> None:
     torch.manual_seed(0)
-    if kind == "GRU":
-        layer = torch.nn.GRU(
+    if kind in ("LSTM", "GRU"):
+        layer = getattr(torch.nn, kind)(
             6,
             5,
             num_layers=layers,
@@ -41,7 +42,10 @@ def test_recurrent_layers_match_cpu(npu, kind, layers, bidirectional, batch_firs
     results = []
     for module, device in ((layer, "cpu"), (on_npu, npu)):
         torch.manual_seed(1)  # same dropout masks
-        out, h = module(x.to(device), h0.to(device))
+        state = (h0.to(device), (h0 * 0.5).to(device)) if kind == "LSTM" else h0.to(device)
+        out, h = module(x.to(device), state)
+        if kind == "LSTM":
+            h = torch.cat(h)  # the final hidden and cell states
         (out.square().sum() + h.sum()).backward()
         results.append((out.detach().cpu(), h.detach().cpu(), [p.grad.cpu() for p in module.parameters()]))
     (out_c, h_c, g_c), (out_n, h_n, g_n) = results
@@ -103,8 +107,23 @@ def test_the_native_path_runs_the_layers_in_cpp(npu, monkeypatch) -> None:
     def replay(*args, **kwargs):
         raise AssertionError("the Python replay ran on the native path")
 
-    monkeypatch.setattr(rnn, "_run_cells", replay)
+    class Replayed:  # what the Python kernels compute with: the native path must not touch it
+        def __getattr__(self, name):
+            raise AssertionError(f"the Python kernel ran on the native path ({name})")
+
+    for helper in ("_run_cells", "_mkldnn_usable", "_gru_cell"):
+        monkeypatch.setattr(rnn, helper, replay)
+    monkeypatch.setattr(rnn, "F", Replayed())
     torch.manual_seed(0)
-    for layer in (torch.nn.GRU(6, 5, num_layers=2), torch.nn.RNN(6, 5, nonlinearity="relu")):
+    for layer in (
+        torch.nn.GRU(6, 5, num_layers=2),
+        torch.nn.RNN(6, 5, nonlinearity="relu"),
+        torch.nn.RNN(6, 5),
+        torch.nn.LSTM(6, 5, num_layers=2, bidirectional=True),
+    ):
         out, h = layer.to(npu)(torch.randn(7, 4, 6, device=npu))
+        h = h[0] + h[1] if isinstance(h, tuple) else h
         (out.sum() + h.sum()).backward()
+    x = torch.randn(4, 6, device=npu)
+    h, c = torch.nn.LSTMCell(6, 5).to(npu)(x)
+    (h.sum() + c.sum() + torch.nn.GRUCell(6, 5).to(npu)(x).sum()).backward()
