@@ -221,7 +221,8 @@ def app(
     except KeyboardInterrupt as exc:
         _interrupted(exc, "interrupted: nothing was written")
     if diff:
-        sys.stdout.write(unified_diff(run))
+        text, run = unified_diff(run)  # a source gone since it was converted: named, exit 1
+        sys.stdout.write(text)
     _finish(run, quiet, gate, strict)
 
 

@@ -24,7 +24,7 @@ from ms_fmk_transplt import data, reports
 from ms_fmk_transplt.cache import ResultCache, default_cache_dir, rule_set_key
 from ms_fmk_transplt.discover import LOG_NAME, Entry, apply_excludes, discover, kept_aside, no_python_notice
 from ms_fmk_transplt.pipeline import Progress, Staging, StreamWriter, TableSource, map_files, write_tree
-from ms_fmk_transplt.records import FileResult, RunResult
+from ms_fmk_transplt.records import FileResult, RunResult, Status
 
 if TYPE_CHECKING:
     from ms_fmk_transplt.engine.tables import Tables
@@ -459,17 +459,26 @@ def write_atomically(path: Path, content: bytes) -> None:
     write_all_atomically({path: content})
 
 
-def unified_diff(run: RunResult) -> str:
-    """What the conversion would change, as one unified diff (paths relative to the input)."""
+def unified_diff(run: RunResult) -> tuple[str, RunResult]:
+    """What the conversion would change, as one unified diff (paths relative to the input), and
+    the run with each source that can no longer be read (deleted, made unreadable or replaced by a
+    folder since it was converted) marked SKIPPED with the reason, as an unreadable input is."""
     root = Path(run.input_root)
     chunks: list[str] = []
-    for result in run.files:
+    files = list(run.files)
+    for at, result in enumerate(files):
         if result.output is None:
             continue
-        source = root if root.is_file() else root / result.path
-        before = source.read_bytes().decode("utf-8", errors="replace").splitlines(keepends=True)
+        source = root / result.path if root.is_dir() else root  # a file input: the file itself
+        try:
+            data = source.read_bytes()
+        except OSError as exc:
+            reason = f"cannot read file for the diff ({exc.strerror or exc})"
+            files[at] = dataclasses.replace(result, status=Status.SKIPPED, reason=reason, output=None)
+            continue
+        before = data.decode("utf-8", errors="replace").splitlines(keepends=True)
         after = result.output.decode("utf-8", errors="replace").splitlines(keepends=True)
         for line in difflib.unified_diff(before, after, f"a/{result.path}", f"b/{result.path}"):
             # a last line without a newline would run into the next diff line and corrupt the patch
             chunks.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-    return "".join(chunks)
+    return "".join(chunks), dataclasses.replace(run, files=tuple(files))

@@ -556,3 +556,53 @@ def test_the_console_table_leads_with_what_will_not_run_and_says_where_the_repor
     assert -1 not in order and order == sorted(order), text
     folded = "".join(c for c in result.output if not c.isspace() and c != "│")  # long cells wrap
     assert f"issues(sarif){sarif}" in folded and f"reportsin{tmp_path / 'r'}" in folded
+
+
+def _gone_after_analysis(monkeypatch, spoil) -> None:
+    """Make `spoil()` run between the analysis and the diff, as a user's edit or a checkout might."""
+    import ms_fmk_transplt.run as run_module
+
+    analyse = run_module.analyse_project
+
+    def then_spoil(*args, **kwargs):
+        result = analyse(*args, **kwargs)
+        spoil()
+        return result
+
+    monkeypatch.setattr(run_module, "analyse_project", then_spoil)
+
+
+@pytest.mark.parametrize("how", ["deleted", "a_folder"])
+def test_diff_names_a_source_gone_since_it_was_converted(project: Path, monkeypatch, how: str) -> None:
+    train = project / "train.py"
+
+    def spoil() -> None:
+        train.unlink()
+        if how == "a_folder":
+            train.mkdir()
+
+    _gone_after_analysis(monkeypatch, spoil)
+    (project / "other.py").write_text("import torch\nn = torch.cuda.device_count()\n")
+    result = _run("-i", str(project), "--diff", "-q", "--no-cache")
+    assert result.exit_code == 1
+    assert "Traceback" not in result.output
+    assert "--- a/other.py\n" in result.stdout and "a/train.py" not in result.stdout
+    [line] = [line for line in result.stderr.splitlines() if "train.py" in line]
+    assert line.startswith("skipped: train.py: cannot read file for the diff (")
+
+
+def test_diff_names_a_single_file_input_gone_since_it_was_converted(tmp_path: Path, monkeypatch) -> None:
+    source = tmp_path / "m.py"
+    source.write_text("import torch\nx = torch.cuda.is_available()\n")
+    _gone_after_analysis(monkeypatch, source.unlink)
+    result = _run("-i", str(source), "--diff", "-q", "--no-cache")
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.strip() == "skipped: m.py: cannot read file for the diff (No such file or directory)"
+
+
+def test_diff_of_sources_left_in_place_exits_0(project: Path, monkeypatch) -> None:
+    _gone_after_analysis(monkeypatch, lambda: None)
+    result = _run("-i", str(project), "--diff", "-q", "--no-cache")
+    assert result.exit_code == 0 and result.stderr == ""
+    assert "--- a/train.py\n" in result.stdout
