@@ -2,7 +2,7 @@
 `ms_fmk_transplt -i SRC -o OUT distributed -m MAIN`, `ms_fmk_transplt rules list`.
 
 Exit codes: 0 success; 1 some files could not be converted, analysed or read (each named in the
-log); 2 usage, rule-file or baseline error, or an output that cannot be written; 3 with --strict,
+log), or a worker process ended abruptly (nothing written); 2 usage, rule-file or baseline error, or an output that cannot be written; 3 with --strict,
 the code uses APIs Ascend does not support; 4 with --fail-on, the gate found issues at or above its
 level that are neither suppressed nor in the baseline; 130 / 143 interrupted (SIGINT / SIGTERM).
 """
@@ -99,13 +99,17 @@ def _interrupted(exc: KeyboardInterrupt, message: str) -> NoReturn:
 
 class _Group(click.Group):
     """The command group; Ctrl-C or SIGTERM outside a command's run (while a command sets up or
-    writes its last reports) ends it with the signal's exit code too, not click's "Aborted!" and 1."""
+    writes its last reports) ends it with the signal's exit code too, not click's "Aborted!" and 1;
+    a worker process lost ends it with one line and exit 1, not a BrokenProcessPool traceback."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt as exc:
             _interrupted(exc, "interrupted")
+        except interrupts.WorkerLost as exc:  # any command's run: its staging folder is gone, nothing written
+            err.print(labelled("error:", "bold red", f"{exc}; nothing was written"), soft_wrap=True)
+            raise click.exceptions.Exit(EXIT_FAILED_FILES) from None
 
 
 def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
