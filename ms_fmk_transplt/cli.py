@@ -551,10 +551,13 @@ class _Gate:
         if baseline is not None:  # read now: a bad baseline must stop the run before anything is written
             from ms_fmk_transplt.analysis import BaselineError, load_baseline
 
+            notes: list[str] = []
             try:
-                gate.baseline_counts = load_baseline(baseline)
+                gate.baseline_counts = load_baseline(baseline, notes)
             except BaselineError as exc:
                 _fail(str(exc))
+            for note in notes:  # a misspelt key (`cnt`) would otherwise vanish
+                err.print(labelled("warning:", "yellow", note), soft_wrap=True)
         for target in (report, write_baseline):
             if target is not None and str(target) != "-":
                 _check_writable(target)

@@ -151,24 +151,32 @@ def test_baseline_fails_only_on_new_issues_and_survives_moved_lines(project: Pat
     assert flags == [(5, True), (6, True), (7, True), (8, False)]
 
 
+ENTRY = '"file": "a", "rule": "r", "api": "x", "fingerprint": "f"'
+
+
 @pytest.mark.parametrize(
     "content, message",
     [
-        ("{not json", "not a JSON baseline"),
-        ('{"format": 99}', "not an ms_fmk_transplt baseline"),
-        ('{"format": 1, "issues": [{"file": "a.py"}]}', "/issues/0 needs file, rule, api and fingerprint"),
-        ('{"format": 1, "issues": 3}', "/issues must be a list"),
-        ('{"format": 1, "issues": ["a.py"]}', "/issues/0 needs"),
-        (
-            '{"format": 1, "issues": [{"file": "a", "rule": "r", "api": "x", "fingerprint": "f", "count": 0}]}',
-            "positive count",
-        ),
-        (
-            '{"format": 1, "issues": [{"file": 1, "rule": "r", "api": "x", "fingerprint": "f"}]}',
-            "/issues/0 needs",
-        ),
+        ("{not json", ":1:2: not a JSON baseline: Expecting property name enclosed in double quotes"),
+        ('{"format": 99}', ": not an ms_fmk_transplt baseline (format 1; found 99)"),
+        ('{"format": true}', ": not an ms_fmk_transplt baseline (format 1; found true)"),
+        ('{"format": 1.0}', ": not an ms_fmk_transplt baseline (format 1; found 1.0)"),
+        ('{"issues": []}', ": not an ms_fmk_transplt baseline (format 1; found no /format)"),
+        ("[1]", ": not an ms_fmk_transplt baseline (format 1; found [1])"),
+        ('{"format": NaN}', ": not a JSON baseline: NaN is not a JSON value"),
+        ('{"format": 1, "issues": [], "format": 1}', ': /: key "format" given twice (JSON keeps only the last)'),
+        ('{"format": 1, "issues": [{"file": "a.py"}]}', ': /issues/0: "rule" is required'),
+        ('{"format": 1, "issues": 3}', ": /issues: 3 is not an array"),
+        ('{"format": 1, "issues": {"a": 1}}', ': /issues: {"a": 1} is not an array'),
+        ('{"format": 1, "issues": ["a.py"]}', ': /issues/0: "a.py" is not an object'),
+        ('{"format": 1, "issues": [null]}', ": /issues/0: null is not an object"),
+        ('{"format": 1, "issues": [{' + ENTRY + ', "count": 0}]}', ": /issues/0/count: 0 is less than the minimum of 1"),
+        ('{"format": 1, "issues": [{' + ENTRY + ', "count": true}]}', ": /issues/0/count: true is not an integer"),
+        ('{"format": 1, "issues": [{' + ENTRY + ', "count": 2.0}]}', ": /issues/0/count: 2.0 is not an integer (write 2)"),
+        ('{"format": 1, "issues": [{"file": 1, "rule": "r", "api": "x", "fingerprint": "f"}]}', ": /issues/0/file: 1 is not a string"),
+        ('{"format": 1, "issues": [{"file": "a", "rule": "r", "api": null, "fingerprint": "f"}]}', ": /issues/0/api: null is not a string"),
     ],
-)
+)  # fmt: skip
 def test_a_bad_baseline_is_named_in_one_line(
     project: Path, tmp_path: Path, content: str, message: str
 ) -> None:
@@ -176,7 +184,41 @@ def test_a_bad_baseline_is_named_in_one_line(
     baseline.write_text(content)
     result = _analyse(project, "--baseline", str(baseline))
     assert result.exit_code == EXIT_USAGE
-    assert str(baseline) in result.output and message in result.output
+    assert result.stderr == f"error: {baseline}{message}\n"
+
+
+def test_a_bad_baseline_is_read_past_a_bom_and_must_be_utf8(project: Path, tmp_path: Path) -> None:
+    baseline = tmp_path / "b.json"
+    baseline.write_bytes(b'\xef\xbb\xbf{"format": 1, "issues": [null]}')
+    result = _analyse(project, "--baseline", str(baseline))
+    assert result.stderr == f"error: {baseline}: /issues/0: null is not an object\n"
+    baseline.write_bytes(b'{"format": 1, \xff}')
+    result = _analyse(project, "--baseline", str(baseline))
+    assert result.stderr == f"error: {baseline}: not UTF-8 text (invalid start byte at byte 14)\n"
+
+
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"], ids=["plain", "bom"])
+def test_a_baseline_written_by_the_tool_or_saved_with_a_bom_is_used(
+    project: Path, tmp_path: Path, bom: bytes
+) -> None:
+    baseline = tmp_path / "baseline.json"
+    assert _analyse(project, "--write-baseline", str(baseline)).exit_code == 0
+    baseline.write_bytes(bom + baseline.read_bytes())
+    result = _analyse(project, "--fail-on", "unsupported", "--baseline", str(baseline))
+    assert result.exit_code == 0 and result.stderr == ""
+
+
+def test_an_unknown_baseline_key_is_a_warning(project: Path, tmp_path: Path) -> None:
+    baseline = tmp_path / "baseline.json"
+    assert _analyse(project, "--write-baseline", str(baseline)).exit_code == 0
+    document = json.loads(baseline.read_text())
+    document["issues"][0]["cnt"] = 2
+    baseline.write_text(json.dumps(document))
+    result = _analyse(project, "--baseline", str(baseline))
+    assert result.exit_code == 0
+    assert result.stderr == (
+        f"warning: {baseline}: /issues/0/cnt: unknown key ignored (valid: api, count, file, fingerprint, rule)\n"
+    )
 
 
 def test_a_bad_baseline_stops_a_conversion_before_anything_is_written(project: Path, tmp_path: Path) -> None:
