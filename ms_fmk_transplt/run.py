@@ -289,6 +289,8 @@ def convert_project(
         entries = apply_excludes(
             discover(options.source, exclude=(options.output, final), left_out=left_out),
             tuple(options.exclude),
+            _names_base(options.source),
+            warnings,
         )
         warnings.extend(_left_out_notes(left_out))
         warnings.extend(filter(None, [no_python_notice(entries, str(options.source))]))
@@ -339,11 +341,17 @@ ANALYSIS_REPORTS: dict[str, Callable[[RunResult], bytes]] = {
 }
 
 
+def _names_base(source: Path) -> Path:
+    """The folder an input's entries are named from: a folder itself, a file's folder."""
+    return source if source.is_dir() else source.parent
+
+
 def _entries(
     sources: Sequence[Path],
     globs: tuple[str, ...],
     file_by_name: bool = False,
     left_out: list[str] | None = None,
+    warnings: list[str] | None = None,
 ) -> tuple[str, list[Entry]]:
     """The input root and entries: one folder is its own root; files and several paths are named
     relative to the current folder, so a file reads the same (and matches its baseline entry)
@@ -355,7 +363,8 @@ def _entries(
         if not (source.is_file() or source.is_dir()):
             raise UsageError(f"input is neither a file nor a directory: {source}")
     if len(sources) == 1 and (sources[0].is_dir() or file_by_name):
-        return str(sources[0]), apply_excludes(discover(sources[0], left_out=left_out), globs)
+        found = discover(sources[0], left_out=left_out)
+        return str(sources[0]), apply_excludes(found, globs, _names_base(sources[0]), warnings)
     entries: list[Entry] = []
     seen: set[str] = set()
     for source in sources:
@@ -369,7 +378,7 @@ def _entries(
                 entries.append(dataclasses.replace(entry, rel=rel))
         if left_out is not None:
             left_out.extend(posixpath.normpath(f"{named}/{rel}") + "/" for rel in skipped)
-    return ".", apply_excludes(entries, globs)
+    return ".", apply_excludes(entries, globs, Path.cwd(), warnings)
 
 
 def _named(source: Path) -> str:
@@ -404,7 +413,7 @@ def analyse_project(
         raise UsageError(f"output is not a directory: {report_folder}")
     left_out: list[str] = []
     with writing_to(report_folder) if report_folder is not None else contextlib.nullcontext():
-        root, entries = _entries(sources, tuple(options.exclude), file_by_name, left_out)
+        root, entries = _entries(sources, tuple(options.exclude), file_by_name, left_out, warnings)
         warnings.extend(_left_out_notes(left_out))
         warnings.extend(filter(None, [no_python_notice(entries, ", ".join(str(s) for s in sources))]))
 

@@ -290,6 +290,28 @@ def test_exclude_takes_paths_spelled_from_the_current_folder(project: Path) -> N
     assert json.loads(result.stdout)["issues"] == []
 
 
+def test_an_absolute_exclude_inside_the_input_matches(project: Path, tmp_path: Path, monkeypatch) -> None:
+    (project / "tests").mkdir()
+    (project / "tests" / "t.py").write_text("import torch\ny = torch.fft.fftshift(torch.zeros(2).cuda())\n")
+    out = tmp_path / "out"
+    args = ["-q", "--no-cache", "--exclude", str(project / "tests"), "--exclude", f"{project}/train.py"]
+    assert _run("-i", str(project), "-o", str(out), *args).exit_code == 0
+    assert (out / "proj_msft" / "tests" / "t.py").read_bytes() == (project / "tests" / "t.py").read_bytes()
+    assert (out / "proj_msft" / "train.py").read_bytes() == (project / "train.py").read_bytes()
+    assert json.loads(_analyse(project, *args[2:], "--report-format", "json").stdout)["issues"] == []
+    monkeypatch.chdir(project.parent)  # several paths, named from the current folder
+    several = _run("analyse", "proj/train.py", "proj/tests", "--no-xlsx", "--report-format", "json", *args)
+    assert json.loads(several.stdout)["issues"] == []
+
+
+def test_an_absolute_exclude_outside_the_input_is_a_warning(project: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    result = _analyse(project, "--exclude", str(elsewhere), "--report-format", "json")
+    assert result.exit_code == 0
+    assert result.stderr == f"warning: --exclude {elsewhere}: outside {project}, matches nothing\n"
+    assert json.loads(result.stdout)["issues"] != []
+
+
 def test_diff_prints_the_changes_and_writes_nothing(project: Path, tmp_path: Path) -> None:
     result = _run("-i", str(project), "--diff", "-q", "--no-cache")
     assert result.exit_code == 0
