@@ -271,6 +271,15 @@ def _remove_empty(folders: list[Path]) -> None:
             made.rmdir()
 
 
+def distinct_files(paths: Sequence[Path]) -> tuple[str, ...]:
+    """The rule files a run used, each once as first spelled: `-r a.json -r ./a.json` is one file,
+    loaded once (ruleset/loader.py's load_rules, which warns), so the reports name it once."""
+    first: dict[Path, str] = {}
+    for path in paths:
+        first.setdefault(Path(path).resolve(), str(path))
+    return tuple(first.values())
+
+
 def _rule_table(rules: list) -> tuple[tuple[str, str, str], ...]:
     return tuple((r.id, r.kind, r.summary) for r in rules)
 
@@ -315,7 +324,7 @@ def convert_project(
                 input_root=str(options.source),
                 output_root=str(final),
                 files=tuple(results),
-                rule_files=tuple(str(p) for p in options.rule_files),
+                rule_files=distinct_files(options.rule_files),
                 release=release,
                 seconds=time.perf_counter() - started,
                 rules=_rule_table(rules),
@@ -429,7 +438,7 @@ def analyse_project(
             input_root=root,
             output_root=str(report_folder) if report_folder is not None else "",
             files=tuple(results),
-            rule_files=tuple(str(p) for p in options.rule_files),
+            rule_files=distinct_files(options.rule_files),
             release=release,
             seconds=time.perf_counter() - started,
             rules=_rule_table(rules),
