@@ -778,15 +778,15 @@ def rules_list(rule: tuple[Path, ...], kind: str | None) -> None:
 
 
 @rules_app.command("doc", context_settings=CONTEXT)
-@click.option("-o", "--output", type=PATH, default=None, help="Write here instead of stdout.")
+@click.option("-o", "--output", type=PATH, default=None, help="Write here instead of stdout (- for stdout).")
 def rules_doc(output: Path | None) -> None:
     """Print the built-in rules reference (Markdown), generated from the rules' metadata."""
     from ms_fmk_transplt.ruleset import load_rules
     from ms_fmk_transplt.ruleset.reference import rules_markdown
 
     text = rules_markdown(load_rules())
-    if output is None:
-        sys.stdout.write(text)
+    if output is None or str(output) == "-":  # `-` is stdout, as for every other file option
+        _to_stdout(text.encode())
     else:
         _write(output, text.encode())
 

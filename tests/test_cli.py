@@ -475,3 +475,12 @@ def test_an_input_without_python_files_is_said(tmp_path: Path, monkeypatch: pyte
     assert excluded.stderr == "warning: no Python files to analyse in tests: every one matches --exclude\n"
     # the twin: a folder with a Python file says nothing of the kind
     assert _run("analyse", "tests", "--no-xlsx", "-q").stderr == ""
+
+
+def test_rules_doc_to_dash_is_stdout(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    plain = _run("rules", "doc")
+    dashed = _run("rules", "doc", "-o", "-")
+    assert dashed.exit_code == 0 and plain.exit_code == 0
+    assert dashed.stdout == plain.stdout and dashed.stdout.startswith("#")
+    assert list(tmp_path.iterdir()) == []  # no file named -
