@@ -463,7 +463,8 @@ def verify(
     Exit codes: 0 identical, 1 different (the first step and parameter are reported),
     2 usage error or failed conversion, 3 the converted script failed,
     4 the original failed on the CPU, 5 the original needs CUDA (the port ran alone),
-    6 --fail-on-ops and the operator check found something, 7 no training step seen.
+    6 --fail-on-ops and the operator check found something, 7 no training step seen,
+    130 / 143 interrupted (SIGINT / SIGTERM).
     """
     from ms_fmk_transplt.verify import Request, VerifyError
     from ms_fmk_transplt.verify import verify as run_verify
