@@ -111,34 +111,76 @@ def baseline_document(found: Iterable[Issue]) -> bytes:
     return (json.dumps(document, indent=1) + "\n").encode()
 
 
-def load_baseline(path: Path) -> Counter[tuple[str, str, str, str]]:
-    """The issue keys a baseline file holds, with their counts."""
+_TEXT = {"type": "string"}
+BASELINE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "tool": _TEXT,
+        "version": _TEXT,
+        "format": {"type": "integer"},
+        "issues": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["file", "rule", "api", "fingerprint"],
+                "properties": {
+                    "file": _TEXT,
+                    "rule": _TEXT,
+                    "api": _TEXT,
+                    "fingerprint": _TEXT,
+                    "count": {"type": "integer", "minimum": 1},
+                },
+            },
+        },
+    },
+}
+
+
+def load_baseline(path: Path, warnings: list[str] | None = None) -> Counter[tuple[str, str, str, str]]:
+    """The issue keys a baseline file holds, with their counts; BaselineError names the file and
+    the JSON location, in JSON's words, as a rule file's errors do (an editor's BOM is allowed).
+    Keys a baseline does not have are reported in `warnings`."""
+    from ms_fmk_transplt.ruleset.schema import (
+        Validator,
+        decode,
+        duplicate_key,
+        error_location,
+        error_message,
+        spell,
+        unknown_keys,
+    )
+
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8-sig")  # an editor's BOM is not part of the JSON
+    except UnicodeDecodeError as exc:
+        raise BaselineError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise BaselineError(f"{path}: cannot read the baseline: {exc.strerror or exc}") from None
-    except ValueError as exc:
+    try:
+        document = decode(text)
+    except json.JSONDecodeError as exc:
+        raise BaselineError(f"{path}:{exc.lineno}:{exc.colno}: not a JSON baseline: {exc.msg}") from None
+    except ValueError as exc:  # NaN, Infinity
         raise BaselineError(f"{path}: not a JSON baseline: {exc}") from None
-    if not isinstance(document, dict) or document.get("format") != BASELINE_VERSION:
-        raise BaselineError(f"{path}: not an ms_fmk_transplt baseline (format {BASELINE_VERSION})")
-    entries = document.get("issues", [])
-    if not isinstance(entries, list):
-        raise BaselineError(f"{path}: /issues must be a list")
+    if twice := duplicate_key(document):
+        raise BaselineError(f"{path}: {twice}")
+    given = document.get("format") if isinstance(document, dict) else document
+    if not isinstance(document, dict) or type(given) is not int or given != BASELINE_VERSION:
+        found = "no /format" if isinstance(document, dict) and "format" not in document else spell(given)
+        raise BaselineError(
+            f"{path}: not an ms_fmk_transplt baseline (format {BASELINE_VERSION}; found {found})"
+        )
+    errors = sorted(
+        Validator(BASELINE_SCHEMA).iter_errors(document),
+        key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))),
+    )
+    if errors:
+        raise BaselineError(f"{path}: {error_location(errors[0])}: {error_message(errors[0], [])}")
+    if warnings is not None:
+        warnings.extend(f"{path}: {warning}" for warning in unknown_keys(document, BASELINE_SCHEMA))
     counts: Counter[tuple[str, str, str, str]] = Counter()
-    names = ("file", "rule", "api", "fingerprint")
-    for index, entry in enumerate(entries):
-        count = entry.get("count", 1) if isinstance(entry, dict) else None
-        if (
-            not isinstance(entry, dict)
-            or not all(isinstance(entry.get(name), str) for name in names)
-            or not isinstance(count, int)
-            or isinstance(count, bool)
-            or count < 1
-        ):
-            raise BaselineError(
-                f"{path}: /issues/{index} needs file, rule, api and fingerprint (strings) and a positive count"
-            )
-        counts[(entry["file"], entry["rule"], entry["api"], entry["fingerprint"])] += count
+    for entry in document.get("issues", []):
+        counts[(entry["file"], entry["rule"], entry["api"], entry["fingerprint"])] += entry.get("count", 1)
     return counts
 
 

@@ -2,7 +2,7 @@
 `ms_fmk_transplt -i SRC -o OUT distributed -m MAIN`, `ms_fmk_transplt rules list`.
 
 Exit codes: 0 success; 1 some files could not be converted, analysed or read (each named in the
-log); 2 usage, rule-file or baseline error, or an output that cannot be written; 3 with --strict,
+log), or a worker process ended abruptly (nothing written); 2 usage, rule-file or baseline error, or an output that cannot be written; 3 with --strict,
 the code uses APIs Ascend does not support; 4 with --fail-on, the gate found issues at or above its
 level that are neither suppressed nor in the baseline; 130 / 143 interrupted (SIGINT / SIGTERM).
 """
@@ -99,13 +99,17 @@ def _interrupted(exc: KeyboardInterrupt, message: str) -> NoReturn:
 
 class _Group(click.Group):
     """The command group; Ctrl-C or SIGTERM outside a command's run (while a command sets up or
-    writes its last reports) ends it with the signal's exit code too, not click's "Aborted!" and 1."""
+    writes its last reports) ends it with the signal's exit code too, not click's "Aborted!" and 1;
+    a worker process lost ends it with one line and exit 1, not a BrokenProcessPool traceback."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt as exc:
             _interrupted(exc, "interrupted")
+        except interrupts.WorkerLost as exc:  # any command's run: its staging folder is gone, nothing written
+            err.print(labelled("error:", "bold red", f"{exc}; nothing was written"), soft_wrap=True)
+            raise click.exceptions.Exit(EXIT_FAILED_FILES) from None
 
 
 def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
@@ -221,7 +225,8 @@ def app(
     except KeyboardInterrupt as exc:
         _interrupted(exc, "interrupted: nothing was written")
     if diff:
-        sys.stdout.write(unified_diff(run))
+        text, run = unified_diff(run)  # a source gone since it was converted: named, exit 1
+        sys.stdout.write(text)
     _finish(run, quiet, gate, strict)
 
 
@@ -458,7 +463,8 @@ def verify(
     Exit codes: 0 identical, 1 different (the first step and parameter are reported),
     2 usage error or failed conversion, 3 the converted script failed,
     4 the original failed on the CPU, 5 the original needs CUDA (the port ran alone),
-    6 --fail-on-ops and the operator check found something, 7 no training step seen.
+    6 --fail-on-ops and the operator check found something, 7 no training step seen,
+    130 / 143 interrupted (SIGINT / SIGTERM).
     """
     from ms_fmk_transplt.verify import Request, VerifyError
     from ms_fmk_transplt.verify import verify as run_verify
@@ -546,10 +552,13 @@ class _Gate:
         if baseline is not None:  # read now: a bad baseline must stop the run before anything is written
             from ms_fmk_transplt.analysis import BaselineError, load_baseline
 
+            notes: list[str] = []
             try:
-                gate.baseline_counts = load_baseline(baseline)
+                gate.baseline_counts = load_baseline(baseline, notes)
             except BaselineError as exc:
                 _fail(str(exc))
+            for note in notes:  # a misspelt key (`cnt`) would otherwise vanish
+                err.print(labelled("warning:", "yellow", note), soft_wrap=True)
         for target in (report, write_baseline):
             if target is not None and str(target) != "-":
                 _check_writable(target)
@@ -770,15 +779,15 @@ def rules_list(rule: tuple[Path, ...], kind: str | None) -> None:
 
 
 @rules_app.command("doc", context_settings=CONTEXT)
-@click.option("-o", "--output", type=PATH, default=None, help="Write here instead of stdout.")
+@click.option("-o", "--output", type=PATH, default=None, help="Write here instead of stdout (- for stdout).")
 def rules_doc(output: Path | None) -> None:
     """Print the built-in rules reference (Markdown), generated from the rules' metadata."""
     from ms_fmk_transplt.ruleset import load_rules
     from ms_fmk_transplt.ruleset.reference import rules_markdown
 
     text = rules_markdown(load_rules())
-    if output is None:
-        sys.stdout.write(text)
+    if output is None or str(output) == "-":  # `-` is stdout, as for every other file option
+        _to_stdout(text.encode())
     else:
         _write(output, text.encode())
 

@@ -147,10 +147,18 @@ def normalised_glob(glob: str) -> str:
 
 
 def excluded(rel: str, globs: tuple[str, ...]) -> bool:
-    """True when `rel` or one of its folders matches a glob (`tests/*`, `**/vendor/**`, `*_pb2.py`)."""
+    """True when `rel` or one of its folders matches a glob (`tests/*`, `**/vendor/**`, `*_pb2.py`).
+
+    An absolute glob (what `anchored` left of one outside the input root) matches only names that
+    are absolute themselves: files given outside the current folder to `analyse`."""
     parts = rel.split("/")
     candidates = [rel] + ["/".join(parts[:i]) for i in range(1, len(parts))]
     for glob in globs:
+        if glob.startswith("/"):
+            whole = "/" + normalised_glob(glob)
+            if rel.startswith("/") and any(fnmatch.fnmatchcase(c, whole) for c in candidates):
+                return True
+            continue
         bare = normalised_glob(glob)
         variants = {
             bare,
@@ -163,16 +171,46 @@ def excluded(rel: str, globs: tuple[str, ...]) -> bool:
     return False
 
 
-def apply_excludes(entries: list[Entry], globs: tuple[str, ...]) -> list[Entry]:
-    """Python files under an --exclude glob become plain copies, marked so nothing analyses them."""
+def anchored(glob: str, base: Path) -> str:
+    """An --exclude glob as the entries below `base` are named: an absolute path inside `base`
+    (`/abs/src/tests/*`, through a symlinked folder too) relative to it (`tests/*`); any other
+    glob as it is."""
+    if not glob.startswith("/"):
+        return glob
+    for root in dict.fromkeys((os.path.abspath(base), os.path.realpath(base))):
+        for path in dict.fromkeys((posixpath.normpath(glob), os.path.realpath(glob))):
+            if path == root:
+                return "."
+            if path.startswith(root.rstrip("/") + "/"):
+                return path[len(root.rstrip("/")) + 1 :]
+    return glob
+
+
+def apply_excludes(
+    entries: list[Entry], globs: tuple[str, ...], base: Path | None = None, warnings: list[str] | None = None
+) -> list[Entry]:
+    """Python files under an --exclude glob become plain copies, marked so nothing analyses them.
+
+    `base`: the folder the entries' names start from; an absolute glob inside it is taken relative
+    to it, and one that matches no entry (outside it) is reported in `warnings`."""
     if not globs:
         return entries
-    return [
+    given = globs
+    if base is not None:
+        globs = tuple(anchored(glob, base) for glob in globs)
+    marked = [
         dataclasses.replace(e, kind=EntryKind.FILE, excluded=True)
         if e.kind in (EntryKind.PYTHON, EntryKind.FILE) and excluded(e.rel, globs)
         else e
         for e in entries
     ]
+    if warnings is not None and base is not None:
+        for glob, used in zip(given, globs, strict=True):
+            if used == ".":
+                warnings.append(f"--exclude {glob}: the input folder itself, excludes nothing")
+            elif used.startswith("/") and not any(excluded(e.rel, (used,)) for e in entries):
+                warnings.append(f"--exclude {glob}: outside {base}, matches nothing")
+    return marked
 
 
 def no_python_notice(entries: list[Entry], where: str) -> str | None:

@@ -1,5 +1,7 @@
 """How a run ends on a signal: SIGTERM is handled as Ctrl-C is, so the same clean-up runs
-(staging folder removed, worker processes stopped), and worker processes never outlive the run.
+(staging folder removed, worker processes stopped), and worker processes never outlive the run;
+a worker ended by a signal of its own (`kill -9`, the out-of-memory killer) ends the run with
+WorkerLost, after the same clean-up.
 """
 
 from __future__ import annotations
@@ -17,6 +19,11 @@ PARENT_POLL_SECONDS = 0.5
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM (a CI job's timeout, `kill`) while a run was going: handled like Ctrl-C."""
+
+
+class WorkerLost(Exception):
+    """A worker process ended abruptly (killed by a signal, the out-of-memory killer, a crash in
+    native code): the run cannot be finished. str() is the one-line message."""
 
 
 def exit_code(exc: KeyboardInterrupt) -> int:

@@ -13,6 +13,7 @@ import os
 import shutil
 from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -252,6 +253,11 @@ def _results(
             futures = [pool.submit(_convert_chunk, chunk) for chunk in _chunks(files, jobs)]
         for future in as_completed(futures):
             yield from future.result()
+    except BrokenProcessPool:  # every chunk left fails with it: stop the others, say it in one line
+        _stop_now(pool)
+        raise interrupts.WorkerLost(
+            "a worker process ended abruptly (killed, or out of memory?): the run was stopped"
+        ) from None
     except BaseException:  # an interrupt, or the consumer stopped: don't wait for the chunks left
         _stop_now(pool)
         raise
@@ -260,7 +266,12 @@ def _results(
 
 def _stop_now(pool: ProcessPoolExecutor) -> None:
     """Cancel the chunks not started and end the workers at once (`shutdown` waits for the running ones)."""
-    # the executor's own table of its processes (3.14 adds terminate_workers, which does this)
+    # The executor's own table of its processes, a private attribute, on purpose: before Python
+    # 3.14 (terminate_workers) there is no public handle on a pool's workers, and
+    # multiprocessing.active_children() would reach every child of an embedding program too. We
+    # need the handles to join and, past a timeout, kill them, which terminate_workers does not.
+    # tests/test_pipeline_workers.py fails if a Python release drops the attribute; without it
+    # the workers would finish their current chunk, or notice their parent is gone, and exit.
     workers = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
     for worker in workers:

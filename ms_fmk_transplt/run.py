@@ -24,7 +24,7 @@ from ms_fmk_transplt import data, reports
 from ms_fmk_transplt.cache import ResultCache, default_cache_dir, rule_set_key
 from ms_fmk_transplt.discover import LOG_NAME, Entry, apply_excludes, discover, kept_aside, no_python_notice
 from ms_fmk_transplt.pipeline import Progress, Staging, StreamWriter, TableSource, map_files, write_tree
-from ms_fmk_transplt.records import FileResult, RunResult
+from ms_fmk_transplt.records import FileResult, RunResult, Status
 
 if TYPE_CHECKING:
     from ms_fmk_transplt.engine.tables import Tables
@@ -271,6 +271,15 @@ def _remove_empty(folders: list[Path]) -> None:
             made.rmdir()
 
 
+def distinct_files(paths: Sequence[Path]) -> tuple[str, ...]:
+    """The rule files a run used, each once as first spelled: `-r a.json -r ./a.json` is one file,
+    loaded once (ruleset/loader.py's load_rules, which warns), so the reports name it once."""
+    first: dict[Path, str] = {}
+    for path in paths:
+        first.setdefault(Path(path).resolve(), str(path))
+    return tuple(first.values())
+
+
 def _rule_table(rules: list) -> tuple[tuple[str, str, str], ...]:
     return tuple((r.id, r.kind, r.summary) for r in rules)
 
@@ -289,6 +298,8 @@ def convert_project(
         entries = apply_excludes(
             discover(options.source, exclude=(options.output, final), left_out=left_out),
             tuple(options.exclude),
+            _names_base(options.source),
+            warnings,
         )
         warnings.extend(_left_out_notes(left_out))
         warnings.extend(filter(None, [no_python_notice(entries, str(options.source))]))
@@ -313,7 +324,7 @@ def convert_project(
                 input_root=str(options.source),
                 output_root=str(final),
                 files=tuple(results),
-                rule_files=tuple(str(p) for p in options.rule_files),
+                rule_files=distinct_files(options.rule_files),
                 release=release,
                 seconds=time.perf_counter() - started,
                 rules=_rule_table(rules),
@@ -339,11 +350,17 @@ ANALYSIS_REPORTS: dict[str, Callable[[RunResult], bytes]] = {
 }
 
 
+def _names_base(source: Path) -> Path:
+    """The folder an input's entries are named from: a folder itself, a file's folder."""
+    return source if source.is_dir() else source.parent
+
+
 def _entries(
     sources: Sequence[Path],
     globs: tuple[str, ...],
     file_by_name: bool = False,
     left_out: list[str] | None = None,
+    warnings: list[str] | None = None,
 ) -> tuple[str, list[Entry]]:
     """The input root and entries: one folder is its own root; files and several paths are named
     relative to the current folder, so a file reads the same (and matches its baseline entry)
@@ -355,7 +372,8 @@ def _entries(
         if not (source.is_file() or source.is_dir()):
             raise UsageError(f"input is neither a file nor a directory: {source}")
     if len(sources) == 1 and (sources[0].is_dir() or file_by_name):
-        return str(sources[0]), apply_excludes(discover(sources[0], left_out=left_out), globs)
+        found = discover(sources[0], left_out=left_out)
+        return str(sources[0]), apply_excludes(found, globs, _names_base(sources[0]), warnings)
     entries: list[Entry] = []
     seen: set[str] = set()
     for source in sources:
@@ -369,7 +387,7 @@ def _entries(
                 entries.append(dataclasses.replace(entry, rel=rel))
         if left_out is not None:
             left_out.extend(posixpath.normpath(f"{named}/{rel}") + "/" for rel in skipped)
-    return ".", apply_excludes(entries, globs)
+    return ".", apply_excludes(entries, globs, Path.cwd(), warnings)
 
 
 def _named(source: Path) -> str:
@@ -404,7 +422,7 @@ def analyse_project(
         raise UsageError(f"output is not a directory: {report_folder}")
     left_out: list[str] = []
     with writing_to(report_folder) if report_folder is not None else contextlib.nullcontext():
-        root, entries = _entries(sources, tuple(options.exclude), file_by_name, left_out)
+        root, entries = _entries(sources, tuple(options.exclude), file_by_name, left_out, warnings)
         warnings.extend(_left_out_notes(left_out))
         warnings.extend(filter(None, [no_python_notice(entries, ", ".join(str(s) for s in sources))]))
 
@@ -420,7 +438,7 @@ def analyse_project(
             input_root=root,
             output_root=str(report_folder) if report_folder is not None else "",
             files=tuple(results),
-            rule_files=tuple(str(p) for p in options.rule_files),
+            rule_files=distinct_files(options.rule_files),
             release=release,
             seconds=time.perf_counter() - started,
             rules=_rule_table(rules),
@@ -459,17 +477,26 @@ def write_atomically(path: Path, content: bytes) -> None:
     write_all_atomically({path: content})
 
 
-def unified_diff(run: RunResult) -> str:
-    """What the conversion would change, as one unified diff (paths relative to the input)."""
+def unified_diff(run: RunResult) -> tuple[str, RunResult]:
+    """What the conversion would change, as one unified diff (paths relative to the input), and
+    the run with each source that can no longer be read (deleted, made unreadable or replaced by a
+    folder since it was converted) marked SKIPPED with the reason, as an unreadable input is."""
     root = Path(run.input_root)
     chunks: list[str] = []
-    for result in run.files:
+    files = list(run.files)
+    for at, result in enumerate(files):
         if result.output is None:
             continue
-        source = root if root.is_file() else root / result.path
-        before = source.read_bytes().decode("utf-8", errors="replace").splitlines(keepends=True)
+        source = root / result.path if root.is_dir() else root  # a file input: the file itself
+        try:
+            data = source.read_bytes()
+        except OSError as exc:
+            reason = f"cannot read file for the diff ({exc.strerror or exc})"
+            files[at] = dataclasses.replace(result, status=Status.SKIPPED, reason=reason, output=None)
+            continue
+        before = data.decode("utf-8", errors="replace").splitlines(keepends=True)
         after = result.output.decode("utf-8", errors="replace").splitlines(keepends=True)
         for line in difflib.unified_diff(before, after, f"a/{result.path}", f"b/{result.path}"):
             # a last line without a newline would run into the next diff line and corrupt the patch
             chunks.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-    return "".join(chunks)
+    return "".join(chunks), dataclasses.replace(run, files=tuple(files))

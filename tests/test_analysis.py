@@ -151,24 +151,32 @@ def test_baseline_fails_only_on_new_issues_and_survives_moved_lines(project: Pat
     assert flags == [(5, True), (6, True), (7, True), (8, False)]
 
 
+ENTRY = '"file": "a", "rule": "r", "api": "x", "fingerprint": "f"'
+
+
 @pytest.mark.parametrize(
     "content, message",
     [
-        ("{not json", "not a JSON baseline"),
-        ('{"format": 99}', "not an ms_fmk_transplt baseline"),
-        ('{"format": 1, "issues": [{"file": "a.py"}]}', "/issues/0 needs file, rule, api and fingerprint"),
-        ('{"format": 1, "issues": 3}', "/issues must be a list"),
-        ('{"format": 1, "issues": ["a.py"]}', "/issues/0 needs"),
-        (
-            '{"format": 1, "issues": [{"file": "a", "rule": "r", "api": "x", "fingerprint": "f", "count": 0}]}',
-            "positive count",
-        ),
-        (
-            '{"format": 1, "issues": [{"file": 1, "rule": "r", "api": "x", "fingerprint": "f"}]}',
-            "/issues/0 needs",
-        ),
+        ("{not json", ":1:2: not a JSON baseline: Expecting property name enclosed in double quotes"),
+        ('{"format": 99}', ": not an ms_fmk_transplt baseline (format 1; found 99)"),
+        ('{"format": true}', ": not an ms_fmk_transplt baseline (format 1; found true)"),
+        ('{"format": 1.0}', ": not an ms_fmk_transplt baseline (format 1; found 1.0)"),
+        ('{"issues": []}', ": not an ms_fmk_transplt baseline (format 1; found no /format)"),
+        ("[1]", ": not an ms_fmk_transplt baseline (format 1; found [1])"),
+        ('{"format": NaN}', ": not a JSON baseline: NaN is not a JSON value"),
+        ('{"format": 1, "issues": [], "format": 1}', ': /: key "format" given twice (JSON keeps only the last)'),
+        ('{"format": 1, "issues": [{"file": "a.py"}]}', ': /issues/0: "rule" is required'),
+        ('{"format": 1, "issues": 3}', ": /issues: 3 is not an array"),
+        ('{"format": 1, "issues": {"a": 1}}', ': /issues: {"a": 1} is not an array'),
+        ('{"format": 1, "issues": ["a.py"]}', ': /issues/0: "a.py" is not an object'),
+        ('{"format": 1, "issues": [null]}', ": /issues/0: null is not an object"),
+        ('{"format": 1, "issues": [{' + ENTRY + ', "count": 0}]}', ": /issues/0/count: 0 is less than the minimum of 1"),
+        ('{"format": 1, "issues": [{' + ENTRY + ', "count": true}]}', ": /issues/0/count: true is not an integer"),
+        ('{"format": 1, "issues": [{' + ENTRY + ', "count": 2.0}]}', ": /issues/0/count: 2.0 is not an integer (write 2)"),
+        ('{"format": 1, "issues": [{"file": 1, "rule": "r", "api": "x", "fingerprint": "f"}]}', ": /issues/0/file: 1 is not a string"),
+        ('{"format": 1, "issues": [{"file": "a", "rule": "r", "api": null, "fingerprint": "f"}]}', ": /issues/0/api: null is not a string"),
     ],
-)
+)  # fmt: skip
 def test_a_bad_baseline_is_named_in_one_line(
     project: Path, tmp_path: Path, content: str, message: str
 ) -> None:
@@ -176,7 +184,41 @@ def test_a_bad_baseline_is_named_in_one_line(
     baseline.write_text(content)
     result = _analyse(project, "--baseline", str(baseline))
     assert result.exit_code == EXIT_USAGE
-    assert str(baseline) in result.output and message in result.output
+    assert result.stderr == f"error: {baseline}{message}\n"
+
+
+def test_a_bad_baseline_is_read_past_a_bom_and_must_be_utf8(project: Path, tmp_path: Path) -> None:
+    baseline = tmp_path / "b.json"
+    baseline.write_bytes(b'\xef\xbb\xbf{"format": 1, "issues": [null]}')
+    result = _analyse(project, "--baseline", str(baseline))
+    assert result.stderr == f"error: {baseline}: /issues/0: null is not an object\n"
+    baseline.write_bytes(b'{"format": 1, \xff}')
+    result = _analyse(project, "--baseline", str(baseline))
+    assert result.stderr == f"error: {baseline}: not UTF-8 text (invalid start byte at byte 14)\n"
+
+
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"], ids=["plain", "bom"])
+def test_a_baseline_written_by_the_tool_or_saved_with_a_bom_is_used(
+    project: Path, tmp_path: Path, bom: bytes
+) -> None:
+    baseline = tmp_path / "baseline.json"
+    assert _analyse(project, "--write-baseline", str(baseline)).exit_code == 0
+    baseline.write_bytes(bom + baseline.read_bytes())
+    result = _analyse(project, "--fail-on", "unsupported", "--baseline", str(baseline))
+    assert result.exit_code == 0 and result.stderr == ""
+
+
+def test_an_unknown_baseline_key_is_a_warning(project: Path, tmp_path: Path) -> None:
+    baseline = tmp_path / "baseline.json"
+    assert _analyse(project, "--write-baseline", str(baseline)).exit_code == 0
+    document = json.loads(baseline.read_text())
+    document["issues"][0]["cnt"] = 2
+    baseline.write_text(json.dumps(document))
+    result = _analyse(project, "--baseline", str(baseline))
+    assert result.exit_code == 0
+    assert result.stderr == (
+        f"warning: {baseline}: /issues/0/cnt: unknown key ignored (valid: api, count, file, fingerprint, rule)\n"
+    )
 
 
 def test_a_bad_baseline_stops_a_conversion_before_anything_is_written(project: Path, tmp_path: Path) -> None:
@@ -246,6 +288,28 @@ def test_exclude_takes_paths_spelled_from_the_current_folder(project: Path) -> N
     (project / "tests" / "t.py").write_text("import torch\ny = torch.fft.fftshift(torch.zeros(2).cuda())\n")
     result = _analyse(project, "--exclude", "./tests/", "--exclude", "./train.py", "--report-format", "json")
     assert json.loads(result.stdout)["issues"] == []
+
+
+def test_an_absolute_exclude_inside_the_input_matches(project: Path, tmp_path: Path, monkeypatch) -> None:
+    (project / "tests").mkdir()
+    (project / "tests" / "t.py").write_text("import torch\ny = torch.fft.fftshift(torch.zeros(2).cuda())\n")
+    out = tmp_path / "out"
+    args = ["-q", "--no-cache", "--exclude", str(project / "tests"), "--exclude", f"{project}/train.py"]
+    assert _run("-i", str(project), "-o", str(out), *args).exit_code == 0
+    assert (out / "proj_msft" / "tests" / "t.py").read_bytes() == (project / "tests" / "t.py").read_bytes()
+    assert (out / "proj_msft" / "train.py").read_bytes() == (project / "train.py").read_bytes()
+    assert json.loads(_analyse(project, *args[2:], "--report-format", "json").stdout)["issues"] == []
+    monkeypatch.chdir(project.parent)  # several paths, named from the current folder
+    several = _run("analyse", "proj/train.py", "proj/tests", "--no-xlsx", "--report-format", "json", *args)
+    assert json.loads(several.stdout)["issues"] == []
+
+
+def test_an_absolute_exclude_outside_the_input_is_a_warning(project: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    result = _analyse(project, "--exclude", str(elsewhere), "--report-format", "json")
+    assert result.exit_code == 0
+    assert result.stderr == f"warning: --exclude {elsewhere}: outside {project}, matches nothing\n"
+    assert json.loads(result.stdout)["issues"] != []
 
 
 def test_diff_prints_the_changes_and_writes_nothing(project: Path, tmp_path: Path) -> None:
@@ -556,3 +620,53 @@ def test_the_console_table_leads_with_what_will_not_run_and_says_where_the_repor
     assert -1 not in order and order == sorted(order), text
     folded = "".join(c for c in result.output if not c.isspace() and c != "│")  # long cells wrap
     assert f"issues(sarif){sarif}" in folded and f"reportsin{tmp_path / 'r'}" in folded
+
+
+def _gone_after_analysis(monkeypatch, spoil) -> None:
+    """Make `spoil()` run between the analysis and the diff, as a user's edit or a checkout might."""
+    import ms_fmk_transplt.run as run_module
+
+    analyse = run_module.analyse_project
+
+    def then_spoil(*args, **kwargs):
+        result = analyse(*args, **kwargs)
+        spoil()
+        return result
+
+    monkeypatch.setattr(run_module, "analyse_project", then_spoil)
+
+
+@pytest.mark.parametrize("how", ["deleted", "a_folder"])
+def test_diff_names_a_source_gone_since_it_was_converted(project: Path, monkeypatch, how: str) -> None:
+    train = project / "train.py"
+
+    def spoil() -> None:
+        train.unlink()
+        if how == "a_folder":
+            train.mkdir()
+
+    _gone_after_analysis(monkeypatch, spoil)
+    (project / "other.py").write_text("import torch\nn = torch.cuda.device_count()\n")
+    result = _run("-i", str(project), "--diff", "-q", "--no-cache")
+    assert result.exit_code == 1
+    assert "Traceback" not in result.output
+    assert "--- a/other.py\n" in result.stdout and "a/train.py" not in result.stdout
+    [line] = [line for line in result.stderr.splitlines() if "train.py" in line]
+    assert line.startswith("skipped: train.py: cannot read file for the diff (")
+
+
+def test_diff_names_a_single_file_input_gone_since_it_was_converted(tmp_path: Path, monkeypatch) -> None:
+    source = tmp_path / "m.py"
+    source.write_text("import torch\nx = torch.cuda.is_available()\n")
+    _gone_after_analysis(monkeypatch, source.unlink)
+    result = _run("-i", str(source), "--diff", "-q", "--no-cache")
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.strip() == "skipped: m.py: cannot read file for the diff (No such file or directory)"
+
+
+def test_diff_of_sources_left_in_place_exits_0(project: Path, monkeypatch) -> None:
+    _gone_after_analysis(monkeypatch, lambda: None)
+    result = _run("-i", str(project), "--diff", "-q", "--no-cache")
+    assert result.exit_code == 0 and result.stderr == ""
+    assert "--- a/train.py\n" in result.stdout

@@ -475,3 +475,56 @@ def test_an_input_without_python_files_is_said(tmp_path: Path, monkeypatch: pyte
     assert excluded.stderr == "warning: no Python files to analyse in tests: every one matches --exclude\n"
     # the twin: a folder with a Python file says nothing of the kind
     assert _run("analyse", "tests", "--no-xlsx", "-q").stderr == ""
+
+
+def test_rules_doc_to_dash_is_stdout(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    plain = _run("rules", "doc")
+    dashed = _run("rules", "doc", "-o", "-")
+    assert dashed.exit_code == 0 and plain.exit_code == 0
+    assert dashed.stdout == plain.stdout and dashed.stdout.startswith("#")
+    assert list(tmp_path.iterdir()) == []  # no file named -
+
+
+def _exit_code_tables(readme: str) -> list[list[str]]:
+    """The first column of every README table of exit codes (headed `code` or `exit code`)."""
+    tables, rows = [], None
+    for line in readme.splitlines():
+        cells = (
+            [cell.strip() for cell in line.strip().strip("|").split("|")] if line.startswith("|") else None
+        )
+        if cells and cells[0] in ("code", "exit code"):
+            rows = []
+            tables.append(rows)
+        elif cells is None:
+            rows = None
+        elif rows is not None and not set(cells[0]) <= set("-: "):
+            rows.append(cells[0])
+    return tables
+
+
+def test_every_exit_code_table_lists_the_signal_codes() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    tables = _exit_code_tables(readme)
+    assert len(tables) >= 2  # the converter's and verify's
+    for codes in tables:
+        assert "130, 143" in codes, codes
+    assert "130 / 143 interrupted" in " ".join(_run("verify", "--help").output.split())
+
+
+@pytest.mark.parametrize("signal_exc, code", [("KeyboardInterrupt", 130), ("Terminated", 143)])
+def test_verify_interrupted_exits_with_the_signals_code(
+    tmp_path: Path, monkeypatch, signal_exc: str, code: int
+) -> None:
+    import ms_fmk_transplt.verify as verify_package
+    from ms_fmk_transplt.interrupts import Terminated
+
+    def interrupted(request, say):
+        raise Terminated if signal_exc == "Terminated" else KeyboardInterrupt
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.py").write_text("")
+    monkeypatch.setattr(verify_package, "verify", interrupted)
+    result = _run("verify", "--", "python", "t.py")
+    assert result.exit_code == code
+    assert result.stderr == "interrupted\n"

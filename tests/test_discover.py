@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from ms_fmk_transplt.discover import excluded
+from ms_fmk_transplt.discover import EntryKind, apply_excludes, discover, excluded
 
 
 @pytest.mark.parametrize(
@@ -19,3 +21,60 @@ def test_an_exclude_glob_matches_however_its_path_is_spelled(glob: str) -> None:
 @pytest.mark.parametrize("glob", ["./main.py", "mnist/", "./mnist/", "mnist/*.txt", "./", ""])
 def test_an_exclude_glob_matches_nothing_else(glob: str) -> None:
     assert not excluded("mnist2/main.py", (glob,))
+
+
+def _tree(tmp_path: Path) -> Path:
+    src = tmp_path / "src"
+    (src / "sub").mkdir(parents=True)
+    (src / "sub" / "a.py").write_text("x = 1\n")
+    (src / "b.py").write_text("x = 1\n")
+    (tmp_path / "other").mkdir()
+    return src
+
+
+def _kept(src: Path, globs: tuple[str, ...], base: Path | None = None) -> tuple[list[str], list[str]]:
+    warnings: list[str] = []
+    entries = apply_excludes(discover(src), globs, src if base is None else base, warnings)
+    return sorted(e.rel for e in entries if e.kind is EntryKind.PYTHON), warnings
+
+
+@pytest.mark.parametrize(
+    "spelled",
+    ["{src}/sub", "{src}/sub/", "{src}/sub/a.py", "{src}/s*", "{src}//sub/", "{src}/./sub", "{src}/sub/**",
+     "{link}/sub", "{src}/../src/sub"],
+)  # fmt: skip
+def test_an_absolute_exclude_inside_the_input_matches(tmp_path: Path, spelled: str) -> None:
+    src = _tree(tmp_path)
+    (tmp_path / "link").symlink_to(src)
+    glob = spelled.format(src=src, link=tmp_path / "link")
+    assert _kept(src, (glob,)) == (["b.py"], [])
+    assert _kept(tmp_path / "link", (glob,)) == (["b.py"], [])  # the input given through the link
+
+
+def test_an_absolute_exclude_outside_the_input_matches_nothing_and_says_so(tmp_path: Path) -> None:
+    src = _tree(tmp_path)
+    for glob in (str(tmp_path / "other"), str(tmp_path / "src2/sub"), "/sub", "/"):
+        assert _kept(src, (glob,)) == (
+            ["b.py", "sub/a.py"],
+            [f"--exclude {glob}: outside {src}, matches nothing"],
+        )
+    assert _kept(src, (str(src),)) == (
+        ["b.py", "sub/a.py"], [f"--exclude {src}: the input folder itself, excludes nothing"]
+    )  # fmt: skip
+
+
+def test_relative_excludes_are_taken_as_before(tmp_path: Path) -> None:
+    src = _tree(tmp_path)
+    assert _kept(src, ("sub",)) == (["b.py"], [])
+    assert _kept(src, ("other",)) == (
+        ["b.py", "sub/a.py"],
+        [],
+    )  # a relative glob that matches nothing: as before
+
+
+def test_an_absolute_name_matches_an_absolute_exclude_spelled_the_same() -> None:
+    # analyse given files outside the current folder names them by their absolute path
+    assert excluded("/abs/vendor/x.py", ("/abs/vendor",))
+    assert excluded("/abs/vendor/x.py", ("/abs/vendor/*.py",))
+    assert not excluded("abs/vendor/x.py", ("/abs/vendor",))
+    assert not excluded("/abs/vendor2/x.py", ("/abs/vendor",))

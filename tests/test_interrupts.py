@@ -195,3 +195,27 @@ def test_workers_end_with_a_parent_killed_outright(tree: Path, tmp_path: Path) -
     os.kill(process.pid, signal.SIGKILL)  # no clean-up runs: the workers must notice alone
     returncode, _ = _ended(process, workers, cwd)
     assert returncode == -signal.SIGKILL
+
+
+@pytest.mark.parametrize(
+    "command,staged",
+    [
+        (["-i", "{tree}", "-o", "out", "-j", "2", "--no-cache", "-q"], True),
+        (["analyse", "-j", "2", "--no-cache", "-q", "-o", "reports", "{tree}"], False),
+    ],
+    ids=["convert", "analyse"],
+)
+def test_a_worker_killed_outright_ends_the_run_with_one_line(
+    tree: Path, tmp_path: Path, command: list[str], staged: bool
+) -> None:
+    cwd = tmp_path / "run"
+    process = _start([arg.format(tree=tree) for arg in command], cwd)
+    workers = _under_way(process, cwd / "out" if staged else None)
+    os.kill(min(workers), signal.SIGKILL)  # `kill -9` of one worker, the out-of-memory killer
+    returncode, stderr = _ended(process, workers, cwd)
+    assert returncode == 1, stderr
+    assert stderr.strip() == (
+        "error: a worker process ended abruptly (killed, or out of memory?): the run was stopped;"
+        " nothing was written"
+    )
+    assert list(cwd.iterdir()) == []  # no reports, output or staging folder

@@ -326,3 +326,37 @@ def test_one_file_given_twice_is_loaded_once(tmp_path: Path, monkeypatch: pytest
         "./one.json: rule file given more than once (first as one.json); loaded once",
         "sub/../one.json: rule file given more than once (first as one.json); loaded once",
     ]
+
+
+def test_the_reports_name_a_file_given_twice_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from ms_fmk_transplt.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path, {"rules": {"FuncNameModifyRule": [{"old_name": "a.f", "new_name": "a.g"}]}}, "one.json")
+    _write(tmp_path, {"rules": {"FuncNameModifyRule": [{"old_name": "b.f", "new_name": "b.g"}]}}, "two.json")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "m.py").write_text("import a\na.f()\n")
+    given = [
+        "-r",
+        "one.json",
+        "-r",
+        "./one.json",
+        "-r",
+        "two.json",
+        "-r",
+        "sub/../one.json",
+        "-r",
+        "two.json",
+    ]
+    done = CliRunner().invoke(
+        app, ["-i", "src", "-o", "out", "-q", "--no-cache", *given], catch_exceptions=False
+    )
+    assert done.exit_code == 0, done.output
+    log = (tmp_path / "out" / "src_msft" / "msFmkTranspltlog.txt").read_text()
+    assert "rules:   built-in, one.json, two.json\n" in log
+    summary = json.loads((tmp_path / "out" / "src_msft" / "report.json").read_text())
+    assert summary["rule_files"] == ["one.json", "two.json"]
+    assert (tmp_path / "out" / "src_msft" / "m.py").read_text() == "import a\na.g()\n"

@@ -475,3 +475,26 @@ def test_a_neighbour_that_fails_to_convert_is_a_note(tmp_path, monkeypatch):
         "not converted: other.py: syntax error at line 2: '(' was never closed",
         "not converted: syn.py: syntax error at line 2: invalid syntax",
     )
+
+
+def test_a_worker_lost_in_verifys_conversion_is_a_failed_conversion_exit_2(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    import ms_fmk_transplt.run as run_module
+    import ms_fmk_transplt.verify.session as session
+    from ms_fmk_transplt.cli import app
+    from ms_fmk_transplt.interrupts import WorkerLost
+
+    def lost(options):
+        raise WorkerLost("a worker process ended abruptly (killed, or out of memory?): the run was stopped")
+
+    project = _broken_project(tmp_path)
+    monkeypatch.chdir(project)
+    ran = []
+    monkeypatch.setattr(session.launch, "run", lambda *args: ran.append(args))
+    monkeypatch.setattr(run_module, "convert_project", lost)
+    done = CliRunner().invoke(app, ["verify", "--", "python", "ok.py"], catch_exceptions=False)
+    assert done.exit_code == 2 and ran == []
+    assert [line for line in done.stderr.splitlines() if line.startswith("error:")] == [
+        "error: conversion failed: a worker process ended abruptly (killed, or out of memory?): the run was stopped"
+    ]

@@ -17,6 +17,11 @@ def cell(value: Any) -> Any:
     return "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
 
 
+def plain(text: str) -> str:
+    """A cell's text as it was before `cell` quoted it (a CSV this tool or the runtime wrote, read back)."""
+    return text[1:] if text.startswith("'") and text[1:].startswith(FORMULA_STARTS) else text
+
+
 def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any] | Mapping[str, Any]]) -> bytes:
     """A CSV document (`\\n` line ends) of `header` and `rows` (sequences in its order, or mappings
     by its names), every cell made safe to open in a spreadsheet."""

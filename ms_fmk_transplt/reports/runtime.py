@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ms_fmk_transplt.records import RuntimeOp
+from ms_fmk_transplt.reports.csv_cells import plain
 
 FIELDS = ("op", "count", "supported", "status", "unsupported_dtypes", "first_call_site")
 REQUIRED = ("op", "count", "status")  # what the workbook shows of each op, and cannot guess
@@ -28,7 +29,9 @@ class RuntimeReportError(ValueError):
 def load_runtime_report(path: Path) -> tuple[RuntimeOp, ...]:
     """The ops of an operator-check report, in its order (most called first)."""
     try:
-        text = path.read_text(encoding="utf-8-sig")  # a spreadsheet's BOM is not part of the header
+        # a spreadsheet's BOM is not part of the header; bytes, not read_text, whose newline
+        # translation would turn a carriage return inside a quoted cell into a line feed
+        text = path.read_bytes().decode("utf-8-sig")
     except OSError as exc:
         raise RuntimeReportError(f"{path}: cannot read the runtime report: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
@@ -74,7 +77,8 @@ def _csv_rows(path: Path, text: str) -> list[tuple[int, dict[str, str]]]:
                 raise RuntimeReportError(
                     f"{path}: row {number}: {len(values)} values for {len(header)} columns"
                 )
-            rows.append((number, dict(zip(header, values, strict=True))))
+            # the runtime writes a cell a spreadsheet would take for a formula with a leading '
+            rows.append((number, dict(zip(header, map(plain, values), strict=True))))
     except csv.Error as exc:
         raise RuntimeReportError(f"{path}: row {reader.line_num}: not CSV: {exc}") from None
     return rows

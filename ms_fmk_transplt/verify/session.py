@@ -169,10 +169,14 @@ def _converted_script(
         opt_ins=tuple(request.opt_ins),
         force=request.force or request.output is None,
     )
+    from ms_fmk_transplt.interrupts import WorkerLost
+
     try:
         result = convert_project(options)
     except UsageError as exc:
         raise VerifyError(str(exc)) from None
+    except WorkerLost as exc:
+        raise VerifyError(f"conversion failed: {exc}") from None
     entry = relative.as_posix()
     for failed in result.failed:
         if failed.path == entry:  # running its unchanged copy would prove nothing about the port

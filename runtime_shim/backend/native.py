@@ -27,8 +27,11 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import IO
 
 import torch
+
+from runtime_shim.backend import native_cache
 
 ENV = "RUNTIME_SHIM_NATIVE"
 CACHE_ENV = "RUNTIME_SHIM_CACHE"
@@ -45,7 +48,7 @@ _SOURCES = [
     )
 ]
 _HEADERS = [_CSRC / "npu_native.h"]
-_MODULE_NAME = "runtime_shim_native"
+_MODULE_NAME = "runtime_shim_native"  # the tooling builds native_cache.MODULE_FILE of it
 
 #: Why the Python path is in use ("" while the native part is loaded or not yet tried).
 python_path_reason = ""
@@ -87,9 +90,9 @@ def load() -> ModuleType | None:
             from torch.utils import cpp_extension
 
             folder = build_directory()
-            folder.mkdir(parents=True, exist_ok=True)
             with _one_build_at_a_time(folder):
-                return cpp_extension.load(
+                built = not (folder / native_cache.MODULE_FILE).exists()
+                module = cpp_extension.load(
                     _MODULE_NAME,
                     [str(p) for p in _SOURCES],
                     build_directory=str(folder),
@@ -97,6 +100,11 @@ def load() -> ModuleType | None:
                     extra_cflags=["-O2"],
                     verbose=False,
                 )
+                if built:
+                    native_cache.mark_source(folder, _CSRC)
+            if built:  # the builds of this checkout's earlier sources are stale now
+                native_cache.prune(folder, _CSRC)
+            return module
         except Exception as exc:  # a failed build must leave a working (Python-path) device
             python_path_reason = f"building csrc/ failed: {str(exc).strip().splitlines()[-1]}"
     warnings.warn(
@@ -111,6 +119,7 @@ def load() -> ModuleType | None:
 
 #: The lock file PyTorch's extension tooling makes in the build folder while it builds.
 TOOLING_LOCK = "lock"
+LOCK_ATTEMPTS = 3
 
 
 @contextlib.contextmanager
@@ -121,12 +130,30 @@ def _one_build_at_a_time(folder: Path) -> Iterator[None]:
     gone; a build that was killed (Ctrl-C during the first use's minutes of compiling) leaves it
     behind, and every later start then waited forever. This lock is the kernel's (released when
     its process dies, however it dies), so whoever holds it knows a tooling lock file it finds is
-    stale and removes it.
+    stale and removes it. A folder pruned (native_cache.py) while this waited is made anew.
     """
-    with open(folder / ".runtime_shim.lock", "w") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
-        (folder / TOOLING_LOCK).unlink(missing_ok=True)
-        yield
+    for _ in range(LOCK_ATTEMPTS):
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            held = open(folder / native_cache.LOCK, "a")
+        except FileNotFoundError:  # pruned (native_cache) between the two calls
+            continue
+        with held:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            if not _still_there(held, folder / native_cache.LOCK):
+                continue  # the folder was pruned while we waited: make it anew
+            (folder / TOOLING_LOCK).unlink(missing_ok=True)
+            yield
+            return
+    raise OSError(f"{folder}: removed again each time it was made")
+
+
+def _still_there(held: IO[str], path: Path) -> bool:
+    """Whether the lock file open as `held` is still the one at `path` (not renamed away)."""
+    try:
+        return os.path.samestat(os.fstat(held.fileno()), os.stat(path))
+    except FileNotFoundError:
+        return False
 
 
 if __name__ == "__main__":  # python -m runtime_shim.backend.native: build now (tools/setup.sh does)

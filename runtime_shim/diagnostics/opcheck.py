@@ -47,6 +47,7 @@ from typing import Any
 
 from runtime_shim.backend.dispatch import add_npu_level_op, flush_counts, rearm, remove_npu_level_ops
 from runtime_shim.backend.kernels import nested
+from runtime_shim.diagnostics.csv_cells import cell, plain
 from runtime_shim.runtime.state import STATE
 from runtime_shim.torch_version import data_file
 
@@ -374,7 +375,7 @@ class OpChecker:
                 with partial.open("w", encoding="utf-8", newline="") as fh:
                     writer = csv.DictWriter(fh, fieldnames=list(_FIELDS))
                     writer.writeheader()
-                    writer.writerows(rows)
+                    writer.writerows({name: cell(value) for name, value in row.items()} for row in rows)
                 _run_marker(out).write_text(
                     json.dumps({"run": self.run, "pids": pids}) + "\n", encoding="utf-8"
                 )
@@ -459,7 +460,11 @@ def _rows_of_run(report: Path, run: str) -> list[dict[str, Any]]:
         if report.suffix.lower() == ".csv":
             with report.open(encoding="utf-8", newline="") as fh:
                 return [
-                    {**row, "count": int(row["count"]), "supported": row["supported"] == "True"}
+                    {
+                        **{name: plain(text) for name, text in row.items()},
+                        "count": int(row["count"]),
+                        "supported": row["supported"] == "True",
+                    }
                     for row in csv.DictReader(fh)
                 ]
         return list(json.loads(report.read_text(encoding="utf-8"))["ops"])
