@@ -12,8 +12,10 @@ A literal that a StringLiteralRule's pattern matches (`"cuda"`, `"cuda:0"`) is a
   `{"device": "cuda"}`, `setattr(ns, "device", "cuda")`, `add_argument("--device",
   default="cuda")`, a member of an Enum named like a device), or to a variable that the file
   passes to a device-taking API (`kind = "cuda"; torch.device(kind)`);
+- it is a member of the Literal type of a device-named target (`device: Literal["cuda"] = "cuda"`,
+  `def f(device: Optional[Literal["cuda", "cpu"]] = None)`): the type follows the value;
 - by convention: it stands beside another device type (`"cuda" if ok else "cpu"`,
-  `["cpu", "cuda"]`), or a CUDA test picks it (`"cuda" if torch.cuda.is_available() else x`),
+  `["cpu", "cuda"]`, `Literal["cpu", "cuda"]`), or a CUDA test picks it (`"cuda" if torch.cuda.is_available() else x`),
   or a dict of device types is looked up by one (`{"cuda": "nccl"}[device.type]`).
 Anything else is the user's own text (`__all__ = ["cuda"]`, `dest="cuda"`,
 `os.path.join(here, "cuda")`): kept.
@@ -195,6 +197,25 @@ def literals(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
             if arg.keyword is None or arg.keyword.value == "default":
                 yield from literals(arg.value)
                 break
+
+
+def literal_type(node: cst.CSTNode) -> bool:
+    """`Literal[...]`, `typing.Literal[...]`: a type whose members are values, not keys looked up."""
+    return isinstance(node, cst.Subscript) and short_name(node.value) == "Literal"
+
+
+def literal_members(annotation: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The members of every Literal in a type: `Optional[Literal["cuda", "cpu"]]`, `Literal["cuda"] | None`."""
+    found: list[cst.BaseExpression] = []
+    stack: list[cst.BaseExpression] = [annotation]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Subscript):
+            values = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
+            (found if literal_type(node) else stack).extend(values)
+        elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+            stack.extend((node.left, node.right))
+    return found
 
 
 class DeviceContext:
@@ -497,10 +518,18 @@ class _Marker:
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._bind([node.target], node.value)
+        self._typed(node.target, node.annotation)
 
     def visit_Param(self, node: cst.Param) -> None:
         if node.default is not None:
             self._bind([node.name], node.default)
+        self._typed(node.name, node.annotation)
+
+    def _typed(self, target: cst.BaseExpression, annotation: cst.Annotation | None) -> None:
+        """`device: Literal["cuda", "cpu"] = "cuda"`: the type's members follow the value they admit."""
+        if annotation is not None and self.c.device_typed(target):
+            members = literal_members(annotation.annotation)
+            self.c.mark(members, self.c.devices, f"a member of the Literal type of {code_of(target)}")
 
     def visit_DictElement(self, node: cst.DictElement) -> None:
         key = _string(node.key)
@@ -523,6 +552,9 @@ class _Marker:
                     self.c.mark([statement.value], self.c.devices, f"returned by {node.name.value}()")
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
+        if literal_type(node):  # Literal["cpu", "cuda"]: members, as a list's elements are
+            self._siblings(literal_members(node), "a member of a Literal type with {other}")
+            return
         if isinstance(node.value, cst.Name) and node.value.value in self.c.tables and len(node.slice) == 1:
             index = node.slice[0].slice  # DEVICE_CONFIG["cuda"] of a table looked up by a device
             if isinstance(index, cst.Index):

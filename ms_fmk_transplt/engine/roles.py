@@ -6,7 +6,8 @@ Before the rewrite, from the read-only walk (engine/walk.py), each string litera
 - *prose*: a docstring, a message (arguments of print, logging, warnings, exceptions, and of
   the `format` / `join` / `str` calls inside them), a `help=`-like keyword, an option name given to
   `add_argument`, an attribute name given to `getattr` and its kin;
-- *data key*: a dict key or a subscript, except inside an argument that takes a device;
+- *data key*: a dict key or a subscript, except inside an argument that takes a device (the
+  members of a `Literal[...]` type are values, not keys);
 - *device*: it stands where a device goes, or its place shows it is one (engine/context.py);
 - *user text*: its place shows it is the user's name (`__all__`, `dest=`, a path piece);
 - *code*: nothing marks it; rules that match by pattern (backend names, tensor-type names)
@@ -25,7 +26,7 @@ from enum import Enum
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.context import DeviceContext, DeviceSpec, Verdict, short_name
+from ms_fmk_transplt.engine.context import DeviceContext, DeviceSpec, Verdict, literal_type, short_name
 from ms_fmk_transplt.engine.environment import Environment
 from ms_fmk_transplt.engine.hooks import Claims
 from ms_fmk_transplt.engine.walk import NodeIndex, children
@@ -87,6 +88,8 @@ class LiteralRoles:
         for element in nodes.of(cst.DictElement):
             self._key(element.key, "a dict key")
         for subscript in nodes.of(cst.Subscript):
+            if literal_type(subscript):  # Literal["cuda", "cpu"]: a type's members, not keys
+                continue
             for item in subscript.slice:
                 if isinstance(item.slice, cst.Index):
                     self._key(item.slice.value, "a subscript")
@@ -268,9 +271,11 @@ from the pinned torch by `tools/derive_device_apis.py`.
   iterated by a loop whose variable is one (`for dev in ["cpu"] + ["cuda"]: torch.device(dev)`),
   given to a function the module defines in the place of a device parameter
   (`def _capture(target_device)`, `_capture("cuda")`); keys of a dict the file looks up by a
-  device type. An index (`"cuda:0"`) is proof on its own: nobody names a folder that.
+  device type; members of the Literal type of a device-named target (`device: Literal["cuda"] =
+  "cuda"`: a type checker, pydantic or a typed CLI would refuse the new value otherwise). An index (`"cuda:0"`) is proof on its own: nobody names a folder that.
 - **Converted by convention** (marked *heuristic* in the log): a literal beside another device
-  type (`"cuda" if ok else "cpu"`, `["cpu", "cuda"]`, a `parametrize("device", [...])` list) or
+  type (`"cuda" if ok else "cpu"`, `["cpu", "cuda"]`, `Literal["cpu", "cuda"]`, a
+  `parametrize("device", [...])` list) or
   picked by a CUDA test (`"cuda" if torch.cuda.is_available() else x`, `if ngpu > 0`). Why: in
   code that uses torch these shapes are devices in every real occurrence we labelled, and a
   missed device fails on the NPU at once ("Torch not compiled with CUDA enabled"), so the port
