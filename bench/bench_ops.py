@@ -13,12 +13,15 @@ the number of calls. The ops are the ones a small training step is made of:
   only (the npu's route that keeps the CPU's kernel choice, runtime_shim/backend/attention.py);
 * ``dropout``: ``F.dropout(x, 0.1, training=True)`` on a 16x8 float tensor (counted as the
   NPU's native_dropout, computed as the CPU computes it).
+* ``lstm``, ``gru``: one-layer ``nn.LSTM(8, 8)`` / ``nn.GRU(8, 8)`` forward over a (4, 2, 8)
+  sequence (the npu's routes that run the CPU's kernels, runtime_shim/backend/rnn.py): one call
+  is a whole layer, ~5 ops for LSTM and ~60 for GRU's unfused cells.
 
 The npu column is measured once per dispatch path the process has: ``python`` (per-op kernels
 written in Python, runtime_shim/backend/kernels.py) and, when the native part is built,
 ``native`` (C++ kernels, runtime_shim/csrc/). "overhead" is npu minus CPU.
 
-    python bench/bench_ops.py [--calls 2000] [--rounds 15] [--threads 1] [--ops add,view,add_,matmul,sdpa,dropout]
+    python bench/bench_ops.py [--calls 2000] [--rounds 15] [--threads 1] [--ops add,view,add_,matmul,sdpa,dropout,lstm,gru]
 
 Target (issue 22): overhead under 2 us per op.
 """
@@ -48,6 +51,9 @@ def _ops(device: str) -> dict[str, Callable[[], object]]:
     x = torch.randn(8, 8, generator=torch.Generator().manual_seed(0)).to(device)
     w = torch.randn(8, 8, generator=torch.Generator().manual_seed(1)).to(device)
     q = torch.randn(2, 2, 4, 8, generator=torch.Generator().manual_seed(2)).to(device)
+    seq = torch.randn(4, 2, 8, generator=torch.Generator().manual_seed(3)).to(device)
+    torch.manual_seed(4)  # the same weights on both devices
+    lstm, gru = torch.nn.LSTM(8, 8).to(device), torch.nn.GRU(8, 8).to(device)
     functional = torch.nn.functional
     return {
         "add": lambda: a + b,
@@ -56,6 +62,8 @@ def _ops(device: str) -> dict[str, Callable[[], object]]:
         "matmul": lambda: x @ w,
         "sdpa": lambda: functional.scaled_dot_product_attention(q, q, q, is_causal=True),
         "dropout": lambda: functional.dropout(x, 0.1, training=True),
+        "lstm": lambda: lstm(seq)[0],
+        "gru": lambda: gru(seq)[0],
     }
 
 
@@ -119,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=2000, help="calls per round")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (0: torch default)")
-    parser.add_argument("--ops", default="add,view,add_,matmul,sdpa,dropout")
+    parser.add_argument("--ops", default="add,view,add_,matmul,sdpa,dropout,lstm,gru")
     args = parser.parse_args(argv)
 
     os.environ.setdefault("RUNTIME_SHIM_OPCHECK", "off")
