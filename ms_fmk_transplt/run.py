@@ -408,7 +408,7 @@ def analyse_project(
         warnings.extend(_left_out_notes(left_out))
         warnings.extend(filter(None, [no_python_notice(entries, ", ".join(str(s) for s in sources))]))
 
-        def drop_output(result: FileResult) -> FileResult:
+        def drop_output(result: FileResult, data: bytes | None = None) -> FileResult:
             return (
                 result if keep_output or result.output is None else dataclasses.replace(result, output=None)
             )
