@@ -58,6 +58,9 @@ class ResultCache:
         self.rule_set = rule_set
         self.warnings = warnings
         self.pending: list[tuple[bytes, bytes]] = []
+        # this run's findings that are a function of a key: the file's result from the cache or
+        # stored under it (by path: the findings tuple and the key)
+        self.keyed: dict[str, tuple[tuple, bytes]] = {}
         self.db: sqlite3.Connection | None = None
         try:
             directory.mkdir(parents=True, exist_ok=True)
@@ -110,6 +113,10 @@ class ResultCache:
         except Exception:  # a damaged entry is only a miss
             return None
         return result if isinstance(result, FileResult) and result.path == rel else None
+
+    def note(self, rel: str, findings: tuple, key: bytes) -> None:
+        """`findings` are those of the result kept under `key` (a hit, or a result just stored)."""
+        self.keyed[rel] = (findings, key)
 
     def tables_key(self) -> bytes:
         """Where this rule set's validated rules and compiled tables are kept."""
@@ -169,6 +176,35 @@ class ResultCache:
             self.pending.append(
                 (self.report_key(name, root), pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
             )
+
+    def get_digest(self, keyed: bytes) -> bytes | None:
+        """The results digest stored for a digest of the results' keys (see run._Kept)."""
+        if self.db is None:
+            return None
+        try:
+            row = self.db.execute(
+                "SELECT value FROM results WHERE key = ?", (self._digest_key(keyed),)
+            ).fetchone()
+            value = pickle.loads(row[0]) if row is not None else None
+        except Exception:  # a damaged entry is only a miss (sqlite errors included)
+            return None
+        if (
+            isinstance(value, tuple)
+            and len(value) == 2
+            and value[0] == "digest"
+            and isinstance(value[1], bytes)
+        ):
+            return value[1]
+        return None
+
+    def put_digest(self, keyed: bytes, digest: bytes) -> None:
+        """Remember the results digest computed for a digest of the results' keys."""
+        if self.db is not None:
+            value = pickle.dumps(("digest", digest), protocol=pickle.HIGHEST_PROTOCOL)
+            self.pending.append((self._digest_key(keyed), value))
+
+    def _digest_key(self, keyed: bytes) -> bytes:
+        return hashlib.sha256(self.rule_set + b"\0results digest\0" + keyed).digest()
 
     def flush(self) -> None:
         """Write the remembered entries in one transaction; a failure to write costs only the speed-up."""

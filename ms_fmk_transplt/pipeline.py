@@ -183,6 +183,7 @@ def map_files(
                 todo.append((rel, path))
             else:
                 converted[rel] = sink(hit, data) if sink else hit
+                cache.note(rel, hit.findings, keys[rel])
     done = len(converted)
     if done and progress:
         progress(done, total, "")
@@ -196,6 +197,7 @@ def map_files(
         for result in stream:
             if cache is not None and result.path in keys:
                 cache.put(keys[result.path], result)
+                cache.note(result.path, result.findings, keys[result.path])
             converted[result.path] = sink(result, None) if sink else result
             done += 1
             if progress:
@@ -295,10 +297,10 @@ def _scan(entry: Entry, source: TableSource, cache: ResultCache | None) -> tuple
         return _scan_text(entry.rel, data, source)
     key = cache.key(entry.rel, data)
     hit = cache.get(key, entry.rel)
-    if hit is not None:
-        return hit.findings
-    findings = _scan_text(entry.rel, data, source)
-    cache.put(key, FileResult(entry.rel, Status.COPIED, findings=findings))
+    findings = hit.findings if hit is not None else _scan_text(entry.rel, data, source)
+    if hit is None:
+        cache.put(key, FileResult(entry.rel, Status.COPIED, findings=findings))
+    cache.note(entry.rel, findings, key)
     return findings
 
 
