@@ -42,7 +42,7 @@ REPORTS: dict[str, Callable[[RunResult], bytes]] = {
 KEPT_REPORTS = frozenset({"unsupported_op.xlsx", "change_list.csv"})
 KEPT_PARTS: dict[str, tuple[Callable[[RunResult], bytes], Callable[[RunResult, bytes], bytes]]] = {
     LOG_NAME: (reports.log_body, reports.log_with_body),
-    "report.json": (reports.summary_files, reports.summary_with_files),
+    "report.json": (reports.summary_body, reports.summary_with_body),
 }
 
 

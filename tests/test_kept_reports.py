@@ -166,3 +166,28 @@ def test_the_key_digest_stands_for_the_findings_only_while_they_are_the_noted_on
     # what the key does not stand for is read by value: status, reason, counts
     skipped = replace(result, files=tuple(replace(f, status=Status.SKIPPED) for f in result.files))
     assert run._results_digest(skipped, keyed) != by_key
+
+
+def test_a_warm_run_counts_no_totals(tmp_path: Path, monkeypatch) -> None:
+    # the totals read every finding; the log's and report.json's are in their kept bodies
+    from ms_fmk_transplt.reports import text, xlsx
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "train.py").write_text("import torch\nx = torch.ones(2).cuda()\n")
+    counted: list[int] = []
+    real = text.totals
+
+    def counting(result: run.RunResult) -> dict[str, int]:
+        counted.append(1)
+        return real(result)
+
+    monkeypatch.setattr(text, "totals", counting)
+    monkeypatch.setattr(xlsx, "totals", counting)
+    cold = _reports(project, tmp_path / "a", tmp_path / "cache")
+    assert counted
+    counted.clear()
+    warm = _reports(project, tmp_path / "b", tmp_path / "cache")
+    assert not counted
+    assert warm["report.json"] == cold["report.json"].replace(str(tmp_path / "a"), str(tmp_path / "b"))
+    assert '"files_converted": 1' in warm["report.json"]
