@@ -85,18 +85,50 @@ class Finding:
         return _FINDING_STATE(self)
 
     def __setstate__(self, state: tuple[Any, ...]) -> None:
-        # the slots' own setters: a warm run unpickles every finding of the tree (37k on
-        # transformers), and object.__setattr__ by name took a third longer
+        # the slots' own setters, one by one: a warm run unpickles every finding of the tree (37k
+        # on transformers); object.__setattr__ by name took a third longer than a loop over the
+        # setters, and the loop ~25 % longer than this (tests/test_records.py checks the order)
+        (rule_id, operation, start_line, end_line, message, heuristic, noop, column, api, support,
+         dtypes, suggestion, source, suppressed, fingerprint) = state  # fmt: skip
         intern = sys.intern
-        for (setter, shared), value in zip(_FINDING_SETTERS, state):
-            setter(self, intern(value) if shared and value else value)
+        _set_rule_id(self, intern(rule_id) if rule_id else rule_id)
+        _set_operation(self, operation)
+        _set_start_line(self, start_line)
+        _set_end_line(self, end_line)
+        _set_message(self, intern(message) if message else message)
+        _set_heuristic(self, heuristic)
+        _set_noop(self, noop)
+        _set_column(self, column)
+        _set_api(self, intern(api) if api else api)
+        _set_support(self, support)
+        _set_dtypes(self, intern(dtypes) if dtypes else dtypes)
+        _set_suggestion(self, intern(suggestion) if suggestion else suggestion)
+        _set_source(self, intern(source) if source else source)
+        _set_suppressed(self, suppressed)
+        _set_fingerprint(self, fingerprint)
 
 
 _FINDING_FIELDS = tuple(f.name for f in fields(Finding))
 _FINDING_STATE = operator.attrgetter(*_FINDING_FIELDS)
 # the texts findings repeat (a message per API, a rule's suggestion); positions and fingerprints differ
 _SHARED_TEXTS = frozenset({"rule_id", "message", "api", "dtypes", "suggestion", "source"})
-_FINDING_SETTERS = tuple((Finding.__dict__[name].__set__, name in _SHARED_TEXTS) for name in _FINDING_FIELDS)
+(
+    _set_rule_id,
+    _set_operation,
+    _set_start_line,
+    _set_end_line,
+    _set_message,
+    _set_heuristic,
+    _set_noop,
+    _set_column,
+    _set_api,
+    _set_support,
+    _set_dtypes,
+    _set_suggestion,
+    _set_source,
+    _set_suppressed,
+    _set_fingerprint,
+) = (Finding.__dict__[name].__set__ for name in _FINDING_FIELDS)
 
 
 @dataclass(frozen=True, slots=True)
