@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ms_fmk_transplt import interrupts
 from ms_fmk_transplt.cache import ResultCache
 from ms_fmk_transplt.discover import Entry, EntryKind
-from ms_fmk_transplt.records import FileResult, Status
+from ms_fmk_transplt.records import FileResult, PackedFindings, Status
 
 if TYPE_CHECKING:
     from ms_fmk_transplt.engine.tables import Tables
@@ -283,7 +283,7 @@ def _stop_now(pool: ProcessPoolExecutor) -> None:
 TEXT_SCAN_MAX_BYTES = 1 << 20
 
 
-def _scan(entry: Entry, source: TableSource, cache: ResultCache | None) -> tuple:
+def _scan(entry: Entry, source: TableSource, cache: ResultCache | None) -> tuple | PackedFindings:
     """The text-scan findings of a copied file; only files a text-scan glob names are read."""
     if not any(fnmatch(entry.path.name, glob) for glob in source.text_globs):
         return ()  # most copied files (images, data) are never read

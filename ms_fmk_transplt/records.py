@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import enum
 import operator
+import pickle
 import sys
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, overload
 
 
 class Operation(str, enum.Enum):
@@ -131,13 +133,66 @@ _SHARED_TEXTS = frozenset({"rule_id", "message", "api", "dtypes", "suggestion", 
 ) = (Finding.__dict__[name].__set__ for name in _FINDING_FIELDS)
 
 
+class PackedFindings(Sequence[Finding]):
+    """A file's findings as the result cache keeps them, unpickled on first use.
+
+    A warm run whose reports are all kept reads no finding (they are 37k on transformers, and
+    unpickling them was a third of such a run); what reads them (a report written again, the
+    summary table, a gate) unpickles a file's findings once. Compares, hashes and pickles as the
+    tuple it stands for."""
+
+    __slots__ = ("_count", "_items", "_packed")
+
+    def __init__(self, packed: bytes, count: int) -> None:
+        self._packed: bytes | None = packed
+        self._count = count
+        self._items: tuple[Finding, ...] | None = None
+
+    def unpacked(self) -> tuple[Finding, ...]:
+        """The findings themselves (a damaged pickle raises here as it would have in the cache)."""
+        if self._items is None:
+            assert self._packed is not None
+            items = pickle.loads(self._packed)
+            if not (isinstance(items, tuple) and len(items) == self._count):
+                raise ValueError("packed findings do not match their count")
+            self._items, self._packed = items, None
+        return self._items
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> Finding: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Finding, ...]: ...
+    def __getitem__(self, index: int | slice) -> Finding | tuple[Finding, ...]:
+        return self.unpacked()[index]
+
+    def __iter__(self) -> Iterator[Finding]:
+        return iter(self.unpacked())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PackedFindings):
+            other = other.unpacked()
+        return self.unpacked() == other if isinstance(other, tuple) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.unpacked())
+
+    def __repr__(self) -> str:
+        return repr(self.unpacked())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (tuple, (self.unpacked(),))
+
+
 @dataclass(frozen=True, slots=True)
 class FileResult:
     """The result of converting one file; positions refer to the original file."""
 
     path: str  # relative to the input root, POSIX separators
     status: Status
-    findings: tuple[Finding, ...] = ()
+    findings: tuple[Finding, ...] | PackedFindings = ()  # packed: read from the result cache
     reason: str = ""  # why a file FAILED or was SKIPPED
     detail: str = ""  # for an internal error, the whole traceback (written to the log)
     output: bytes | None = None  # new content when CONVERTED, else None

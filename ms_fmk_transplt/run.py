@@ -46,7 +46,7 @@ KEPT_PARTS: dict[str, tuple[Callable[[RunResult], bytes], Callable[[RunResult, b
 }
 
 
-def _results_digest(run: RunResult, keyed: dict[str, tuple[tuple, bytes]] | None = None) -> bytes:
+def _results_digest(run: RunResult, keyed: dict[str, tuple[Sequence, bytes]] | None = None) -> bytes:
     """What a kept report depends on: the results without converted bytes, timings or warnings.
 
     With `keyed` (ResultCache.keyed), a file's findings that are still the ones kept under a
