@@ -173,7 +173,8 @@ def map_files(
         todo = []
         for rel, path in python:
             try:
-                data = Path(path).read_bytes()
+                with open(path, "rb") as handle:
+                    data = handle.read()
             except OSError:  # the conversion reports it
                 todo.append((rel, path))
                 continue
@@ -354,9 +355,9 @@ def write_tree(
     index = {r.path: i for i, r in enumerate(results)}
     folders = _Folders()
     for entry in entries:
-        target = staging / entry.rel
         if streamed and entry.kind is EntryKind.PYTHON:
             continue
+        target = staging / entry.rel
         if entry.kind is EntryKind.DIR:
             folders.make(target)
         elif entry.kind is EntryKind.LINK:
