@@ -15,7 +15,7 @@ import shutil
 import stat
 import sys
 from collections.abc import Callable, Generator, Iterable, Iterator
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor, Future, as_completed
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +26,8 @@ from ms_fmk_transplt.discover import Entry, EntryKind
 from ms_fmk_transplt.records import FileResult, PackedFindings, Status
 
 if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
     from ms_fmk_transplt.engine.tables import Tables
 
 Progress = Callable[[int, int, str], None]
@@ -254,6 +256,9 @@ def _results(
                 chunk = one.submit(_convert_chunk, [(rel, path)]).result()
             yield from chunk
         return
+    # imported here: multiprocessing and socket with it (~10 ms) are for runs that convert
+    from concurrent.futures import ProcessPoolExecutor
+
     pool = ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(tables,))
     try:
         with interrupts.held():  # the workers are forked by the first submit

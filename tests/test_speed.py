@@ -224,7 +224,8 @@ def test_xlsx_is_reused_while_the_results_are_unchanged(tmp_path: Path, monkeypa
 
 @pytest.mark.slow
 def test_a_fully_cached_run_imports_neither_libcst_nor_the_rules(tmp_path: Path) -> None:
-    """Every file in the cache: no table is unpickled, so no engine, no libcst, no jsonschema."""
+    """Every file in the cache: no table is unpickled, so no engine, no libcst, no jsonschema, and
+    no worker is started, so no multiprocessing."""
     source, cache = _tree(tmp_path), tmp_path / "cache"
     (source / "run.sh").write_text("nvidia-smi\nexport CUDA_VISIBLE_DEVICES=0\n")  # a text-scanned file
     code = (
@@ -233,7 +234,8 @@ def test_a_fully_cached_run_imports_neither_libcst_nor_the_rules(tmp_path: Path)
         "from ms_fmk_transplt.run import Options, convert_project\n"
         f"run = convert_project(Options(source=Path({str(source)!r}), output=Path({str(tmp_path / 'out')!r}),"
         f" force=True, cache_dir=Path({str(cache)!r})))\n"
-        "print(sorted(m for m in ('libcst', 'jsonschema', 'ms_fmk_transplt.engine.tables') if m in sys.modules))\n"
+        "lazy = ('libcst', 'jsonschema', 'ms_fmk_transplt.engine.tables', 'multiprocessing')\n"
+        "print(sorted(m for m in lazy if m in sys.modules))\n"
         "print(sum(len(f.findings) for f in run.files))\n"
     )
     cold = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
