@@ -8,6 +8,7 @@ different. A cache file that is corrupt or not ours is ignored with a warning, n
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import pickle
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ms_fmk_transplt import __version__
-from ms_fmk_transplt.records import FileResult
+from ms_fmk_transplt.records import FileResult, PackedFindings
 
 CACHE_FILE = "results.sqlite3"
 FORMAT = "ms_fmk_transplt result cache 1"
@@ -50,6 +51,11 @@ def file_key(rule_set: bytes, rel: str, data: bytes) -> bytes:
     return hashlib.sha256(rule_set + rel.encode() + b"\0" + data).digest()
 
 
+def _check(packed: bytes) -> bytes:
+    """A checksum of a result's packed findings (a few ms for transformers' 37k)."""
+    return hashlib.blake2b(packed, digest_size=16).digest()
+
+
 class ResultCache:
     """Results by key in one sqlite3 file; safe under concurrent runs (WAL, one write per run)."""
 
@@ -58,6 +64,9 @@ class ResultCache:
         self.rule_set = rule_set
         self.warnings = warnings
         self.pending: list[tuple[bytes, bytes]] = []
+        # this run's findings that are a function of a key: the file's result from the cache or
+        # stored under it (by path: the findings tuple and the key)
+        self.keyed: dict[str, tuple[Sequence, bytes]] = {}
         self.db: sqlite3.Connection | None = None
         try:
             directory.mkdir(parents=True, exist_ok=True)
@@ -106,10 +115,25 @@ class ResultCache:
         if row is None:
             return None
         try:
-            result = pickle.loads(row[0])
+            value = pickle.loads(row[0])
         except Exception:  # a damaged entry is only a miss
             return None
-        return result if isinstance(result, FileResult) and result.path == rel else None
+        if not (isinstance(value, tuple) and len(value) == 5 and value[0] == "result"):
+            return None
+        _, result, count, packed, check = value
+        if not (isinstance(result, FileResult) and result.path == rel and isinstance(count, int)):
+            return None
+        if not count:
+            return result
+        # the findings stay pickled until something reads them (most warm runs never do), so
+        # they are checked here, where unpickling them found damage before: damaged, a miss
+        if not (isinstance(packed, bytes) and _check(packed) == check):
+            return None
+        return dataclasses.replace(result, findings=PackedFindings(packed, count))
+
+    def note(self, rel: str, findings: Sequence, key: bytes) -> None:
+        """`findings` are those of the result kept under `key` (a hit, or a result just stored)."""
+        self.keyed[rel] = (findings, key)
 
     def tables_key(self) -> bytes:
         """Where this rule set's validated rules and compiled tables are kept."""
@@ -139,9 +163,19 @@ class ResultCache:
             self.pending.append((self.tables_key(), pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)))
 
     def put(self, key: bytes, result: FileResult) -> None:
-        """Remember a result; written with the others in one transaction by `flush`."""
+        """Remember a result; written with the others in one transaction by `flush`. Its findings
+        are pickled apart, so that `get` can leave them packed."""
         if self.db is not None:
-            self.pending.append((key, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)))
+            findings = tuple(result.findings)
+            packed = pickle.dumps(findings, protocol=pickle.HIGHEST_PROTOCOL) if findings else b""
+            value = (
+                "result",
+                dataclasses.replace(result, findings=()),
+                len(findings),
+                packed,
+                _check(packed),
+            )
+            self.pending.append((key, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)))
 
     def report_key(self, name: str, root: str) -> bytes:
         """Where the last report `name` written for input `root` under this rule set is kept."""
@@ -169,6 +203,35 @@ class ResultCache:
             self.pending.append(
                 (self.report_key(name, root), pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
             )
+
+    def get_digest(self, keyed: bytes) -> bytes | None:
+        """The results digest stored for a digest of the results' keys (see run._Kept)."""
+        if self.db is None:
+            return None
+        try:
+            row = self.db.execute(
+                "SELECT value FROM results WHERE key = ?", (self._digest_key(keyed),)
+            ).fetchone()
+            value = pickle.loads(row[0]) if row is not None else None
+        except Exception:  # a damaged entry is only a miss (sqlite errors included)
+            return None
+        if (
+            isinstance(value, tuple)
+            and len(value) == 2
+            and value[0] == "digest"
+            and isinstance(value[1], bytes)
+        ):
+            return value[1]
+        return None
+
+    def put_digest(self, keyed: bytes, digest: bytes) -> None:
+        """Remember the results digest computed for a digest of the results' keys."""
+        if self.db is not None:
+            value = pickle.dumps(("digest", digest), protocol=pickle.HIGHEST_PROTOCOL)
+            self.pending.append((self._digest_key(keyed), value))
+
+    def _digest_key(self, keyed: bytes) -> bytes:
+        return hashlib.sha256(self.rule_set + b"\0results digest\0" + keyed).digest()
 
     def flush(self) -> None:
         """Write the remembered entries in one transaction; a failure to write costs only the speed-up."""

@@ -77,6 +77,26 @@ def _link_entry(path: Path, rel: str, root: Path) -> Entry:
     return Entry(rel, EntryKind.LINK, path, link=relative)
 
 
+def _identities(folders: tuple[Path, ...]) -> dict[int, set[tuple[int, int]]]:
+    """(device, inode) of each folder that exists, by inode."""
+    found: dict[int, set[tuple[int, int]]] = {}
+    for folder in folders:
+        try:
+            info = folder.stat()
+        except OSError:  # not made yet: nothing of it to walk
+            continue
+        found.setdefault(info.st_ino, set()).add((info.st_dev, info.st_ino))
+    return found
+
+
+def _identity(child: os.DirEntry[str]) -> tuple[int, int] | None:
+    try:
+        info = child.stat(follow_symlinks=False)
+    except OSError:  # gone since it was listed: the walk below says so
+        return None
+    return (info.st_dev, info.st_ino)
+
+
 def discover(source: Path, exclude: tuple[Path, ...] = (), left_out: list[str] | None = None) -> list[Entry]:
     """Entries for a file or a directory tree, in a stable order, directories before contents.
 
@@ -87,7 +107,9 @@ def discover(source: Path, exclude: tuple[Path, ...] = (), left_out: list[str] |
         kind = EntryKind.PYTHON if source.suffix == ".py" else EntryKind.FILE
         return [Entry(source.name, kind, source)]
     root = source.resolve()
-    excluded = {p.resolve() for p in exclude}
+    # excluded folders by identity, not by resolved path: a folder's inode comes with its listing,
+    # where resolving each folder's path took ~8 system calls (326 folders in transformers)
+    not_walked = _identities(exclude)
     entries: list[Entry] = []
     stack: list[tuple[Path, str]] = [(source, "")]
     while stack:
@@ -111,7 +133,7 @@ def discover(source: Path, exclude: tuple[Path, ...] = (), left_out: list[str] |
             if child.is_symlink():
                 entries.append(_link_entry(path, rel, root))
             elif child.is_dir(follow_symlinks=False):
-                if path.resolve() in excluded:
+                if child.inode() in not_walked and _identity(child) in not_walked[child.inode()]:
                     continue
                 if earlier_output(path):
                     if left_out is not None:

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import enum
 import operator
+import pickle
 import sys
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, overload
 
 
 class Operation(str, enum.Enum):
@@ -85,18 +87,103 @@ class Finding:
         return _FINDING_STATE(self)
 
     def __setstate__(self, state: tuple[Any, ...]) -> None:
-        # the slots' own setters: a warm run unpickles every finding of the tree (37k on
-        # transformers), and object.__setattr__ by name took a third longer
+        # the slots' own setters, one by one: a warm run unpickles every finding of the tree (37k
+        # on transformers); object.__setattr__ by name took a third longer than a loop over the
+        # setters, and the loop ~25 % longer than this (tests/test_records.py checks the order)
+        (rule_id, operation, start_line, end_line, message, heuristic, noop, column, api, support,
+         dtypes, suggestion, source, suppressed, fingerprint) = state  # fmt: skip
         intern = sys.intern
-        for (setter, shared), value in zip(_FINDING_SETTERS, state):
-            setter(self, intern(value) if shared and value else value)
+        _set_rule_id(self, intern(rule_id) if rule_id else rule_id)
+        _set_operation(self, operation)
+        _set_start_line(self, start_line)
+        _set_end_line(self, end_line)
+        _set_message(self, intern(message) if message else message)
+        _set_heuristic(self, heuristic)
+        _set_noop(self, noop)
+        _set_column(self, column)
+        _set_api(self, intern(api) if api else api)
+        _set_support(self, support)
+        _set_dtypes(self, intern(dtypes) if dtypes else dtypes)
+        _set_suggestion(self, intern(suggestion) if suggestion else suggestion)
+        _set_source(self, intern(source) if source else source)
+        _set_suppressed(self, suppressed)
+        _set_fingerprint(self, fingerprint)
 
 
 _FINDING_FIELDS = tuple(f.name for f in fields(Finding))
 _FINDING_STATE = operator.attrgetter(*_FINDING_FIELDS)
 # the texts findings repeat (a message per API, a rule's suggestion); positions and fingerprints differ
 _SHARED_TEXTS = frozenset({"rule_id", "message", "api", "dtypes", "suggestion", "source"})
-_FINDING_SETTERS = tuple((Finding.__dict__[name].__set__, name in _SHARED_TEXTS) for name in _FINDING_FIELDS)
+(
+    _set_rule_id,
+    _set_operation,
+    _set_start_line,
+    _set_end_line,
+    _set_message,
+    _set_heuristic,
+    _set_noop,
+    _set_column,
+    _set_api,
+    _set_support,
+    _set_dtypes,
+    _set_suggestion,
+    _set_source,
+    _set_suppressed,
+    _set_fingerprint,
+) = (Finding.__dict__[name].__set__ for name in _FINDING_FIELDS)
+
+
+class PackedFindings(Sequence[Finding]):
+    """A file's findings as the result cache keeps them, unpickled on first use.
+
+    A warm run whose reports are all kept reads no finding (they are 37k on transformers, and
+    unpickling them was a third of such a run); what reads them (a report written again, the
+    summary table, a gate) unpickles a file's findings once. Compares, hashes and pickles as the
+    tuple it stands for."""
+
+    __slots__ = ("_count", "_items", "_packed")
+
+    def __init__(self, packed: bytes, count: int) -> None:
+        self._packed: bytes | None = packed
+        self._count = count
+        self._items: tuple[Finding, ...] | None = None
+
+    def unpacked(self) -> tuple[Finding, ...]:
+        """The findings themselves (a damaged pickle raises here as it would have in the cache)."""
+        if self._items is None:
+            assert self._packed is not None
+            items = pickle.loads(self._packed)
+            if not (isinstance(items, tuple) and len(items) == self._count):
+                raise ValueError("packed findings do not match their count")
+            self._items, self._packed = items, None
+        return self._items
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> Finding: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Finding, ...]: ...
+    def __getitem__(self, index: int | slice) -> Finding | tuple[Finding, ...]:
+        return self.unpacked()[index]
+
+    def __iter__(self) -> Iterator[Finding]:
+        return iter(self.unpacked())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PackedFindings):
+            other = other.unpacked()
+        return self.unpacked() == other if isinstance(other, tuple) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.unpacked())
+
+    def __repr__(self) -> str:
+        return repr(self.unpacked())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (tuple, (self.unpacked(),))
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +192,7 @@ class FileResult:
 
     path: str  # relative to the input root, POSIX separators
     status: Status
-    findings: tuple[Finding, ...] = ()
+    findings: tuple[Finding, ...] | PackedFindings = ()  # packed: read from the result cache
     reason: str = ""  # why a file FAILED or was SKIPPED
     detail: str = ""  # for an internal error, the whole traceback (written to the log)
     output: bytes | None = None  # new content when CONVERTED, else None

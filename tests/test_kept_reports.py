@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from ms_fmk_transplt import run
+from ms_fmk_transplt.records import Status
 
 
 @pytest.fixture
@@ -113,3 +114,80 @@ def test_equal_results_from_the_cache_and_fresh_have_one_digest(tmp_path: Path) 
     assert run._results_digest(first) == run._results_digest(second)
     (project / "train.py").write_text("import torch\nx = torch.ones(2).cuda(0)\n")
     assert run._results_digest(run.convert_project(options)) != run._results_digest(first)
+
+
+def test_a_warm_run_finds_its_digest_by_the_results_keys(tmp_path: Path, monkeypatch) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "train.py").write_text("import torch\nx = torch.ones(2).cuda()\n")
+    (project / "util.py").write_text("import torch\ny = torch.zeros(1)\n")
+    (project / "notes.txt").write_text("notes\n")
+    cache = tmp_path / "cache"
+    digests: list[int] = []
+    real = run._results_digest
+
+    def counting(result: run.RunResult, keyed=None) -> bytes:
+        digests.append(keyed is None)
+        return real(result, keyed)
+
+    monkeypatch.setattr(run, "_results_digest", counting)
+    _convert(project, tmp_path / "out", cache)
+    assert digests == [False, True]  # the cold run: the key digest, then the values' digest
+    digests.clear()
+    _convert(project, tmp_path / "out", cache)
+    assert digests == [False]  # warm: the values' digest is read back
+    digests.clear()
+    (project / "util.py").write_text("import torch\ny = torch.zeros(1)\n\n")  # a new key, same findings
+    _convert(project, tmp_path / "out", cache)
+    assert digests == [False, True]
+
+
+def _keyed_run(tmp_path: Path) -> tuple[run.RunResult, dict]:
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "train.py").write_text("import torch\nx = torch.ones(2).cuda()\n")
+    result = run.convert_project(run.Options(project, tmp_path / "out", use_cache=False, jobs=1))
+    keyed = {f.path: (f.findings, bytes(32)) for f in result.files}
+    return result, keyed
+
+
+def test_the_key_digest_stands_for_the_findings_only_while_they_are_the_noted_ones(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    result, keyed = _keyed_run(tmp_path)
+    by_key = run._results_digest(result, keyed)
+    assert by_key != run._results_digest(result)  # a key, not the findings' values
+    assert run._results_digest(result, {**keyed, "train.py": (keyed["train.py"][0], b"\1" * 32)}) != by_key
+    assert result.files[0].findings
+    # findings amended after the cache (as a stage may), even to equal ones: read by value
+    for findings in ((), tuple(list(result.files[0].findings))):
+        amended = replace(result, files=(replace(result.files[0], findings=findings),))
+        assert run._results_digest(amended, keyed) == run._results_digest(amended) != by_key
+    # what the key does not stand for is read by value: status, reason, counts
+    skipped = replace(result, files=tuple(replace(f, status=Status.SKIPPED) for f in result.files))
+    assert run._results_digest(skipped, keyed) != by_key
+
+
+def test_a_warm_run_counts_no_totals(tmp_path: Path, monkeypatch) -> None:
+    # the totals read every finding; the log's and report.json's are in their kept bodies
+    from ms_fmk_transplt.reports import text, xlsx
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "train.py").write_text("import torch\nx = torch.ones(2).cuda()\n")
+    counted: list[int] = []
+    real = text.totals
+
+    def counting(result: run.RunResult) -> dict[str, int]:
+        counted.append(1)
+        return real(result)
+
+    monkeypatch.setattr(text, "totals", counting)
+    monkeypatch.setattr(xlsx, "totals", counting)
+    cold = _reports(project, tmp_path / "a", tmp_path / "cache")
+    assert counted
+    counted.clear()
+    warm = _reports(project, tmp_path / "b", tmp_path / "cache")
+    assert not counted
+    assert warm["report.json"] == cold["report.json"].replace(str(tmp_path / "a"), str(tmp_path / "b"))
+    assert '"files_converted": 1' in warm["report.json"]

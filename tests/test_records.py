@@ -31,3 +31,27 @@ def test_findings_have_no_instance_dict_and_replace_works() -> None:
     moved = dataclasses.replace(finding, start_line=8, suppressed=True)
     assert (moved.start_line, moved.suppressed, moved.message) == (8, True, finding.message)
     assert pickle.loads(pickle.dumps(moved)) == moved
+
+
+def test_every_field_of_a_finding_comes_back_from_a_pickle_in_its_place() -> None:
+    # __setstate__ names the fields one by one: a field added or moved must be named there too
+    values = {
+        "rule_id": "TP901",
+        "operation": Operation.CHECK,
+        "start_line": 3,
+        "end_line": 4,
+        "message": "a message",
+        "heuristic": True,
+        "noop": True,
+        "column": 5,
+        "api": "torch.quantile",
+        "support": Support.PARTIAL,
+        "dtypes": "float16",
+        "suggestion": "a suggestion",
+        "source": "a list",
+        "suppressed": True,
+        "fingerprint": "abc123",
+    }
+    assert [f.name for f in dataclasses.fields(Finding)] == list(values)
+    back = pickle.loads(pickle.dumps(Finding(**values)))
+    assert {name: getattr(back, name) for name in values} == values

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 import subprocess
@@ -223,7 +224,8 @@ def test_xlsx_is_reused_while_the_results_are_unchanged(tmp_path: Path, monkeypa
 
 @pytest.mark.slow
 def test_a_fully_cached_run_imports_neither_libcst_nor_the_rules(tmp_path: Path) -> None:
-    """Every file in the cache: no table is unpickled, so no engine, no libcst, no jsonschema."""
+    """Every file in the cache: no table is unpickled, so no engine, no libcst, no jsonschema, and
+    no worker is started, so no multiprocessing."""
     source, cache = _tree(tmp_path), tmp_path / "cache"
     (source / "run.sh").write_text("nvidia-smi\nexport CUDA_VISIBLE_DEVICES=0\n")  # a text-scanned file
     code = (
@@ -232,10 +234,54 @@ def test_a_fully_cached_run_imports_neither_libcst_nor_the_rules(tmp_path: Path)
         "from ms_fmk_transplt.run import Options, convert_project\n"
         f"run = convert_project(Options(source=Path({str(source)!r}), output=Path({str(tmp_path / 'out')!r}),"
         f" force=True, cache_dir=Path({str(cache)!r})))\n"
-        "print(sorted(m for m in ('libcst', 'jsonschema', 'ms_fmk_transplt.engine.tables') if m in sys.modules))\n"
+        "lazy = ('libcst', 'jsonschema', 'ms_fmk_transplt.engine.tables', 'multiprocessing')\n"
+        "print(sorted(m for m in lazy if m in sys.modules))\n"
         "print(sum(len(f.findings) for f in run.files))\n"
     )
     cold = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     warm = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert cold.stdout.splitlines()[0] != "[]"  # the cold run compiled and converted
     assert warm.stdout.splitlines() == ["[]", cold.stdout.splitlines()[1]]
+
+
+def test_a_quiet_run_lists_issues_only_when_something_shows_or_judges_them(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from click.testing import CliRunner
+
+    from ms_fmk_transplt import analysis
+    from ms_fmk_transplt.cli import EXIT_GATE, app
+
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "train.py").write_text("import torch\nx = torch.zeros(2).cuda()\ny = torch.fft.fftshift(x)\n")
+    listed: list[int] = []
+    real = analysis.issues
+
+    def counting(run: RunResult) -> list:
+        listed.append(1)
+        return real(run)
+
+    monkeypatch.setattr(analysis, "issues", counting)
+
+    def convert(*args: str) -> int:
+        listed.clear()
+        command = [
+            "-i",
+            str(source),
+            "-o",
+            str(tmp_path / "out"),
+            "--force",
+            "--cache-dir",
+            str(tmp_path / "c"),
+        ]
+        return CliRunner().invoke(app, [*command, *args]).exit_code
+
+    convert("-q")  # the reports' writers list them too: from here on, the reports are kept
+    assert convert("-q") == 0 and not listed  # nothing reads them
+    # each of these reads them, and must see them
+    assert convert("-q", "--fail-on", "unsupported") == EXIT_GATE and listed
+    assert convert("-q", "--report-format", "json", "--report", str(tmp_path / "r.json")) == 0 and listed
+    assert json.loads((tmp_path / "r.json").read_text())["issues"]
+    assert convert("-q", "--write-baseline", str(tmp_path / "b.json")) == 0 and listed
+    assert convert() == 0 and listed  # the summary table

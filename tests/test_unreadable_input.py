@@ -52,6 +52,14 @@ def _deny(monkeypatch: pytest.MonkeyPatch, denied: Path) -> None:
 
     monkeypatch.setattr(io, "open", guarded)  # pathlib reads through io.open
     monkeypatch.setattr(builtins, "open", guarded)  # shutil copies through open
+    real_os_open = os.open
+
+    def guarded_os_open(file, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if isinstance(file, (str, os.PathLike)) and os.fspath(file) == os.fspath(denied):
+            raise PermissionError(errno.EACCES, "Permission denied", file)
+        return real_os_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", guarded_os_open)  # the pipeline copies by descriptor
 
 
 def _convert(source: Path, *args: str):

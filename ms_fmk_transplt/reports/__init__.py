@@ -5,9 +5,9 @@ from ms_fmk_transplt.reports.text import (
     log_body,
     log_text,
     log_with_body,
-    summary_files,
+    summary_body,
     summary_json,
-    summary_with_files,
+    summary_with_body,
 )
 from ms_fmk_transplt.reports.xlsx import unsupported_xlsx
 
@@ -16,8 +16,8 @@ __all__ = [
     "log_body",
     "log_text",
     "log_with_body",
-    "summary_files",
+    "summary_body",
     "summary_json",
-    "summary_with_files",
+    "summary_with_body",
     "unsupported_xlsx",
 ]

@@ -117,11 +117,13 @@ def summary_json(run: RunResult) -> bytes:
     json's C encoder runs only without `indent`; with it, a tree of 100k findings took seconds.
     So each file's entry is encoded compactly on a line of its own, which keeps the document
     valid JSON and a diff line-by-file."""
-    return summary_with_files(run, summary_files(run))
+    return summary_with_body(run, summary_body(run))
 
 
-def summary_with_files(run: RunResult, files: bytes) -> bytes:
-    """report.json around its file entries (`summary_files`)."""
+def summary_with_body(run: RunResult, body: bytes) -> bytes:
+    """report.json from its body (`summary_body`): this run's header with the body's totals, then
+    the body's file entries."""
+    counts, files = body.split(b"\n", 1)
     head = {
         "tool": "ms_fmk_transplt",
         "version": __version__,
@@ -129,34 +131,39 @@ def summary_with_files(run: RunResult, files: bytes) -> bytes:
         "output": run.output_root,
         "release": run.release,
         "rule_files": list(run.rule_files),
-        "totals": totals(run),
+        "totals": json.loads(counts),
     }
     opening = json.dumps(head, indent=1)[:-2]  # without the closing "\n}"
     return f'{opening},\n "files": [\n'.encode() + files + b"\n ]\n}\n"
 
 
-def summary_files(run: RunResult) -> bytes:
-    """report.json's file entries, one a line: a function of the results alone."""
+def summary_body(run: RunResult) -> bytes:
+    """report.json's totals on one line, then its file entries, one a line: a function of the
+    results alone (so a warm run reuses it; the totals read every finding)."""
     encode = json.JSONEncoder(separators=(",", ":")).encode
-    return ",\n".join(
-        encode(
-            {
-                "path": r.path,
-                "status": r.status.value,
-                **({"reason": r.reason} if r.reason else {}),
-                "findings": [
-                    {
-                        "rule": f.rule_id,
-                        "operation": f.operation.value,
-                        "start_line": f.start_line,
-                        "end_line": f.end_line,
-                        "message": f.message,
-                        "heuristic": f.heuristic,
-                        **({"status": status.value} if (status := status_of(f)) is not None else {}),
-                    }
-                    for f in r.findings
-                ],
-            }
-        )
-        for r in run.files
-    ).encode()
+    return (
+        json.dumps(totals(run)).encode()
+        + b"\n"
+        + ",\n".join(
+            encode(
+                {
+                    "path": r.path,
+                    "status": r.status.value,
+                    **({"reason": r.reason} if r.reason else {}),
+                    "findings": [
+                        {
+                            "rule": f.rule_id,
+                            "operation": f.operation.value,
+                            "start_line": f.start_line,
+                            "end_line": f.end_line,
+                            "message": f.message,
+                            "heuristic": f.heuristic,
+                            **({"status": status.value} if (status := status_of(f)) is not None else {}),
+                        }
+                        for f in r.findings
+                    ],
+                }
+            )
+            for r in run.files
+        ).encode()
+    )
