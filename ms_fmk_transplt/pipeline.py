@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ms_fmk_transplt import interrupts
-from ms_fmk_transplt.cache import ResultCache
+from ms_fmk_transplt.cache import ResultCache, file_key
 from ms_fmk_transplt.discover import Entry, EntryKind
 from ms_fmk_transplt.records import FileResult, PackedFindings, Status
 
@@ -107,20 +107,32 @@ def _init_worker(tables: Tables) -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
-def _convert_chunk(chunk: list[tuple[str, str]]) -> list[FileResult]:
+Keyed = tuple[FileResult, "bytes | None"]  # a result, and its cache key (None: not to be cached)
+
+
+def _convert_chunk(chunk: list[tuple[str, str]], rule_set: bytes | None) -> list[Keyed]:
+    """Each file's result, keyed (with a cache's `rule_set`) by the very bytes it was converted
+    from: a file edited after the parent read it for its key must not be stored under the old
+    bytes' key, or a later run with those bytes would get the edited file's result."""
     assert _worker_tables is not None
-    return [_convert_path(rel, path, _worker_tables) for rel, path in chunk]
+    keyed: list[Keyed] = []
+    for rel, path in chunk:
+        result, data = _convert_path(rel, path, _worker_tables)
+        key = file_key(rule_set, rel, data) if rule_set is not None and data is not None else None
+        keyed.append((result, key))
+    return keyed
 
 
-def _convert_path(rel: str, path: str, tables: Tables) -> FileResult:
+def _convert_path(rel: str, path: str, tables: Tables) -> tuple[FileResult, bytes | None]:
+    """The file's result and the bytes it was converted from (None when they could not be read)."""
     from ms_fmk_transplt.engine.convert import convert_source
 
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
-        return FileResult(rel, Status.FAILED, reason=f"cannot read file ({exc.strerror})")
+        return FileResult(rel, Status.FAILED, reason=f"cannot read file ({exc.strerror})"), None
     with _collector_paused():
-        return convert_source(rel, data, tables)
+        return convert_source(rel, data, tables), data
 
 
 def _chunks(files: list[tuple[str, str, int]], jobs: int) -> list[list[tuple[str, str]]]:
@@ -169,7 +181,6 @@ def map_files(
     python = [(e.rel, str(e.path)) for e in entries if e.kind is EntryKind.PYTHON]
     total = len(python)
     converted: dict[str, FileResult] = {}
-    keys: dict[str, bytes] = {}
     todo = python
     if cache is not None:
         todo = []
@@ -180,13 +191,13 @@ def map_files(
             except OSError:  # the conversion reports it
                 todo.append((rel, path))
                 continue
-            keys[rel] = cache.key(rel, data)
-            hit = cache.get(keys[rel], rel)
+            key = cache.key(rel, data)
+            hit = cache.get(key, rel)
             if hit is None:
                 todo.append((rel, path))
             else:
                 converted[rel] = sink(hit, data) if sink else hit
-                cache.note(rel, hit.findings, keys[rel])
+                cache.note(rel, hit.findings, key)
     done = len(converted)
     if done and progress:
         progress(done, total, "")
@@ -196,11 +207,12 @@ def map_files(
         jobs = (os.cpu_count() or 1) if big else 1
     jobs = max(1, min(jobs, len(sized)))
     # closed at once when the loop ends early (an interrupt, an output error): the workers stop then
-    with contextlib.closing(_results(sized, source, jobs)) as stream:
-        for result in stream:
-            if cache is not None and result.path in keys:
-                cache.put(keys[result.path], result)
-                cache.note(result.path, result.findings, keys[result.path])
+    rule_set = cache.rule_set if cache is not None else None
+    with contextlib.closing(_results(sized, source, jobs, rule_set)) as stream:
+        for result, stored_as in stream:
+            if cache is not None and stored_as is not None:
+                cache.put(stored_as, result)
+                cache.note(result.path, result.findings, stored_as)
             converted[result.path] = sink(result, None) if sink else result
             done += 1
             if progress:
@@ -242,10 +254,10 @@ class _InProcess(Executor):
 
 
 def _results(
-    files: list[tuple[str, str, int]], source: TableSource, jobs: int
-) -> Generator[FileResult, None, None]:
-    """Each file's result as soon as its chunk is done, from worker processes or, for one job,
-    from this process."""
+    files: list[tuple[str, str, int]], source: TableSource, jobs: int, rule_set: bytes | None
+) -> Generator[Keyed, None, None]:
+    """Each file's result (and cache key, see _convert_chunk) as soon as its chunk is done, from
+    worker processes or, for one job, from this process."""
     if not files:
         return
     tables = source.get()
@@ -253,7 +265,7 @@ def _results(
         one = _InProcess(tables)
         for rel, path, _ in files:
             with _relaxed_gc():
-                chunk = one.submit(_convert_chunk, [(rel, path)]).result()
+                chunk = one.submit(_convert_chunk, [(rel, path)], rule_set).result()
             yield from chunk
         return
     # imported here: multiprocessing and socket with it (~10 ms) are for runs that convert
@@ -262,7 +274,7 @@ def _results(
     pool = ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(tables,))
     try:
         with interrupts.held():  # the workers are forked by the first submit
-            futures = [pool.submit(_convert_chunk, chunk) for chunk in _chunks(files, jobs)]
+            futures = [pool.submit(_convert_chunk, chunk, rule_set) for chunk in _chunks(files, jobs)]
         for future in as_completed(futures):
             yield from future.result()
     except BrokenProcessPool:  # every chunk left fails with it: stop the others, say it in one line

@@ -90,6 +90,36 @@ def test_cache_never_changes_a_result(tmp_path: Path) -> None:
     assert warm.files == cold.files
 
 
+def test_a_file_edited_while_it_converts_is_cached_under_the_bytes_converted(
+    tmp_path: Path, monkeypatch
+) -> None:
+    # the run reads a file for its cache key, then converts it; if the user saves it in between,
+    # the result is the saved version's and must be stored under that version's key, not the one read
+    source, cache = _tree(tmp_path), tmp_path / "cache"
+    edited = next(p for p in sorted(source.rglob("*.py")) if b"cuda" in p.read_bytes())
+    first = edited.read_bytes()
+    rel = edited.relative_to(source).as_posix()
+    real = pipeline._convert_path
+
+    def saved_meanwhile(name: str, path: str, tables):
+        if name == rel and edited.read_bytes() == first:
+            edited.write_bytes(first.replace(b"cuda", b"cpu"))
+        return real(name, path, tables)
+
+    monkeypatch.setattr(pipeline, "_convert_path", saved_meanwhile)
+    _convert(source, tmp_path / "cold", cache_dir=cache, jobs=1)
+    monkeypatch.setattr(pipeline, "_convert_path", real)
+    edited.write_bytes(first)  # the first version again: its result was never stored
+    again = _outputs(Path(_convert(source, tmp_path / "again", cache_dir=cache, jobs=1).output_root))
+    assert again == _outputs(Path(_convert(source, tmp_path / "fresh", use_cache=False).output_root))
+    # must not change: the saved version's result was stored under its own bytes, and is reused
+    edited.write_bytes(first.replace(b"cuda", b"cpu"))
+    converted: list[str] = []
+    monkeypatch.setattr(pipeline, "_convert_path", lambda *a: converted.append(a[0]) or real(*a))
+    _convert(source, tmp_path / "saved", cache_dir=cache, jobs=1)
+    assert rel not in converted
+
+
 def test_cache_hit_skips_conversion_and_edit_converts_only_that_file(tmp_path: Path, monkeypatch) -> None:
     source, cache = _tree(tmp_path), tmp_path / "cache"
     _convert(source, tmp_path / "cold", cache_dir=cache)
