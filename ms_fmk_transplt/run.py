@@ -40,6 +40,8 @@ REPORTS: dict[str, Callable[[RunResult], bytes]] = {
 # the same: a warm run writes each from what it kept. The xlsx and the CSV are kept whole; the log
 # and report.json keep their bulk, the findings, and are put together around it each run.
 KEPT_REPORTS = frozenset({"unsupported_op.xlsx", "change_list.csv"})
+# ... except that the xlsx's Summary names the folder its reports are in: kept per output folder
+NAMES_OUTPUT = frozenset({"unsupported_op.xlsx"})
 KEPT_PARTS: dict[str, tuple[Callable[[RunResult], bytes], Callable[[RunResult, bytes], bytes]]] = {
     LOG_NAME: (reports.log_body, reports.log_with_body),
     "report.json": (reports.summary_body, reports.summary_with_body),
@@ -113,10 +115,13 @@ class _Kept:
         self.digest = digest
 
     def part(self, name: str, writer: Callable[[RunResult], bytes], run: RunResult) -> bytes:
-        content = self.cache.get_report(name, self.root, self.digest)
+        where = self.root
+        if name in NAMES_OUTPUT and run.output_root:
+            where += "\0" + os.path.abspath(run.output_root)
+        content = self.cache.get_report(name, where, self.digest)
         if content is None:
             content = writer(run)
-            self.cache.put_report(name, self.root, self.digest, content)
+            self.cache.put_report(name, where, self.digest, content)
         return content
 
 

@@ -46,6 +46,31 @@ def test_the_xlsx_is_reused_until_a_finding_changes(tmp_path: Path, writes: list
     assert len(writes) == 2 and changed != first
 
 
+def test_a_kept_xlsx_names_the_output_folder_of_the_run_that_reuses_it(
+    tmp_path: Path, writes: list[int]
+) -> None:
+    import io
+
+    import openpyxl
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "train.py").write_text("import torch\nx = torch.ones(2).cuda()\n")
+    cache = tmp_path / "cache"
+
+    def reports_in(content: bytes) -> str:
+        sheet = openpyxl.load_workbook(io.BytesIO(content))["Summary"]
+        return next(row[1] for row in sheet.iter_rows(values_only=True) if row[0] == "reports in")
+
+    for out in ("out", "elsewhere"):  # a warm run into another folder names that folder
+        assert reports_in(_convert(project, tmp_path / out, cache)) == str(
+            run.output_folder(project, tmp_path / out)
+        )
+    assert len(writes) == 2
+    _convert(project, tmp_path / "out", cache)  # must not change: the same folder again reuses its xlsx
+    assert len(writes) == 2
+
+
 def _reports(source: Path, out: Path, cache: Path | None) -> dict[str, str]:
     options = run.Options(source, out, force=True, jobs=1)
     if cache is None:
@@ -175,19 +200,24 @@ def test_a_warm_run_counts_no_totals(tmp_path: Path, monkeypatch) -> None:
     project = tmp_path / "proj"
     project.mkdir()
     (project / "train.py").write_text("import torch\nx = torch.ones(2).cuda()\n")
-    counted: list[int] = []
+    counted: list[str] = []
     real = text.totals
 
-    def counting(result: run.RunResult) -> dict[str, int]:
-        counted.append(1)
-        return real(result)
+    def counting(module: str):
+        def totals(result: run.RunResult) -> dict[str, int]:
+            counted.append(module)
+            return real(result)
 
-    monkeypatch.setattr(text, "totals", counting)
-    monkeypatch.setattr(xlsx, "totals", counting)
+        return totals
+
+    monkeypatch.setattr(text, "totals", counting("text"))
+    monkeypatch.setattr(xlsx, "totals", counting("xlsx"))
     cold = _reports(project, tmp_path / "a", tmp_path / "cache")
     assert counted
     counted.clear()
-    warm = _reports(project, tmp_path / "b", tmp_path / "cache")
+    _reports(project, tmp_path / "a", tmp_path / "cache")
     assert not counted
+    warm = _reports(project, tmp_path / "b", tmp_path / "cache")
+    assert counted == ["xlsx"]  # it names its folder: written again for a new one, the others not
     assert warm["report.json"] == cold["report.json"].replace(str(tmp_path / "a"), str(tmp_path / "b"))
     assert '"files_converted": 1' in warm["report.json"]
