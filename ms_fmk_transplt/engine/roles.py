@@ -311,6 +311,17 @@ from the pinned torch by `tools/derive_device_apis.py`.
   `parametrize("accelerator", [...])`: Lightning's own registry, which has no "npu" entry). Why:
   renaming a user's key, label or path breaks a program that ran before, silently; code nested in
   a message (`print(x.to("cuda"))`) is code.
+- **Kept, CUDA's alternative beside the NPU's own** (a note, not an issue): a literal that would
+  be converted where the code already picks between alternatives by one subject and another
+  alternative is what the rule would write: a key of a dict that has the `"npu"` key too
+  (`{"cuda": "nccl", "npu": "hccl"}`), a test of an if/elif chain, of directly consecutive `if`
+  statements or of a chain of conditional expressions comparing the same subject with `"npu"` in
+  another branch (`==`, `!=`, `in`, `is`, `.startswith("npu:")`, inside `and` / `or` / `not`), a
+  case of a `match` with a `case "npu":`; `"nccl"` beside `"hccl"` alike. Why: the author already
+  routes the NPU to the branch written for it; converting would duplicate a dict key (the later
+  value wins) or shadow that branch. The CUDA branch's body still converts. Literals of one branch
+  (`if dev in ("cuda", "npu")`) and lists of choices convert as before: a duplicate there changes
+  nothing, and keeping one would leave `"cuda"` a value the NPU program can still receive.
 - **Reported, not converted**, because the change would be wrong or is not the converter's to
   make: a device spelled only by pieces that match together (`'cu' 'da'`, `"cu" + "da"`,
   `"".join(["cu", "da"])`: the converter rewrites whole literals, not an expression the user
