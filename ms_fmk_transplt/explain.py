@@ -8,6 +8,7 @@ changed and what was reported. The file is read, never written.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,20 +34,22 @@ class LiteralLine:
     why: str
 
 
-def _device_pattern(tables: Tables) -> tuple[re.Pattern[str], str]:
-    """The device rule's pattern and prefix (the string rule with a `device_context`)."""
+def _device_pattern(tables: Tables) -> tuple[re.Pattern[str], str, Callable[[str], bool] | None]:
+    """The device rule's pattern, prefix and test of what it writes (the string rule with a
+    `device_context`)."""
     for hook in tables.string_hooks:
         rule = getattr(hook, "rule", None)
         if rule is not None and "device_context" in rule.params:
-            return getattr(hook, "pattern"), getattr(hook, "old")  # noqa: B009 (not on the protocol)
-    return re.compile(r"cuda(:\d+)?"), "cuda"
+            # not on the protocol: the device rule's own fields
+            return getattr(hook, "pattern"), getattr(hook, "old"), getattr(hook, "converted")  # noqa: B009
+    return re.compile(r"cuda(:\d+)?"), "cuda", None
 
 
 def literal_roles(data: bytes, tables: Tables) -> list[LiteralLine]:
     """Every string literal of the source with its role and evidence, in file order."""
     module = cst.parse_module(data)
     converter = ModuleRewriter(tables, module)
-    pattern, old = _device_pattern(tables)
+    pattern, old, converted = _device_pattern(tables)
     literals = [node for cls in _STRINGS for node in NodeIndex(module).of(cls)]
     where = positions(module, literals)
     rows = []
@@ -54,7 +57,7 @@ def literal_roles(data: bytes, tables: Tables) -> list[LiteralLine]:
         (start_line, start_column), _ = where[id(node)]
         value = node.evaluated_value if isinstance(node, cst.SimpleString) else None
         text = value if isinstance(value, str) else ""
-        evidence = converter.roles.explain(node, text, pattern, old)
+        evidence = converter.roles.explain(node, text, pattern, old, converted)
         code = module.code_for_node(node)
         rows.append(LiteralLine(start_line, start_column + 1, code, evidence.role.value, evidence.why))
     return sorted(rows, key=lambda row: (row.line, row.column))

@@ -15,12 +15,13 @@ def convert_text(text: str, tables, path: str = "t.py") -> tuple[str, FileResult
 def findings_text(result: FileResult, checks: bool = True) -> str:
     """The findings as the snapshot lines kept in *.findings files.
 
-    `checks=False` leaves out the CHECK findings (partial / not verified) that every torch call
-    gets, so that fixtures about rewrites show the rewrites; the support fixtures keep them.
+    `checks=False` leaves out the CHECK findings with a support status (partial / not verified)
+    that every torch call gets, so that fixtures about rewrites show the rewrites; the support
+    fixtures keep them. Notes (CHECK without a status: a literal kept on purpose) always show.
     """
     lines = []
     for f in result.findings:
-        if f.operation is Operation.CHECK and not checks:
+        if f.operation is Operation.CHECK and f.support is not None and not checks:
             continue
         span = f"{f.start_line}" if f.start_line == f.end_line else f"{f.start_line}-{f.end_line}"
         lines.append(f"{span} {f.operation.value} {f.rule_id} {f.message}")

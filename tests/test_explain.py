@@ -104,3 +104,24 @@ def test_cli_names_what_is_wrong_with_the_target(tmp_path: Path, monkeypatch) ->
         result = CliRunner().invoke(app, ["explain", target])
         assert result.exit_code == 0 and result.stdout.splitlines()[0] == first, target
     assert '6:10  "cuda"' in CliRunner().invoke(app, ["explain", "train.py:6"]).stdout
+
+
+def test_a_cuda_alternative_beside_the_npu_one_says_why_it_stays(builtin_tables) -> None:
+    source = b"""import torch
+
+def init(device_type):
+    if device_type == "cuda":
+        return 1
+    elif device_type == "npu":
+        return 2
+"""
+    lines = explain("t.py", source, builtin_tables, line=4)
+    assert lines == [
+        "t.py: unchanged",
+        "string literals (role: evidence):",
+        '  4:23  "cuda"  CUDA\'s alternative: compared with device_type; kept: another branch of its'
+        ' dispatch has the NPU\'s "npu"',
+        "rewrites and reports (rule):",
+        "  4:23  TP103 CHECK  'cuda' kept: the code already has an NPU alternative ('npu', line 6)"
+        " beside this CUDA one",
+    ]

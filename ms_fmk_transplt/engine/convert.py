@@ -207,9 +207,9 @@ def _place(module: cst.Module, converter: ModuleRewriter) -> tuple[tuple[Finding
     and the module's text by top-level statement from that printing (None when nothing is pending)."""
     if not converter.pending:
         return (), None
-    ranges, text = positions_and_text(
-        module, (item.node for item in converter.pending if item.node is not module)
-    )
+    wanted = [item.node for item in converter.pending if item.node is not module]
+    wanted += [item.related for item in converter.pending if item.related is not None]
+    ranges, text = positions_and_text(module, wanted)
     lines: dict[int, tuple[int, int, int]] = {}
     for item in converter.pending:
         where = ranges.get(id(item.node))
@@ -232,13 +232,16 @@ def _place(module: cst.Module, converter: ModuleRewriter) -> tuple[tuple[Finding
         if item.line_offset:
             start, column = end, 0
         unsupported = item.operation is Operation.UNSUPPORTED and not item.noop
+        message = item.message
+        if item.related is not None:  # "... at line {line}": the other node's original line
+            message = message.replace("{line}", str(ranges.get(id(item.related), ((0, 0),))[0][0]))
         findings.append(
             Finding(
                 item.rule.id,
                 item.operation,
                 start,
                 end,
-                item.message,
+                message,
                 item.heuristic,
                 item.noop,
                 column=column,

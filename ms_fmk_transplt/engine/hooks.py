@@ -73,9 +73,10 @@ class Site(Protocol):
         heuristic: bool = False,
         api: str = "",
         support: Support | None = None,
+        related: cst.CSTNode | None = None,
     ) -> None:
         """A finding with a message the hook wrote itself (`api` and `support` for an issue the
-        reports list under that API with that status)."""
+        reports list under that API with that status; `{line}` in it names the line of `related`)."""
         ...
 
     def report_kept(self, node: cst.CSTNode, rule: Rule, message: str) -> None:

@@ -26,3 +26,4 @@ class Pending:
     dtypes: str = ""
     suggestion: str = ""  # what to do instead
     source: str = ""  # what decided the support status
+    related: cst.CSTNode | None = None  # another node the message names by line: `{line}` in it

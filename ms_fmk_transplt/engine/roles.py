@@ -29,6 +29,7 @@ import libcst as cst
 from ms_fmk_transplt.engine.context import DeviceContext, DeviceSpec, Verdict, literal_type, short_name
 from ms_fmk_transplt.engine.environment import Environment
 from ms_fmk_transplt.engine.hooks import Claims
+from ms_fmk_transplt.engine.twins import Places
 from ms_fmk_transplt.engine.walk import NodeIndex, children
 
 _STRINGS = (cst.SimpleString, cst.FormattedString)
@@ -43,6 +44,7 @@ class Role(str, Enum):
     DATA_KEY = "data key"
     USER_TEXT = "user text"
     CLAIMED = "kept by a value hook"  # a map_location key: where a checkpoint was saved
+    CUDA_ALTERNATIVE = "CUDA's alternative"  # a device beside the NPU's own (engine/twins.py)
     CODE = "code"  # no evidence either way
 
 
@@ -65,6 +67,7 @@ class LiteralRoles:
     ) -> None:
         self.spec = spec
         self.context = DeviceContext(spec, qualify)
+        self.places = Places()  # dicts and dispatch chains that may already have an NPU alternative
         self.environment = environment
         self._roles: dict[int, Evidence] = {}  # id(literal) -> prose, data key, environment name
         self._device_args: dict[int, str] = {}  # id(literal) -> the argument taking a device it is in
@@ -75,6 +78,7 @@ class LiteralRoles:
         self.environment.scan(nodes)
         if devices:
             self.context.scan(nodes)
+            self.places.scan(nodes)
         for statement in nodes.of(cst.Expr):
             if isinstance(statement.value, (*_STRINGS, cst.ConcatenatedString)):
                 self._mark(statement.value, Evidence(Role.PROSE, "a docstring or bare string statement"))
@@ -195,9 +199,21 @@ class LiteralRoles:
             return Verdict.DEVICE, why
         return self.context.verdict(node, value, old)
 
-    def explain(self, node: cst.CSTNode, value: str, pattern: re.Pattern[str], old: str) -> Evidence:
-        """The role with the device evidence spelled out (for `ms_fmk_transplt explain`); `pattern`
-        and `old` are the device rule's."""
+    def rival(self, node: cst.CSTNode, wanted: Callable[[str], bool]) -> cst.SimpleString | None:
+        """The literal in another branch of the dispatch `node` belongs to (a dict's keys, an if/elif
+        chain's or a match's tests of one subject) whose value is `wanted` (engine/twins.py)."""
+        return self.places.rival(node, wanted)
+
+    def explain(
+        self,
+        node: cst.CSTNode,
+        value: str,
+        pattern: re.Pattern[str],
+        old: str,
+        converted: Callable[[str], bool] | None = None,
+    ) -> Evidence:
+        """The role with the device evidence spelled out (for `ms_fmk_transplt explain`); `pattern`,
+        `old` and `converted` (is a value what it writes?) are the device rule's."""
         evidence = self.of(node)
         if evidence.role is not Role.CODE or not isinstance(node, cst.SimpleString):
             return evidence
@@ -209,6 +225,12 @@ class LiteralRoles:
                 )
             return Evidence(Role.CODE, "not device-looking; rules matching its text decide")
         verdict, why = self.device(node, value, old)
+        rival = self.rival(node, converted) if converted is not None else None
+        if verdict is Verdict.DEVICE and rival is not None:
+            return Evidence(
+                Role.CUDA_ALTERNATIVE,
+                f"{why}; kept: another branch of its dispatch has the NPU's {rival.value}",
+            )
         if verdict is Verdict.DEVICE:
             return Evidence(Role.DEVICE, why)
         if verdict is Verdict.TEXT:
@@ -289,6 +311,17 @@ from the pinned torch by `tools/derive_device_apis.py`.
   `parametrize("accelerator", [...])`: Lightning's own registry, which has no "npu" entry). Why:
   renaming a user's key, label or path breaks a program that ran before, silently; code nested in
   a message (`print(x.to("cuda"))`) is code.
+- **Kept, CUDA's alternative beside the NPU's own** (a note, not an issue): a literal that would
+  be converted where the code already picks between alternatives by one subject and another
+  alternative is what the rule would write: a key of a dict that has the `"npu"` key too
+  (`{"cuda": "nccl", "npu": "hccl"}`), a test of an if/elif chain, of directly consecutive `if`
+  statements or of a chain of conditional expressions comparing the same subject with `"npu"` in
+  another branch (`==`, `!=`, `in`, `is`, `.startswith("npu:")`, inside `and` / `or` / `not`), a
+  case of a `match` with a `case "npu":`; `"nccl"` beside `"hccl"` alike. Why: the author already
+  routes the NPU to the branch written for it; converting would duplicate a dict key (the later
+  value wins) or shadow that branch. The CUDA branch's body still converts. Literals of one branch
+  (`if dev in ("cuda", "npu")`) and lists of choices convert as before: a duplicate there changes
+  nothing, and keeping one would leave `"cuda"` a value the NPU program can still receive.
 - **Reported, not converted**, because the change would be wrong or is not the converter's to
   make: a device spelled only by pieces that match together (`'cu' 'da'`, `"cu" + "da"`,
   `"".join(["cu", "da"])`: the converter rewrites whole literals, not an expression the user

@@ -74,9 +74,13 @@ class SiteReports:
         heuristic: bool = False,
         api: str = "",
         support: Support | None = None,
+        related: cst.CSTNode | None = None,
     ) -> None:
-        """A finding at `node` (an original node) with a message the caller wrote."""
-        self.pending.append(Pending(node, rule, operation, message, heuristic, api=api, support=support))
+        """A finding at `node` (an original node) with a message the caller wrote; `{line}` in it
+        becomes the line of the original node `related`."""
+        self.pending.append(
+            Pending(node, rule, operation, message, heuristic, api=api, support=support, related=related)
+        )
 
     def renamed(self, name: str) -> str | None:
         """What a qualified API name becomes under the rules (None: no rule renames it)."""

@@ -165,8 +165,12 @@ class StringRewrite:
             else site.roles.device(original, value, self.old)
         )
         if verdict is not Verdict.DEVICE:
+            if verdict is Verdict.UNKNOWN and self._twin_kept(site, original, value):
+                return updated  # `case "cuda" | "hip":` beside `case "npu":`: not "write 'npu'"
             if verdict is Verdict.UNKNOWN or why.startswith(REPORTED_TEXT):
                 self.report_kept(site, original, value, why, unknown=verdict is Verdict.UNKNOWN)
+            return updated
+        if self._twin_kept(site, original, value):
             return updated
         new_value = (
             value.replace(self.old, self.new) if self.everywhere else self.new + value[len(self.old) :]
@@ -182,6 +186,31 @@ class StringRewrite:
         )
         quote = original.quote
         return updated.with_changes(value=f"{original.prefix}{quote}{new_value}{quote}")
+
+    def _twin_kept(self, site: Site, original: cst.SimpleString, value: str) -> bool:
+        """Keep a literal whose dispatch already has the value it would become in another branch
+        (`{"cuda": "nccl", "npu": "hccl"}`, `if d == "cuda": ... elif d == "npu": ...`), with a note."""
+        rival = site.roles.rival(original, self.converted)
+        if rival is None:
+            return False
+        site.report_message(
+            original,
+            self.rule,
+            Operation.CHECK,
+            f"{value!r} kept: the code already has an NPU alternative ({rival.evaluated_value!r}, line"
+            " {line}) beside this CUDA one",
+            related=rival,
+        )
+        return True
+
+    def converted(self, value: str) -> bool:
+        """Is `value` what this rule writes (`"npu"`, `"npu:0"`, the prefix `"npu:"`)?"""
+        if self.everywhere:
+            return self.new in value and bool(self.pattern.fullmatch(value.replace(self.new, self.old)))
+        if not value.startswith(self.new):
+            return False
+        rest = value[len(self.new) :]
+        return bool(self.pattern.fullmatch(self.old + rest)) or rest == ":"
 
     def _spelled(
         self, site: Site, original: cst.SimpleString, updated: cst.SimpleString, value: str
