@@ -3,7 +3,7 @@
 Run from the repository root with the project's venv (torch installed by tools/setup.sh):
     .venv/bin/python tools/derive_device_apis.py [--check]
 Writes ms_fmk_transplt/data/torch_device_apis.json: for each public callable, the positions and
-keyword names of its parameters that take a device (`device`, `device_type`, `pin_memory_device`,
+keyword names of its parameters that take a device (`device`, `device_type`, `device_types`, `pin_memory_device`,
 `output_device`, and `type` of `torch.device`), and under "methods" the same for the methods of
 torch's test base classes (`DistributedTestBase.create_pg`), by method name. Python callables are read with
 `inspect.signature`; builtins (which have none) from the type stubs torch ships
@@ -44,8 +44,9 @@ MODULES = (
     "torch.cuda",
     "torch.cuda.random",
     "torch.cuda.memory",
+    "torch.library",
 )
-DEVICE_PARAMS = frozenset({"device", "device_type", "pin_memory_device", "output_device"})
+DEVICE_PARAMS = frozenset({"device", "device_type", "device_types", "pin_memory_device", "output_device"})
 # parameters that take a device only in one callable (`torch.device(type="cuda", index=0)`)
 OWN_PARAMS = {"torch.device": frozenset({"type"})}
 STUBS = {"_C/__init__.pyi": "torch._C", "_C/_VariableFunctions.pyi": "torch._C._VariableFunctions"}
