@@ -82,9 +82,9 @@ class LiteralRoles:
         for statement in nodes.of(cst.Expr):
             if isinstance(statement.value, (*_STRINGS, cst.ConcatenatedString)):
                 self._mark(statement.value, Evidence(Role.PROSE, "a docstring or bare string statement"))
-        for statement in nodes.of(cst.Assert):
-            if statement.msg is not None:
-                self._prose(statement.msg, "an assert's message")
+        for check in nodes.of(cst.Assert):
+            if check.msg is not None:
+                self._prose(check.msg, "an assert's message")
         for call in nodes.of(cst.Call):
             self._call(call)
         for arg in nodes.of(cst.Arg):
