@@ -114,6 +114,16 @@ def test_guide_example_loads(tmp_path: Path) -> None:
             "FILE: /rules/PatchTargetRule/0/func_name: \"unittest..patch\" is not a valid dotted name (identifiers joined by '.')",
         ),
         (
+            {
+                "rules": {
+                    "ModuleMemberRule": [
+                        {"module": "a.b", "new_module": "c", "members": ["x"], "module_itself": "c..d"}
+                    ]
+                }
+            },
+            "FILE: /rules/ModuleMemberRule/0/module_itself: \"c..d\" is not a valid dotted name (identifiers joined by '.')",
+        ),
+        (
             {"rules": {"UnsupportedApiRule": [{"name": "apex.*_cuda"}]}},
             'FILE: /rules/UnsupportedApiRule/0/name: "apex.*_cuda" is not a glob on a module\'s name (letters, digits, _, *)',
         ),

@@ -45,6 +45,7 @@ class ModuleMembers:
     rule: Rule
     new_module: str
     suggestion: str = ""
+    itself: str | None = None  # what a reference to the module itself becomes (default new_module)
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ class Tables:
             members = self.modules.get(prefix)
             if members is not None:
                 if not rest:
-                    return Match(members.rule, name, prefix, members.new_module)
+                    return Match(members.rule, name, prefix, members.itself or members.new_module)
                 member = f"{prefix}.{rest[0]}"
                 return Match(members.rule, name, member, None, members.suggestion)
         if self.module_glob is not None and self.module_glob.fullmatch(parts[0]):
