@@ -154,6 +154,9 @@ def test_the_derived_device_apis_are_shipped() -> None:
     assert calls["torch.device"] == {"keywords": ["device", "type"], "positions": [0]}
     assert calls["torch.get_autocast_dtype"]["positions"] == [0]
     assert calls["torch.zeros"] == {"keywords": ["device"], "positions": []}
+    # torch.cuda's own functions, and the static and class methods of torch's classes
+    assert calls["torch.cuda.get_device_properties"] == {"keywords": ["device"], "positions": [0]}
+    assert calls["torch.distributed.DeviceMesh.from_group"] == {"keywords": ["device_type"], "positions": [1]}
     # methods of torch's test base classes, called on self: self.create_pg("cuda")
     assert data.torch_device_apis()["methods"]["create_pg"] == {"keywords": ["device"], "positions": [0]}
 

@@ -114,6 +114,24 @@ def test_guide_example_loads(tmp_path: Path) -> None:
             "FILE: /rules/PatchTargetRule/0/func_name: \"unittest..patch\" is not a valid dotted name (identifiers joined by '.')",
         ),
         (
+            {
+                "rules": {
+                    "ModuleMemberRule": [
+                        {"module": "a.b", "new_module": "c", "members": ["x"], "module_itself": "c..d"}
+                    ]
+                }
+            },
+            "FILE: /rules/ModuleMemberRule/0/module_itself: \"c..d\" is not a valid dotted name (identifiers joined by '.')",
+        ),
+        (
+            {"rules": {"UnsupportedApiRule": [{"name": "apex.*_cuda"}]}},
+            'FILE: /rules/UnsupportedApiRule/0/name: "apex.*_cuda" is not a glob on a module\'s name (letters, digits, _, *)',
+        ),
+        (
+            {"rules": {"UnsupportedApiRule": [{"name": "**"}]}},
+            'FILE: /rules/UnsupportedApiRule/0/name: "**" is not a glob on a module\'s name (letters, digits, _, *)',
+        ),
+        (
             {"rules": {"FuncNameModifyRule": [{"old_name": "a.b", "new_name": 3}]}},
             "FILE: /rules/FuncNameModifyRule/0/new_name: 3 is not a string",
         ),

@@ -3,7 +3,7 @@
 Run from the repository root with the project's venv (torch installed by tools/setup.sh):
     .venv/bin/python tools/derive_device_apis.py [--check]
 Writes ms_fmk_transplt/data/torch_device_apis.json: for each public callable, the positions and
-keyword names of its parameters that take a device (`device`, `device_type`, `pin_memory_device`,
+keyword names of its parameters that take a device (`device`, `device_type`, `device_types`, `pin_memory_device`,
 `output_device`, and `type` of `torch.device`), and under "methods" the same for the methods of
 torch's test base classes (`DistributedTestBase.create_pg`), by method name. Python callables are read with
 `inspect.signature`; builtins (which have none) from the type stubs torch ships
@@ -27,7 +27,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "ms_fmk_transplt" / "data" / "torch_device_apis.json"
 
-# the namespaces a training script calls into; torch.cuda's own members are renamed as a whole
+# the namespaces a training script calls into; torch.cuda's members are renamed as a whole, and
+# their device arguments are devices too (`torch.cuda.get_device_properties("cuda")`)
 MODULES = (
     "torch",
     "torch.amp",
@@ -40,8 +41,12 @@ MODULES = (
     "torch.distributed.device_mesh",
     "torch.utils.data",
     "torch.testing",
+    "torch.cuda",
+    "torch.cuda.random",
+    "torch.cuda.memory",
+    "torch.library",
 )
-DEVICE_PARAMS = frozenset({"device", "device_type", "pin_memory_device", "output_device"})
+DEVICE_PARAMS = frozenset({"device", "device_type", "device_types", "pin_memory_device", "output_device"})
 # parameters that take a device only in one callable (`torch.device(type="cuda", index=0)`)
 OWN_PARAMS = {"torch.device": frozenset({"type"})}
 STUBS = {"_C/__init__.pyi": "torch._C", "_C/_VariableFunctions.pyi": "torch._C._VariableFunctions"}
@@ -77,6 +82,21 @@ def _from_signatures(found: dict[str, dict[str, set]]) -> None:
                 continue  # a builtin: read from the stubs
             params = [(p.name, p.kind in _POSITIONAL) for p in signature.parameters.values()]
             _add(found, f"{module_name}.{name}", params)
+            if inspect.isclass(obj):
+                _from_class_methods(found, f"{module_name}.{name}", obj)
+
+
+def _from_class_methods(found: dict[str, dict[str, set]], qualified: str, cls: type) -> None:
+    """The static and class methods a class defines (`DeviceMesh.from_group(group, "cuda")`)."""
+    for name, member in vars(cls).items():
+        if name.startswith("_") or not isinstance(member, (staticmethod, classmethod)):
+            continue
+        try:
+            signature = inspect.signature(getattr(cls, name))
+        except (TypeError, ValueError):
+            continue
+        params = [(p.name, p.kind in _POSITIONAL) for p in signature.parameters.values()]
+        _add(found, f"{qualified}.{name}", params)
 
 
 def _stub_params(function: ast.FunctionDef) -> list[tuple[str, bool]]:

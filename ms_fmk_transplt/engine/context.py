@@ -129,6 +129,10 @@ class DeviceSpec:
         return any(p.fullmatch(code) for p in self.accelerator_names)
 
 
+# builtins whose result is an element of their argument (or an iterator over it)
+_ELEMENT_OF = frozenset({"next", "iter"})
+
+
 def code_of(node: cst.CSTNode) -> str:
     """The node as source text (a Name without printing)."""
     if isinstance(node, cst.Name):  # the common case, without printing
@@ -349,12 +353,16 @@ class DeviceContext:
             index = node.slice[0].slice if len(node.slice) == 1 else None
             key = _string(index.value) if isinstance(index, cst.Index) else None
             return self.device_typed(node.value) or (key is not None and self.spec.device_named(key))
+        if isinstance(node, cst.Call) and short_name(node.func) in _ELEMENT_OF and len(node.args) == 1:
+            return self.device_typed(node.args[0].value)  # next(iter(local_devices)).type
         if isinstance(node, cst.Call):  # get_accelerator().device_name(), torch.device(d)
             return self.spec.device_named(short_name(node.func)) or self.qualify(node.func) == "torch.device"
         if not isinstance(node, (cst.Name, cst.Attribute)):
             return False
         if isinstance(node, cst.Attribute) and node.attr.value == "type" and self.device_typed(node.value):
             return True  # torch.device(d).type, parallel_devices[0].type
+        if isinstance(node, cst.Attribute) and self.spec.device_named(node.attr.value):
+            return True  # next(model.parameters()).device, batch[0].device: the attribute's name says
         if self.flow.typed(node):
             return True
         return self.spec.device_named(code_of(node))

@@ -195,6 +195,11 @@ class EnvHook(Protocol):
         """`os.environ.update(NAME=...)`, `dict(os.environ, NAME=...)`: the keyword is the name."""
         ...
 
+    def report_kept(self, site: Site, original: cst.SimpleString, name: str) -> None:
+        """The name spelled where the engine sees no environment (`X = "NCCL_ALGO"`, a dict's key
+        handed to the project's own helper): kept, and reported."""
+        ...
+
 
 class ResultUse(Enum):
     """How code uses the value a call returned (the engine finds the uses)."""

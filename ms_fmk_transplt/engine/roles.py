@@ -3,9 +3,9 @@
 Before the rewrite, from the read-only walk (engine/walk.py), each string literal gets one role:
 - *environment variable*: it names one where the environment is read or written
   (engine/environment.py);
-- *prose*: a docstring, a message (arguments of print, logging, warnings, exceptions, and of
-  the `format` / `join` / `str` calls inside them), a `help=`-like keyword, an option name given to
-  `add_argument`, an attribute name given to `getattr` and its kin;
+- *prose*: a docstring, a message (an assert's message, arguments of print, logging, warnings,
+  exceptions, and of the `format` / `join` / `str` calls inside them), a `help=`-like keyword, an
+  option name given to `add_argument`, an attribute name given to `getattr` and its kin;
 - *data key*: a dict key or a subscript, except inside an argument that takes a device (the
   members of a `Literal[...]` type are values, not keys);
 - *device*: it stands where a device goes, or its place shows it is one (engine/context.py);
@@ -82,6 +82,9 @@ class LiteralRoles:
         for statement in nodes.of(cst.Expr):
             if isinstance(statement.value, (*_STRINGS, cst.ConcatenatedString)):
                 self._mark(statement.value, Evidence(Role.PROSE, "a docstring or bare string statement"))
+        for check in nodes.of(cst.Assert):
+            if check.msg is not None:
+                self._prose(check.msg, "an assert's message")
         for call in nodes.of(cst.Call):
             self._call(call)
         for arg in nodes.of(cst.Arg):
@@ -302,8 +305,9 @@ from the pinned torch by `tools/derive_device_apis.py`.
   code that uses torch these shapes are devices in every real occurrence we labelled, and a
   missed device fails on the NPU at once ("Torch not compiled with CUDA enabled"), so the port
   would need a hand edit for nothing.
-- **Kept, the user's text**: docstrings, messages (print, logging, warnings, exceptions and the
-  `format` / `join` inside them), `help=` and similar keywords, option names, `dest=`, `__all__`,
+- **Kept, the user's text**: docstrings, messages (an assert's message, print, logging, warnings,
+  exceptions and the `format` / `join` inside them), `help=` and similar keywords, option names,
+  `dest=`, `__all__`,
   attribute names given to `getattr` and its kin, path pieces, dict keys and subscripts that
   label data (f-strings too: `generators[f"cuda:{i}"]`), pieces of an f-string that is a name
   rather than a device (`f"{'cuda' if c else 'cpu'}_time_total"`), and Lightning accelerator

@@ -3,11 +3,14 @@
 Prose and literals a value hook claimed are never touched; an environment variable's name goes to
 its environment hook; a device, backend or other code string to the string hooks in order, the
 first that answers winning; a dict key or subscript only to hooks that apply to keys, and one
-kept in a torch file that looks like a device is still reported.
+kept in a torch file that looks like a device is still reported. A code literal or key spelling a
+variable an environment rule covers, where no environment is seen to take it, is kept and
+reported by that rule.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -18,6 +21,7 @@ if TYPE_CHECKING:
     from ms_fmk_transplt.engine.transformer import ModuleRewriter
 
 LEFT_ALONE = (Role.PROSE, Role.CLAIMED)  # never rewritten by a string rule
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(_[A-Z0-9]+)+")  # NCCL_ALGO, CUDA_VISIBLE_DEVICES
 
 
 class LiteralRewrites:
@@ -50,17 +54,32 @@ class LiteralRewrites:
             result = string_hook.rewrite_string(c, original, updated, value)
             if result is not None:
                 return result
-        return self._kept(original, updated) if keyed else updated
+        if keyed:
+            return self._kept(original, updated)
+        if role is Role.CODE:
+            self._env_name_kept(original, value)
+        return updated
+
+    def _env_name_kept(self, original: cst.SimpleString, value: str) -> None:
+        """A literal spelling a variable an environment rule covers, in code where no environment
+        is seen to take it: reported (it may reach os.environ through the project's own helper)."""
+        if _ENV_NAME.fullmatch(value):
+            hook = self.c.environment.hook(value)
+            if hook is not None:
+                hook.report_kept(self.c, original, value)
 
     def _kept(self, original: cst.SimpleString, updated: cst.SimpleString) -> cst.SimpleString:
-        """A dict key or subscript kept as the user's: a device-looking one in a torch file is still reported."""
+        """A dict key or subscript kept as the user's: a device-looking one in a torch file is still
+        reported, and so is one spelling an environment variable's name."""
         c = self.c
-        if c.imports_torch and c.tables.string_hooks:
-            value = original.evaluated_value
-            if isinstance(value, str):
-                for hook in c.tables.string_hooks:
-                    if hook.report_kept(c, original, value, c.roles.of(original).why):
-                        break
+        value = original.evaluated_value
+        if not isinstance(value, str):
+            return updated
+        self._env_name_kept(original, value)
+        if c.imports_torch:
+            for hook in c.tables.string_hooks:
+                if hook.report_kept(c, original, value, c.roles.of(original).why):
+                    break
         return updated
 
     def formatted(self, original: cst.FormattedString, updated: cst.FormattedString) -> cst.BaseExpression:

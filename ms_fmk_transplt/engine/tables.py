@@ -9,6 +9,8 @@ every file (and pickled to worker processes).
 
 from __future__ import annotations
 
+import fnmatch
+import re
 from dataclasses import dataclass, field
 
 from ms_fmk_transplt.engine.context import DeviceSpec
@@ -43,6 +45,7 @@ class ModuleMembers:
     rule: Rule
     new_module: str
     suggestion: str = ""
+    itself: str | None = None  # what a reference to the module itself becomes (default new_module)
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,10 @@ class Tables:
 
     renames: dict[str, Rename] = field(default_factory=dict)
     modules: dict[str, ModuleMembers] = field(default_factory=dict)
+    # top-level modules named by a glob (`*_cuda`: compiled CUDA extensions), tried after the
+    # names above; `module_glob` is all their patterns in one regex, None when there are none
+    module_globs: dict[str, Rename] = field(default_factory=dict)
+    module_glob: re.Pattern[str] | None = None
     # renames by short name (heuristic), by the name: x.cuda(...); func(...) unimported; x.is_cuda
     method_hooks: dict[str, MethodHook] = field(default_factory=dict)
     function_hooks: dict[str, FunctionHook] = field(default_factory=dict)
@@ -124,10 +131,25 @@ class Tables:
             members = self.modules.get(prefix)
             if members is not None:
                 if not rest:
-                    return Match(members.rule, name, prefix, members.new_module)
+                    return Match(members.rule, name, prefix, members.itself or members.new_module)
                 member = f"{prefix}.{rest[0]}"
                 return Match(members.rule, name, member, None, members.suggestion)
+        if self.module_glob is not None and self.module_glob.fullmatch(parts[0]):
+            return self._glob_match(name, parts[0])
         return None
+
+    def _glob_match(self, name: str, module: str) -> Match | None:
+        """The match of a top-level module that one of `module_globs` names."""
+        for glob, entry in self.module_globs.items():
+            if fnmatch.fnmatchcase(module, glob):
+                return Match(entry.rule, name, module, entry.new, entry.suggestion)
+        return None
+
+    def add_module_glob(self, glob: str, entry: Rename) -> None:
+        """Report every use of a top-level module whose name matches `glob` (`*_cuda`)."""
+        self.module_globs[glob] = entry
+        self.module_glob = re.compile("|".join(fnmatch.translate(g) for g in self.module_globs))
+        self.add_trigger(glob.replace("*", ""))  # a file using one spells the rest of the glob
 
     def rename(self, rule: Rule, new: str | None, suggestion: str = "") -> Rename:
         """A Rename, or a report-only one when the rule is opt-in and not opted into."""

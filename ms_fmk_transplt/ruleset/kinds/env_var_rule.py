@@ -6,7 +6,9 @@ child processes: a name bound to `os.environ.copy()`, `dict(os.environ, ...)`,
 `copy.copy(os.environ)` or `{**os.environ, ...}`, the keys of such a dict literal and of an
 `env={...}` argument, and keyword names in `os.environ.update(NAME=...)` and
 `dict(os.environ, NAME=...)`. `name` ending in `*` matches a prefix. With `new_name` null or
-absent the variable is reported as UNSUPPORTED with the rule's `suggestion`.
+absent the variable is reported as UNSUPPORTED with the rule's `suggestion`. A literal that spells
+a matching name anywhere else in code (a constant, a dict's key handed to the project's own
+helper) is kept and reported, never renamed.
 
 Code: `EnvRename.rewrite_env_string` / `rewrite_env_keyword`, an environment hook
 (engine/hooks.py) keyed by the name or prefix; the engine finds where a string or keyword is an
@@ -96,6 +98,16 @@ class EnvRename:
             return updated
         site.report(original, self.rule, Operation.MODIFY, old=name, new=self.new)
         return updated.with_changes(value=f"{original.prefix}{original.quote}{self.new}{original.quote}")
+
+    def report_kept(self, site: Site, original: cst.SimpleString, name: str) -> None:
+        """The name where no environment is seen to take it: kept, with what to write if it is one."""
+        what = f"write {self.new!r}" if self.new else f"it has no NPU counterpart: {self.suggestion}"
+        site.report_kept(
+            original,
+            self.rule,
+            f"{name!r} kept: not provably an environment variable's name here (no os.environ, getenv "
+            f"or env= takes it); if it names one, {what}",
+        )
 
     def rewrite_env_keyword(self, site: Site, original: cst.Arg, updated: cst.Arg, name: str) -> cst.Arg:
         """`NAME=...` in os.environ.update / dict(os.environ, ...), renamed (or reported)."""

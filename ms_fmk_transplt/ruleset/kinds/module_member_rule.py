@@ -3,7 +3,9 @@
 `torch.cuda.X` becomes `torch.npu.X` for each X in `members` (or in the shipped release data
 named by `members_from`); any other member is left as it is and reported as UNSUPPORTED with
 the rule's `suggestion` (or left alone, with `"others": "keep"`). A reference to the module
-itself is renamed unless others are kept.
+itself is renamed unless others are kept: to `module_itself` when given, else to `new_module`
+(`torch.cuda.memory.empty_cache` -> `torch.npu.empty_cache`, which torch.npu re-exports, while
+`torch.cuda.memory` itself -> `torch_npu.npu.memory`, the module object).
 
 Code: name tables `Tables.modules`, `Tables.renames`; applied by engine/transformer.py (`Tables.lookup`).
 """
@@ -27,6 +29,7 @@ from ms_fmk_transplt.ruleset.schema import spell
             "members": {"type": "array", "items": {"type": "string"}},
             "members_from": {"type": "string"},
             "others": {"enum": ["unsupported", "keep"]},
+            "module_itself": {"type": "string"},
         },
     },
     message="{old} -> {new}",
@@ -34,7 +37,11 @@ from ms_fmk_transplt.ruleset.schema import spell
 class ModuleMemberRule:
     @staticmethod
     def check(entry: Entry) -> list[Problem]:
-        problems = [(k, p) for k in ("module", "new_module") if (p := checks.dotted_name(entry[k]))]
+        problems: list[Problem] = [
+            (k, p)
+            for k in ("module", "new_module", "module_itself")
+            if k in entry and (p := checks.dotted_name(entry[k]))
+        ]
         for i, member in enumerate(entry.get("members", [])):
             if p := checks.identifier(member):
                 problems.append((f"members/{i}", p))
@@ -72,7 +79,9 @@ class ModuleMemberRule:
                 members += data.members(p["members_from"], tables.release)
             suggestion = rule.params.get("suggestion", "")
             if p.get("others", "unsupported") == "unsupported":
-                tables.modules[p["module"]] = ModuleMembers(rule, p["new_module"], suggestion)
+                tables.modules[p["module"]] = ModuleMembers(
+                    rule, p["new_module"], suggestion, p.get("module_itself")
+                )
             for member in members:
                 tables.renames.setdefault(
                     f"{p['module']}.{member}", Rename(rule, f"{p['new_module']}.{member}")

@@ -1,10 +1,12 @@
 """UnsupportedApiRule: report every use of a module or API that cannot run on the NPU.
 
 Matches the qualified name and everything under it (imports included); nothing is rewritten.
-`noop: true` marks knobs that are harmless on the NPU (cuDNN flags): reported, kept, and not
-counted by --strict.
+A name holding `*` is a glob on a top-level module's name (`*_cuda`: the compiled CUDA
+extensions a project imports by their own names, `import scaled_masked_softmax_cuda`), matched
+only where no other rule covers the name. `noop: true` marks knobs that are harmless on the NPU
+(cuDNN flags): reported, kept, and not counted by --strict.
 
-Code: name table `Tables.renames` (report only); applied by engine/transformer.py (`Tables.lookup`).
+Code: name tables `Tables.renames`, `Tables.module_globs` (report only); applied by engine/transformer.py (`Tables.lookup`).
 """
 
 from collections.abc import Hashable
@@ -13,6 +15,7 @@ from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
+from ms_fmk_transplt.ruleset.schema import spell
 
 
 @kind(
@@ -23,7 +26,12 @@ from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 class UnsupportedApiRule:
     @staticmethod
     def check(entry: Entry) -> list[Problem]:
-        return [("name", p)] if (p := checks.dotted_name(entry["name"])) else []
+        name = entry["name"]
+        if "*" in name:
+            if "." in name or checks.identifier(name.replace("*", "x")) or not name.strip("*"):
+                return [("name", f"{spell(name)} is not a glob on a module's name (letters, digits, _, *)")]
+            return []
+        return [("name", p)] if (p := checks.dotted_name(name)) else []
 
     @staticmethod
     def summary(entry: Entry) -> str:
@@ -37,5 +45,9 @@ class UnsupportedApiRule:
     @staticmethod
     def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
-            tables.renames[rule.params["name"]] = tables.rename(rule, None, rule.params.get("suggestion", ""))
+            entry = tables.rename(rule, None, rule.params.get("suggestion", ""))
+            if "*" in rule.params["name"]:
+                tables.add_module_glob(rule.params["name"], entry)
+                continue
+            tables.renames[rule.params["name"]] = entry
             tables.add_name_trigger(rule.params["name"])
