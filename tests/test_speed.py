@@ -21,10 +21,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 _PROBE = """
 import sys
-from ms_fmk_transplt.cli import main
+from ms_fmk_transplt import cli
 sys.argv = ["ms_fmk_transplt", "-i", sys.argv[1], "-o", sys.argv[2], "-q"]
+cli.end_process = sys.exit  # main ends the process at once; the modules are read after it
 try:
-    main()
+    cli.main()
 except SystemExit:
     pass
 print(" ".join(sorted(m for m in ("numpy", "rich.progress", "rich.table", "openpyxl") if sys.modules.get(m))))
