@@ -141,13 +141,13 @@ def load_baseline(path: Path, warnings: list[str] | None = None) -> Counter[tupl
     the JSON location, in JSON's words, as a rule file's errors do (an editor's BOM is allowed).
     Keys a baseline does not have are reported in `warnings`."""
     from ms_fmk_transplt.ruleset.schema import (
-        Validator,
         decode,
         duplicate_key,
         error_location,
         error_message,
         spell,
         unknown_keys,
+        validation_errors,
     )
 
     try:
@@ -171,7 +171,7 @@ def load_baseline(path: Path, warnings: list[str] | None = None) -> Counter[tupl
             f"{path}: not an ms_fmk_transplt baseline (format {BASELINE_VERSION}; found {found})"
         )
     errors = sorted(
-        Validator(BASELINE_SCHEMA).iter_errors(document),
+        validation_errors(BASELINE_SCHEMA, document),
         key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))),
     )
     if errors:

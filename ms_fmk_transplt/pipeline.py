@@ -271,6 +271,10 @@ def _results(
     # imported here: multiprocessing and socket with it (~10 ms) are for runs that convert
     from concurrent.futures.process import BrokenProcessPool, ProcessPoolExecutor
 
+    # the engine, imported once before the workers fork: each worker imported it for itself
+    # (~50 ms of CPU each on an idle machine, 150-250 ms on a busy one)
+    import ms_fmk_transplt.engine.convert  # noqa: F401
+
     pool = ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(tables,))
     try:
         with interrupts.held():  # the workers are forked by the first submit

@@ -170,6 +170,12 @@ STATEMENTS = [
     "for n in torch.unbind(x):\n    pass\n",
     "def h():\n    global F\n    return F\n",
     "q = x.to(torch.half).histc()\n",
+    # bare string statements (prose, even holding a call), annotations, nested scopes
+    "f'{x.half()} {torch.quantile(x, 0.5)}'\n",
+    '"""torch.quantile(x)"""\n',
+    "a: torch.Tensor = x.half()\n",
+    "def k(b: 'torch.Tensor' = x.double()) -> torch.Tensor:\n    '''x.half()'''\n    return b.histc()\n",
+    "class N:\n    '''doc'''\n    @staticmethod\n    def half():\n        return torch.zeros(1).half()\n",
     "\n",
 ]
 
@@ -200,3 +206,23 @@ def test_patch_targets_go_to_libcst_only_when_they_spell_a_rule_name(tmp_path: P
         full = convert_source("t.py", data, tables, fast=False)
         assert convert_source("t.py", data, tables) == full
     assert convert_source("t.py", renamed.encode(), tables).output is not None  # the target was renamed
+
+
+def test_the_fast_path_walks_the_tree_itself(builtin_tables, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One walk of its own over the tree: ast.walk and ast.iter_fields (a generator per node each)
+    were most of the fast path's time on timm, walking every tree twice."""
+    data = (FORMS / "classify_forms.py").read_bytes()
+    tree = ast.parse(data)
+    expected = convert_source("classify_forms.py", data, builtin_tables, fast=False)
+
+    def refused(*args: object) -> None:
+        raise AssertionError("a generic walk of the tree")
+
+    with monkeypatch.context() as patched:  # undone before pytest reports (it walks trees too)
+        for name in ("walk", "iter_fields", "iter_child_nodes"):
+            patched.setattr(ast, name, refused)
+        try:
+            result = fast_path.classify("classify_forms.py", data, tree, builtin_tables)
+        except AssertionError as exc:
+            result = exc
+    assert result == expected

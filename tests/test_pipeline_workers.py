@@ -106,3 +106,48 @@ def test_the_executor_still_keeps_its_workers_where_stop_now_reads_them() -> Non
         assert future.cancelled() or future.exception(timeout=5) is not None
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
+
+
+_FORKED = """
+import sys
+from pathlib import Path
+from ms_fmk_transplt import pipeline
+from ms_fmk_transplt.discover import discover
+from ms_fmk_transplt.ruleset import compile_rules, load_rules
+
+tables = compile_rules(load_rules())
+assert "ms_fmk_transplt.engine.convert" not in sys.modules  # else this test proves nothing
+init = pipeline._init_worker
+report = Path(sys.argv[2])
+
+def init_and_tell(tables):
+    with open(report / str(__import__("os").getpid()), "w") as out:
+        out.write(str("ms_fmk_transplt.engine.convert" in sys.modules))
+    init(tables)
+
+pipeline._init_worker = init_and_tell
+results = pipeline.map_files(discover(Path(sys.argv[1])), tables, jobs=2)
+print(sorted(r.status.value for r in results))
+"""
+
+
+@pytest.mark.slow
+def test_workers_start_with_the_engine_imported(project: Path, tmp_path: Path) -> None:
+    """The parent imports the engine before it forks, so no worker pays that import again."""
+    import subprocess
+    import sys
+
+    told = tmp_path / "told"
+    told.mkdir()
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-c", _FORKED, str(project), str(told)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == str(["converted"] * 4)
+    answers = [path.read_text() for path in told.iterdir()]
+    assert answers == ["True", "True"]

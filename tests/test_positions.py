@@ -47,6 +47,11 @@ CASES = [
     "import torch; x = torch.cuda.is_available(); y = 1\nz = 'cuda'\n",
     "# header comment\n\nimport torch\nif True:\n    pass\n\n\n# a comment\nasync def f():\n    await g(\n        torch.cuda.synchronize(),\n    )\n",
     "import torch\n@torch.no_grad()\ndef f():\n    return torch.zeros(1).cuda()\n",
+    # line ends other than LF, and a CR inside a literal: counted as libcst counts them
+    "import torch\r\nif x:\r\n    y = torch.zeros(1).cuda()  # c\r\n\r\nz = 1\r\n",
+    "import torch\rif x:\r    y = torch.zeros(1).cuda()\rz = 1\r",
+    'import torch\ns = """a\rb\r\nc"""; t = torch.cuda.is_available()\nu = (1,\r\n 2)\n',
+    "x = 1\ny = torch.cuda.is_available()",  # no trailing newline
 ]
 
 

@@ -378,3 +378,21 @@ def test_the_reports_name_a_file_given_twice_once(tmp_path: Path, monkeypatch: p
     summary = json.loads((tmp_path / "out" / "src_msft" / "report.json").read_text())
     assert summary["rule_files"] == ["one.json", "two.json"]
     assert (tmp_path / "out" / "src_msft" / "m.py").read_text() == "import a\na.g()\n"
+
+
+def test_the_builtin_rules_pass_the_schema_checked_here_not_at_every_run() -> None:
+    """A run loads the shipped rule files without the schema (load_builtin_rules): this is where
+    they are checked against it, their examples compiled, and no key of theirs goes unread."""
+    from ms_fmk_transplt.ruleset import load_builtin_rules
+
+    warnings: list[str] = []
+    checked = load_builtin_rules(validate=True)
+    assert load_rules(warnings=warnings) == checked  # what a run loads
+    assert warnings == []
+    assert len(checked) > 50
+
+
+def test_a_user_rule_file_is_still_checked_against_the_schema(tmp_path: Path) -> None:
+    path = _write(tmp_path, {"rules": {"ArgsModifyRule": [{"func_name": 1, "arg_idx": 0, "arg_new": "a"}]}})
+    with pytest.raises(RuleFileError, match="is not a string"):
+        load_rules([path])

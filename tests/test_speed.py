@@ -21,10 +21,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 _PROBE = """
 import sys
-from ms_fmk_transplt.cli import main
+from ms_fmk_transplt import cli
 sys.argv = ["ms_fmk_transplt", "-i", sys.argv[1], "-o", sys.argv[2], "-q"]
+cli.end_process = sys.exit  # main ends the process at once; the modules are read after it
 try:
-    main()
+    cli.main()
 except SystemExit:
     pass
 print(" ".join(sorted(m for m in ("numpy", "rich.progress", "rich.table", "openpyxl") if sys.modules.get(m))))
@@ -45,6 +46,41 @@ def test_quiet_run_loads_no_numpy_openpyxl_bar_or_table(tmp_path: Path) -> None:
     )
     assert done.stdout.split() == []  # the xlsx report is written by reports/spreadsheet.py
     assert (tmp_path / "out" / "src_msft" / "unsupported_op.xlsx").stat().st_size > 0
+
+
+_SCHEMA_PROBE = """
+import sys
+from ms_fmk_transplt import cli
+sys.argv = ["ms_fmk_transplt", *sys.argv[1:]]
+cli.end_process = sys.exit
+try:
+    cli.main()
+except SystemExit as exc:
+    print(exc.code, "jsonschema" in sys.modules)
+"""
+
+
+@pytest.mark.slow
+def test_the_schema_is_loaded_for_user_rule_files_only(tmp_path: Path) -> None:
+    """The shipped rules are checked against the schema by the tests (test_rule_files.py), so a run
+    on them alone never imports jsonschema; a user's rule file is checked with it."""
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "train.py").write_text("import torch\nx = torch.zeros(2).cuda()\nname1(1)\n")
+    rules = tmp_path / "rules.json"
+    rules.write_text('{"rules": {"ArgsModifyRule": [{"func_name": "name1", "arg_idx": 0, "arg_new": "a"}]}}')
+    told = []
+    command = [sys.executable, "-c", _SCHEMA_PROBE, "-i", str(source), "-o", str(tmp_path / "out")]
+    for extra in ([], ["-r", str(rules)]):
+        done = subprocess.run(
+            [*command, "-q", "--no-cache", "--force", *extra],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+        )
+        told.append(done.stdout.split())
+    assert told == [["0", "False"], ["0", "True"]]
 
 
 def _outputs(root: Path) -> dict[str, object]:

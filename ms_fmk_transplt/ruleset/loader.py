@@ -15,13 +15,13 @@ from typing import Any
 from ms_fmk_transplt.engine.rule import Example, Rule
 from ms_fmk_transplt.ruleset.registry import all_kinds
 from ms_fmk_transplt.ruleset.schema import (
-    Validator,
     decode,
     duplicate_key,
     error_location,
     error_message,
     pointer,
     unknown_keys,
+    validation_errors,
 )
 
 COMMON = {
@@ -80,19 +80,31 @@ def _file_schema() -> dict[str, Any]:
 
 
 def parse_rule_document(
-    document: Any, origin: str, *, builtin: bool, first_user_id: int = 1, warnings: list[str] | None = None
+    document: Any,
+    origin: str,
+    *,
+    builtin: bool,
+    first_user_id: int = 1,
+    warnings: list[str] | None = None,
+    validate: bool = True,
 ) -> list[Rule]:
-    """Validate a decoded rule document and turn it into rules; raises RuleFileError."""
-    schema = _file_schema()
-    errors = sorted(
-        Validator(schema).iter_errors(document),
-        key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))),
-    )
-    if errors:
-        error = errors[0]
-        raise RuleFileError(f"{origin}: {error_location(error)}: {error_message(error, sorted(all_kinds()))}")
-    if warnings is not None:
-        warnings.extend(f"{origin}: {warning}" for warning in unknown_keys(document, schema))
+    """Validate a decoded rule document and turn it into rules; raises RuleFileError.
+
+    `validate=False` leaves out the schema and the examples' syntax (see load_builtin_rules);
+    each kind's own checks, ids and duplicates are checked either way."""
+    if validate:
+        schema = _file_schema()
+        errors = sorted(
+            validation_errors(schema, document),
+            key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))),
+        )
+        if errors:
+            error = errors[0]
+            raise RuleFileError(
+                f"{origin}: {error_location(error)}: {error_message(error, sorted(all_kinds()))}"
+            )
+        if warnings is not None:
+            warnings.extend(f"{origin}: {warning}" for warning in unknown_keys(document, schema))
     kinds = all_kinds()
     defaults = document.get("defaults", {})
     rules: list[Rule] = []
@@ -104,7 +116,7 @@ def parse_rule_document(
             where = pointer(["rules", kind_name, index])
             for key, problem in kind.check(entry):
                 raise RuleFileError(f"{origin}: {where}/{key}: {problem}")
-            for i, example in enumerate(entry.get("examples", [])):
+            for i, example in enumerate(entry.get("examples", []) if validate else ()):
                 if "file" not in example and (
                     not _compiles(example["before"]) or not _compiles(example.get("after", example["before"]))
                 ):
@@ -204,14 +216,20 @@ def load_rule_file(
     )
 
 
-def load_builtin_rules() -> list[Rule]:
-    """Every built-in rule, from the JSON files shipped in ms_fmk_transplt.builtin_rules."""
+def load_builtin_rules(*, validate: bool = False) -> list[Rule]:
+    """Every built-in rule, from the JSON files shipped in ms_fmk_transplt.builtin_rules.
+
+    The shipped files are checked against the schema, and their examples compiled, by the test
+    suite (`validate=True`, tests/test_rule_files.py), not again on every run: that cost the
+    import of jsonschema and the validation, ~0.1 s of a run's start-up on an idle machine."""
     rules: list[Rule] = []
     package = resources.files("ms_fmk_transplt.builtin_rules")
     for entry in sorted(package.iterdir(), key=lambda p: p.name):
         if entry.name.endswith(".json"):
             document = json.loads(entry.read_text(encoding="utf-8"))
-            rules.extend(parse_rule_document(document, f"builtin/{entry.name}", builtin=True))
+            rules.extend(
+                parse_rule_document(document, f"builtin/{entry.name}", builtin=True, validate=validate)
+            )
     return _unique_ids(rules)
 
 

@@ -4,16 +4,19 @@ jsonschema speaks Python (`None is not of type 'string'`) and takes 1.0 for an i
 file is JSON, so its values are quoted as JSON spells them (null, true, "text") and an integer is
 written without a fraction. Python's json module accepts NaN and keeps the last of two equal
 keys; neither is JSON a rule file may rely on. Keys the schema does not name are found here too,
-to be warned about.
+to be warned about. jsonschema itself is imported only when a document is validated (~40 ms of
+start-up on an idle machine): the rule kinds use this module's spelling helpers at every run.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
+if TYPE_CHECKING:
+    import jsonschema
 
 
 def spell(value: Any, limit: int = 60) -> str:
@@ -75,10 +78,20 @@ def _is_integer(checker: Any, instance: Any) -> bool:
     return isinstance(instance, int) and not isinstance(instance, bool)
 
 
-Validator = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator,
-    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer),
-)
+@functools.cache
+def _validator_class() -> Any:
+    import jsonschema
+
+    return jsonschema.validators.extend(
+        jsonschema.Draft202012Validator,
+        type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer),
+    )
+
+
+def validation_errors(schema: dict[str, Any], document: Any) -> Iterator[jsonschema.ValidationError]:
+    """What is wrong with `document` against `schema` (JSON Schema 2020-12, integers as JSON's)."""
+    return _validator_class()(schema).iter_errors(document)
+
 
 _TYPES = {
     "string": "a string",
