@@ -27,6 +27,7 @@ from ms_fmk_transplt.records import FileResult, PackedFindings, Status
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing.context import BaseContext
 
     from ms_fmk_transplt.engine.tables import Tables
 
@@ -275,7 +276,7 @@ def _results(
     # (~50 ms of CPU each on an idle machine, 150-250 ms on a busy one)
     import ms_fmk_transplt.engine.convert  # noqa: F401
 
-    pool = ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(tables,))
+    pool = ProcessPoolExecutor(jobs, mp_context=_pool_context(), initializer=_init_worker, initargs=(tables,))
     try:
         with interrupts.held():  # the workers are forked by the first submit
             futures = [pool.submit(_convert_chunk, chunk, rule_set) for chunk in _chunks(files, jobs)]
@@ -290,6 +291,17 @@ def _results(
         _stop_now(pool)
         raise
     pool.shutdown()
+
+
+def _pool_context() -> BaseContext | None:
+    """Fork on Linux, where it is safe and the workers inherit the imported engine and the tables;
+    Python 3.14 made forkserver Linux's default, which would import everything again in each worker
+    and pickle the tables over. Elsewhere (macOS: fork is unsafe there) the platform's default."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import multiprocessing
+
+    return multiprocessing.get_context("fork")
 
 
 def _stop_now(pool: ProcessPoolExecutor) -> None:

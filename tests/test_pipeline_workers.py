@@ -151,3 +151,14 @@ def test_workers_start_with_the_engine_imported(project: Path, tmp_path: Path) -
     assert done.stdout.split("\n")[0] == str(["converted"] * 4)
     answers = [path.read_text() for path in told.iterdir()]
     assert answers == ["True", "True"]
+
+
+def test_workers_are_forked_on_linux_whatever_the_default(monkeypatch) -> None:
+    """Python 3.14 made forkserver Linux's default start method: the pool still forks there, so the
+    workers inherit the imported engine and the tables; elsewhere the platform's default stays."""
+    import multiprocessing
+
+    monkeypatch.setattr(pipeline.sys, "platform", "linux")
+    assert pipeline._pool_context() is multiprocessing.get_context("fork")
+    monkeypatch.setattr(pipeline.sys, "platform", "darwin")
+    assert pipeline._pool_context() is None
