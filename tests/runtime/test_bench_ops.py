@@ -29,3 +29,25 @@ def test_rows_cover_every_op_and_path_with_positive_times():
     paths = bench_ops.dispatch_paths()
     assert [(op, path) for op, path, _, _ in rows] == [(op, p) for op in ("add", "view") for p in paths]
     assert all(cpu > 0 and npu > 0 for _, _, cpu, npu in rows)
+
+
+def test_rows_can_be_timed_by_the_processs_cpu_time(monkeypatch):
+    ticks = iter(range(0, 10**6, 3))  # a CPU clock advancing 3 s per reading
+    monkeypatch.setitem(bench_ops.CLOCKS, "cpu", lambda: float(next(ticks)))
+    rows = bench_ops.rows(["add"], calls=2, rounds=3, clock="cpu")
+    assert [(cpu, npu) for _, _, cpu, npu in rows] == [(1.5e6, 1.5e6)] * len(bench_ops.dispatch_paths())
+
+
+def test_the_runtime_bench_times_steps_by_the_clock_asked_for(monkeypatch):
+    import bench_runtime
+
+    ticks = iter(range(0, 10**6, 2))
+    monkeypatch.setitem(bench_runtime.CLOCKS, "cpu", lambda: float(next(ticks)))
+    cpu, npu = bench_runtime.measure(
+        lambda: torch.nn.Linear(2, 2), _batch, "sgd", steps=3, warmup=1, clock="cpu"
+    )
+    assert (cpu, npu) == (2.0, 2.0)
+
+
+def _batch(generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.randn(4, 2, generator=generator), torch.randint(0, 2, (4,), generator=generator)
