@@ -28,17 +28,18 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _run(tmp_path, mode: str, device: str, nprocs: int, spawn: bool) -> list[dict]:
-    out = tmp_path / f"{mode}.{device}"
-    tail = [mode, device, str(out)]
+def _run(tmp_path, modes: tuple[str, ...], device: str, nprocs: int, spawn: bool) -> dict[str, list[dict]]:
+    """One launch of ``nprocs`` ranks running ``modes`` in turn; each mode's result per rank."""
+    out = tmp_path / device
+    tail = [",".join(modes), device, str(out)]
     shim = ["-m", "runtime_shim"] if device == "npu" else []
     if spawn:
         args = [*shim, str(SCRIPT), *tail, "--spawn", str(nprocs), str(_free_port())]
     else:
         args = [*TORCHRUN, str(nprocs), "--master-port", str(_free_port()), *shim, str(SCRIPT), *tail]
     env = {} if device == "npu" else {"PYTHONPATH": ""}
-    proc = run_python(args, env_extra=env, cwd=tmp_path)
-    results = [tmp_path / f"{out.name}.{r}" for r in range(nprocs)]
+    proc = run_python(args, env_extra=env, cwd=tmp_path, timeout=240 * len(modes))
+    results = {mode: [tmp_path / f"{out.name}.{mode}.{r}" for r in range(nprocs)] for mode in modes}
     # Stock torch's gloo on the CPU now and then aborts while tearing its groups down on a loaded
     # machine ("terminate called without an active exception"; seen in CI), after every rank
     # wrote its results (written whole, then renamed): the reference's numbers are complete.
@@ -46,25 +47,49 @@ def _run(tmp_path, mode: str, device: str, nprocs: int, spawn: bool) -> list[dic
     teardown_abort = (
         device == "cpu"
         and "terminate called without an active exception" in proc.stderr
-        and all(path.exists() for path in results)
+        and all(path.exists() for paths in results.values() for path in paths)
     )
     assert proc.returncode == 0 or teardown_abort, proc.stderr[-4000:]
-    return [json.loads(path.read_text()) for path in results]
+    return {mode: [json.loads(path.read_text()) for path in paths] for mode, paths in results.items()}
 
 
-def _parity(tmp_path, mode: str, nprocs: int = 2, spawn: bool = False) -> list[dict]:
-    npu = _run(tmp_path, mode, "npu", nprocs, spawn)
-    cpu = _run(tmp_path, mode, "cpu", nprocs, spawn)
-    for n, c in zip(npu, cpu, strict=True):
+def _launch(tmp_path, modes: tuple[str, ...], nprocs: int = 2, spawn: bool = False) -> dict:
+    """The npu run and the CPU reference of ``modes``, one launch each."""
+    return {
+        "npu": _run(tmp_path, modes, "npu", nprocs, spawn),
+        "cpu": _run(tmp_path, modes, "cpu", nprocs, spawn),
+    }
+
+
+def _parity(runs: dict, mode: str) -> list[dict]:
+    """``mode``'s npu results, once they equal the CPU's rank by rank (devices aside)."""
+    for n, c in zip(runs["npu"][mode], runs["cpu"][mode], strict=True):
         assert {k: v for k, v in n.items() if k not in ("device", "shard_device", "tensor_device")} == {
             k: v for k, v in c.items() if k not in ("device", "shard_device", "tensor_device")
         }
-    return npu
+    return runs["npu"][mode]
+
+
+# Process start-up (torch and the runtime in every rank, the launcher) is most of each case's
+# time, so the cases of one launcher and world size share a launch per device; each mode's
+# results are its own files, and each test still compares its own mode.
+TORCHRUN_MODES = ("mesh1d", "tp", "fsdp1")
+SPAWN_MODES = ("sp", "dcp")
+
+
+@pytest.fixture(scope="module")
+def torchrun_runs(tmp_path_factory) -> dict:
+    return _launch(tmp_path_factory.mktemp("torchrun"), TORCHRUN_MODES)
+
+
+@pytest.fixture(scope="module")
+def spawn_runs(tmp_path_factory) -> dict:
+    return _launch(tmp_path_factory.mktemp("spawn"), SPAWN_MODES, spawn=True)
 
 
 @pytest.mark.slow
-def test_device_mesh_1d_collectives_under_torchrun(tmp_path):
-    ranks = _parity(tmp_path, "mesh1d")
+def test_device_mesh_1d_collectives_under_torchrun(torchrun_runs):
+    ranks = _parity(torchrun_runs, "mesh1d")
     assert ranks[0]["tensor_device"] == "npu"
     assert ranks[0]["all_reduce_dp"] == [3.0, 3.0]
     assert ranks[1]["swapped"] == [2.0, 3.0, 102.0, 103.0]
@@ -72,7 +97,7 @@ def test_device_mesh_1d_collectives_under_torchrun(tmp_path):
 
 @pytest.mark.slow
 def test_device_mesh_2d_with_four_processes(tmp_path):
-    ranks = _parity(tmp_path, "mesh2d", nprocs=4)
+    ranks = _parity(_launch(tmp_path, ("mesh2d",), nprocs=4), "mesh2d")
     # dp groups are {0, 2} and {1, 3}; tp groups {0, 1} and {2, 3}
     assert ranks[0]["all_reduce_dp"] == [4.0, 4.0]
     assert ranks[0]["all_reduce_tp"] == [3.0, 3.0]
@@ -81,26 +106,26 @@ def test_device_mesh_2d_with_four_processes(tmp_path):
 
 
 @pytest.mark.slow
-def test_tensor_parallel_block_matches_gloo(tmp_path):
-    ranks = _parity(tmp_path, "tp")
+def test_tensor_parallel_block_matches_gloo(torchrun_runs):
+    ranks = _parity(torchrun_runs, "tp")
     assert len(ranks[0]["losses"]) == 3
 
 
 @pytest.mark.slow
-def test_sequence_parallel_block_matches_gloo_with_spawn(tmp_path):
-    ranks = _parity(tmp_path, "sp", spawn=True)
+def test_sequence_parallel_block_matches_gloo_with_spawn(spawn_runs):
+    ranks = _parity(spawn_runs, "sp")
     assert len(ranks[0]["losses"]) == 3
 
 
 @pytest.mark.slow
-def test_fsdp1_matches_gloo(tmp_path):
-    ranks = _parity(tmp_path, "fsdp1")
+def test_fsdp1_matches_gloo(torchrun_runs):
+    ranks = _parity(torchrun_runs, "fsdp1")
     assert ranks[0]["losses"] != ranks[1]["losses"]  # ranks saw different data
 
 
 @pytest.mark.slow
-def test_fsdp2_sharded_checkpoint_round_trip(tmp_path):
-    ranks = _parity(tmp_path, "dcp", spawn=True)
+def test_fsdp2_sharded_checkpoint_round_trip(spawn_runs):
+    ranks = _parity(spawn_runs, "dcp")
     for rank in ranks:
         assert rank["reloaded"] == rank["params"]
         assert rank["shard_device"] == "npu"

@@ -1,9 +1,10 @@
-"""Modern c10d features on one device type: `dist_features.py MODE DEVICE OUT [--spawn N PORT]`.
+"""Modern c10d features on one device type: `dist_features.py MODES DEVICE OUT [--spawn N PORT]`.
 
 Run under torchrun (rank from the environment) or with ``--spawn`` (mp.spawn).
 DEVICE is ``npu`` (backend hccl, under runtime_shim) or ``cpu`` (gloo, native
-torch); each rank writes ``OUT.RANK`` as JSON so a test can compare the two.
-MODE: mesh1d, mesh2d, tp, sp, fsdp1, fsdp2, dcp.
+torch); each rank writes ``OUT.MODE.RANK`` as JSON so a test can compare the two.
+MODES: one or more of mesh1d, mesh2d, tp, sp, fsdp1, fsdp2, dcp, comma-separated; they run one
+after the other in one process group (one launch: process start-up is most of a case's time).
 """
 
 import json
@@ -189,7 +190,7 @@ def run(mode, device_type, out, rank):
     os.replace(f"{out}.{rank}.partial", f"{out}.{rank}")  # a result file is whole or absent
 
 
-def worker(rank, mode, device_type, out, world, port):
+def worker(rank, modes, device_type, out, world, port):
     if port is not None:
         os.environ.update(
             MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world)
@@ -201,18 +202,20 @@ def worker(rank, mode, device_type, out, world, port):
         torch.npu.set_device(rank)
     dist.init_process_group("hccl" if device_type == "npu" else "gloo")
     try:
-        run(mode, device_type, out, dist.get_rank())
-        # no rank closes its connections while another still reads its part of the last collective
-        dist.barrier()
+        for mode in modes.split(","):
+            run(mode, device_type, f"{out}.{mode}", dist.get_rank())
+            # no rank closes its connections (or starts the next mode) while another still reads
+            # its part of the last collective
+            dist.barrier()
     finally:
         dist.destroy_process_group()
 
 
 if __name__ == "__main__":
-    mode, device_type, out = sys.argv[1:4]
+    modes, device_type, out = sys.argv[1:4]
     if "--spawn" in sys.argv:
         i = sys.argv.index("--spawn")
         world, port = int(sys.argv[i + 1]), int(sys.argv[i + 2])
-        mp.spawn(worker, args=(mode, device_type, out, world, port), nprocs=world, join=True)
+        mp.spawn(worker, args=(modes, device_type, out, world, port), nprocs=world, join=True)
     else:
-        worker(int(os.environ["RANK"]), mode, device_type, out, int(os.environ["WORLD_SIZE"]), None)
+        worker(int(os.environ["RANK"]), modes, device_type, out, int(os.environ["WORLD_SIZE"]), None)
