@@ -3,6 +3,10 @@ FSDP1's move of a module's states onto the device."""
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
+import sys
+import types
 from typing import Any
 
 import torch
@@ -84,14 +88,50 @@ def _move_states_to_npu(
                 state.grad = grad.to(device)
 
 
-def install() -> None:
-    """Apply the FSDP patches (idempotent); torch.distributed must be available."""
-    global _torch_move_states
-    from torch.distributed.fsdp import _init_utils
+_INIT_UTILS = "torch.distributed.fsdp._init_utils"
 
-    if _init_utils._move_states_to_device is not _move_states_to_npu:
-        _torch_move_states = _init_utils._move_states_to_device
-        _init_utils._move_states_to_device = _move_states_to_npu
+
+def install() -> None:
+    """Apply the FSDP patches (idempotent); torch.distributed must be available.
+
+    The storage methods are patched now; FSDP1's move of states when FSDP is first imported
+    (at once if it already is): importing ``torch.distributed.fsdp`` brings DTensor and sympy
+    with it, ~2 s of CPU that every npu process paid at activation, FSDP or not."""
     torch.UntypedStorage.resize_ = _storage_resize  # type: ignore[method-assign,assignment]
     torch.UntypedStorage.nbytes = _storage_nbytes  # type: ignore[method-assign,assignment]
     torch.UntypedStorage.size = _storage_size  # type: ignore[method-assign,assignment]
+    module = sys.modules.get(_INIT_UTILS)
+    if module is not None:
+        _patch_init_utils(module)
+    elif not any(isinstance(finder, _PatchOnImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _PatchOnImport())
+
+
+def _patch_init_utils(module: Any) -> None:
+    global _torch_move_states
+    if module._move_states_to_device is not _move_states_to_npu:
+        _torch_move_states = module._move_states_to_device
+        module._move_states_to_device = _move_states_to_npu
+
+
+class _PatchOnImport(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: when FSDP's ``_init_utils`` is imported, the spec the other finders
+    give for it, with a loader that patches the module once it has run."""
+
+    def find_spec(
+        self, name: str, path: Any = None, target: Any = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if name != _INIT_UTILS:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        run = loader.exec_module
+
+        def exec_module(module: types.ModuleType) -> None:
+            run(module)
+            _patch_init_utils(module)
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec

@@ -105,6 +105,23 @@ def test_never_imports_converter_dependencies():
     assert proc.stdout.strip() == "[]"
 
 
+@pytest.mark.parametrize("fsdp_first", [False, True], ids=["fsdp-after", "fsdp-before"])
+def test_fsdp_is_patched_when_imported_not_at_activation(fsdp_first):
+    """Activation leaves FSDP unimported (it brings DTensor and sympy: seconds of start-up); FSDP1's
+    move of states onto the npu is patched whenever FSDP comes, before activation or after it."""
+    before = "import torch.distributed.fsdp\n" if fsdp_first else ""
+    code = (
+        f"import sys\n{before}import runtime_shim; runtime_shim.activate()\n"
+        "print('torch.distributed.fsdp' in sys.modules)\n"
+        "from torch.distributed.fsdp import FullyShardedDataParallel, _init_utils\n"
+        "from runtime_shim.patches import fsdp\n"
+        "print(_init_utils._move_states_to_device is fsdp._move_states_to_npu)\n"
+    )
+    proc = run_python(["-c", code])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [str(fsdp_first), "True"]
+
+
 def test_import_torch_npu_honours_torch_transfer_to_npu():
     """torch_npu's switch: "1" applies transfer_to_npu at `import torch_npu`, "0" does not, others refused."""
     code = (
