@@ -284,3 +284,29 @@ def test_the_labelled_set_is_large_diverse_and_well_formed() -> None:
             assert "npu" in label.expected and "cuda" not in label.expected.split("{")[0], label.where
         if label.role == "backend":
             assert "hccl" in label.expected.lower(), label.where
+
+
+def test_conversion_cpu_of_a_folder(tmp_path: Path) -> None:
+    """bench/convert_cpu.py converts every .py file of the folder and prints its best CPU time."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.py").write_text("import torch\nx = torch.zeros(2).cuda()\n")
+    (tmp_path / "sub" / "b.py").write_text("print('no torch')\n")
+    (tmp_path / "notes.txt").write_text("not Python\n")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "convert_cpu.py"),
+            str(tmp_path),
+            "--runs",
+            "2",
+            "--label",
+            "here",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert re.fullmatch(
+        r"here: 2 files, 3 lines, conversion CPU best of 2: \d+\.\d{3} s \([\d,]+ lines/s\), load [\d.]+\n",
+        proc.stdout,
+    ), proc.stdout
