@@ -94,10 +94,7 @@ def parse_rule_document(
     each kind's own checks, ids and duplicates are checked either way."""
     if validate:
         schema = _file_schema()
-        errors = sorted(
-            validation_errors(schema, document),
-            key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))),
-        )
+        errors = validation_errors(schema, document)
         if errors:
             error = errors[0]
             raise RuleFileError(

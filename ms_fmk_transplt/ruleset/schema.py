@@ -88,9 +88,13 @@ def _validator_class() -> Any:
     )
 
 
-def validation_errors(schema: dict[str, Any], document: Any) -> Iterator[jsonschema.ValidationError]:
-    """What is wrong with `document` against `schema` (JSON Schema 2020-12, integers as JSON's)."""
-    return _validator_class()(schema).iter_errors(document)
+def validation_errors(schema: dict[str, Any], document: Any) -> list[jsonschema.ValidationError]:
+    """What is wrong with `document` against `schema` (JSON Schema 2020-12, integers as JSON's),
+    the outermost first, then by JSON location: the first is the one to name."""
+    return sorted(
+        _validator_class()(schema).iter_errors(document),
+        key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))),
+    )
 
 
 _TYPES = {
