@@ -214,9 +214,9 @@ def _call_hook(counter: list[int], name: str, args: tuple) -> bool | list[Any]:
     """A native kernel's call while its op is armed: count it and run the first-call check.
 
     Returns True when the op may count in C++ from now on (the check did not ask to see the next
-    call), else the dtypes whose calls the check still has to see, or False for every call. It
-    answers False or dtypes only with ``counter`` at zero: the native kernel relies on that to
-    skip the hook inside an NPU-level kernel, where the check would leave the count zero again.
+    call), else the dtypes whose calls the check still has to see, or False for every call. Never
+    called inside an NPU-level kernel: the native kernels neither count nor check the calls made
+    there.
     """
     counter[0] += 1
     if counter[0] == 1:

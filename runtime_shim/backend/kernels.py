@@ -9,6 +9,7 @@ redispatch, outputs wrapped. See device.py for the overall design.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -206,17 +207,33 @@ def _first_call(name: str, args: tuple = ()) -> None:
         hook(name, args)
 
 
-#: How many NPU-level kernels (see npu_level) are running: ops reached inside one are the
-#: simulation's way of computing it, not operators a real NPU would dispatch.
-NPU_LEVEL_DEPTH = [0]
+class _Level(threading.local):
+    """How many NPU-level kernels (see npu_level) this thread is running: the ops reached inside
+    one are the simulation's way of computing it, not operators a real NPU would dispatch. Per
+    thread, as the native part keeps it: another thread's ops are the script's own."""
+
+    depth = 0
+
+
+_LEVEL = _Level()
 
 
 def nested() -> bool:
-    """Whether an NPU-level kernel is running: this module's or a native one (csrc/)."""
-    if NPU_LEVEL_DEPTH[0]:
+    """Whether this thread runs an NPU-level kernel: this module's or a native one (csrc/)."""
+    if _LEVEL.depth:
         return True
     native = STATE.native
     return native is not None and native.npu_level_depth() != 0
+
+
+def _note(counter: list[int], name: str, args: tuple) -> None:
+    """Count one call of ``name`` and check its first one, unless it is part of an NPU-level
+    kernel's computation (see nested)."""
+    if nested():
+        return
+    counter[0] += 1
+    if counter[0] == 1:
+        _first_call(name, args)
 
 
 def npu_level(name: str, fn: Callable) -> Callable:
@@ -225,21 +242,18 @@ def npu_level(name: str, fn: Callable) -> Callable:
     ``name`` is counted (and checked) as the op; what ``fn`` calls to compute it is not.
     """
     counter = _counter(name)
-    depth = NPU_LEVEL_DEPTH
+    level = _LEVEL
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
-        if not nested():
-            counter[0] += 1
-            if counter[0] == 1:
-                _first_call(name, args)
-        native = STATE.native  # its kernels count what they run in here as the check does
-        depth[0] += 1
+        _note(counter, name, args)
+        native = STATE.native  # its kernels skip what they run in here as the check does
+        level.depth += 1
         if native is not None:
             native.npu_level(1)
         try:
             return fn(*args, **kwargs)
         finally:
-            depth[0] -= 1
+            level.depth -= 1
             if native is not None:
                 native.npu_level(-1)
 
@@ -261,9 +275,7 @@ def _counted(name: str, fn: Callable) -> Callable:
     counter = _counter(name)
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
-        counter[0] += 1
-        if counter[0] == 1:
-            _first_call(name, args)
+        _note(counter, name, args)
         return fn(*args, **kwargs)
 
     return kernel
@@ -301,9 +313,7 @@ def _redispatch_kernel(op: torch._ops.OpOverload, name: str | None = None) -> Ca
     counter = _counter(name)
 
     def counted_kernel(*args: Any, **kwargs: Any) -> Any:
-        counter[0] += 1
-        if counter[0] == 1:
-            _first_call(name, args)
+        _note(counter, name, args)
         return redispatch(keyset, *args, **kwargs)
 
     return counted_kernel
@@ -400,17 +410,13 @@ def _generic_kernel(op: torch._ops.OpOverload, spec: _Spec, fn: Callable | None 
     if not simple:
 
         def kernel(*args: Any, **kwargs: Any) -> Any:
-            counter[0] += 1
-            if counter[0] == 1:
-                _first_call(name, args)
+            _note(counter, name, args)
             return general(args, kwargs)
 
         return kernel
 
     def simple_kernel(*args: Any, **kwargs: Any) -> Any:
-        counter[0] += 1
-        if counter[0] == 1:
-            _first_call(name, args)
+        _note(counter, name, args)
         # kwargs here are plain values (no tensors, lists or devices): they pass through.
         scan: list[Any] = [-1, None, False, -1, False]  # slots: see above _convert
         storages: list = []

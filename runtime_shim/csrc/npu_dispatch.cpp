@@ -201,10 +201,12 @@ static std::vector<std::shared_ptr<OpInfo>>& infos() {
 
 void add_info(std::shared_ptr<OpInfo> info) { infos().push_back(std::move(info)); }
 
-// How many NPU-level kernels (backend/kernels.py npu_level) are running, mirrored from Python:
-// the calls they make are how the simulation computes an op, not ops a real NPU dispatches.
-std::atomic<int>& npu_level_depth() {
-  static std::atomic<int> depth{0};
+// How many NPU-level kernels (backend/kernels.py npu_level) are running in this thread, mirrored
+// from Python: the calls they make are how the simulation computes an op, not ops a real NPU
+// dispatches. Per thread: another thread's ops (a data-loading thread, autograd's device thread)
+// are the script's own while one of these runs.
+int& npu_level_depth() {
+  static thread_local int depth = 0;
   return depth;
 }
 
@@ -334,12 +336,9 @@ static void hook(OpInfo& info, torch::jit::Stack* stack, size_t base, size_t nar
   py::object answer = call_hook()(info.counter, info.name, args);
   if (py::isinstance<py::bool_>(answer)) {
     info.watched.store(0, std::memory_order_relaxed);
-    const bool disarm = answer.cast<bool>();
-    info.zeroed.store(!disarm, std::memory_order_relaxed);
-    if (disarm) info.armed.store(false, std::memory_order_relaxed);
+    if (answer.cast<bool>()) info.armed.store(false, std::memory_order_relaxed);
     return;
   }
-  info.zeroed.store(true, std::memory_order_relaxed);
   uint64_t watched = 0;
   for (py::handle dtype : answer) watched |= uint64_t{1} << static_cast<int>(dtype.cast<at::ScalarType>());
   // Nothing left to watch: a bit no tensor has keeps the hook away without disarming.
@@ -347,15 +346,12 @@ static void hook(OpInfo& info, torch::jit::Stack* stack, size_t base, size_t nar
 }
 
 // Count one call of info's op for the operator check, or send it through the check's Python hook.
+// A call inside an NPU-level kernel is neither: it is part of that kernel's computation.
 void note_call(OpInfo& info, torch::jit::Stack* stack, size_t base, size_t nargs, bool nested) {
-  const bool armed = info.armed.load(std::memory_order_relaxed);
-  if (armed && nested && info.zeroed.load(std::memory_order_relaxed)) {
-    // Inside an NPU-level kernel the hook of an op whose count it zeroed would find the count
-    // zero and leave it so (the check neither looks at nor counts such calls): no need to ask.
-  } else if (armed && needs_hook(info, stack, base, nargs)) {
+  if (nested) return;
+  if (info.armed.load(std::memory_order_relaxed) && needs_hook(info, stack, base, nargs)) {
     hook(info, stack, base, nargs);
-  } else if (info.watched.load(std::memory_order_relaxed) == 0 || !nested) {
-    // a watched op's calls are counted as the check counts them: not inside an NPU-level kernel
+  } else {
     info.count.fetch_add(1, std::memory_order_relaxed);
   }
 }
@@ -368,7 +364,7 @@ class NativeKernel final : public c10::OperatorKernel {
     OpInfo& info = *info_;
     const size_t nargs = info.arg_kind.size();
     const size_t base = stack->size() - nargs;
-    note_call(info, stack, base, nargs, npu_level_depth().load(std::memory_order_relaxed) != 0);
+    note_call(info, stack, base, nargs, npu_level_depth() != 0);
     if (info.view) {
       op.redispatchBoxed(CPU_KEYS, stack);
       return;
@@ -425,9 +421,7 @@ class NpuLevelKernel final : public c10::OperatorKernel {
     OpInfo& info = *info_;
     const size_t nargs = info.arg_kind.size();
     // Inside another NPU-level kernel the op is part of that kernel's computation: not counted.
-    if (npu_level_depth().load(std::memory_order_relaxed) == 0) {
-      note_call(info, stack, stack->size() - nargs, nargs, false);
-    }
+    note_call(info, stack, stack->size() - nargs, nargs, npu_level_depth() != 0);
     Level level;
     c10::Dispatcher::singleton().callBoxedForDispatchKey(op, c10::DispatchKey::CompositeImplicitAutograd, stack);
   }
@@ -525,7 +519,6 @@ static void drop_npu_level_ops() {
 static void rearm() {
   for (auto& info : infos()) {
     info->watched.store(0);
-    info->zeroed.store(false);
     info->armed.store(true);
   }
 }
@@ -569,10 +562,10 @@ void init_dispatch(py::module& m) {
   });
   m.def("set_current", [](int64_t index) { current().store(index); });
   m.def("set_call_hook", [](py::object hook) { call_hook() = std::move(hook); });
-  m.def("npu_level", [](int delta) { npu_level_depth().fetch_add(delta, std::memory_order_relaxed); },
+  m.def("npu_level", [](int delta) { npu_level_depth() += delta; },
         "Enter (+1) or leave (-1) an NPU-level kernel");
   m.def("set_count_hook", [](py::object hook) { count_hook() = std::move(hook); });
-  m.def("npu_level_depth", []() { return npu_level_depth().load(std::memory_order_relaxed); },
+  m.def("npu_level_depth", []() { return npu_level_depth(); },
         "How many NPU-level kernels are running");
   m.def("add_op", &add_op, "Register the native kernel of one aten op on the npu");
   m.def("add_npu_level_op", &add_npu_level_op,

@@ -36,9 +36,6 @@ struct OpInfo {
   // While armed: 0 sends every call through the hook, else only calls whose first tensor (as
   // the operator check's dtype_label finds it) is not zero-dim and has a dtype in this bit set.
   std::atomic<uint64_t> watched{0};
-  // Armed, and the hook left counter at zero (it answered "keep watching"); no call since has
-  // added to counter, as an armed op counts only the calls flush_counts files with the check.
-  std::atomic<bool> zeroed{false};
   std::atomic<int64_t> count{0};  // calls not yet added to counter
 };
 
@@ -51,14 +48,16 @@ struct Scan {
   c10::SmallVector<c10::Storage, 4> storages;
 };
 
-// How many NPU-level kernels are running (their calls are not ops a real NPU dispatches).
-std::atomic<int>& npu_level_depth();
+// How many NPU-level kernels are running in this thread (their calls are not ops a real NPU
+// dispatches).
+int& npu_level_depth();
 
 // The current npu device (torch.npu.set_device).
 int64_t current_index();
 
 // Count one call of info's op for the operator check, or send it through the check's Python hook
-// (stack[base, base + nargs) holds the call's arguments).
+// (stack[base, base + nargs) holds the call's arguments); neither when `nested` (the call is part
+// of an NPU-level kernel's computation).
 void note_call(OpInfo& info, torch::jit::Stack* stack, size_t base, size_t nargs, bool nested);
 
 // A CPU tensor over the bytes of npu tensor t (noted in scan); other tensors as they are.
@@ -77,8 +76,8 @@ void add_info(std::shared_ptr<OpInfo> info);
 // One NPU level deeper for the lifetime of the object: what runs inside computes an op torch_npu
 // dispatches itself, and is not counted as ops.
 struct Level {
-  Level() { npu_level_depth().fetch_add(1, std::memory_order_relaxed); }
-  ~Level() { npu_level_depth().fetch_sub(1, std::memory_order_relaxed); }
+  Level() { ++npu_level_depth(); }
+  ~Level() { --npu_level_depth(); }
   Level(const Level&) = delete;
   Level& operator=(const Level&) = delete;
 };
@@ -87,7 +86,7 @@ struct Level {
 // boxed for the operator check's hook only while the check watches the op.
 template <class... A>
 void note(OpInfo& info, const A&... args) {
-  if (npu_level_depth().load(std::memory_order_relaxed) != 0) return;
+  if (npu_level_depth() != 0) return;
   if (!info.armed.load(std::memory_order_relaxed)) {
     info.count.fetch_add(1, std::memory_order_relaxed);
     return;

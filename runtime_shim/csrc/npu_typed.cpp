@@ -133,20 +133,6 @@ struct IsTensors : std::false_type {};
 template <class... T>
 struct IsTensors<std::tuple<T...>> : std::bool_constant<(std::is_same_v<T, at::Tensor> && ...)> {};
 
-// Count the call; while the operator check watches the op, through its Python hook.
-template <class... A>
-void count(OpInfo& info, A&... args) {
-  if (!info.armed.load(std::memory_order_relaxed)) {
-    // the check disarmed the op: it counts every call, NPU-level or not (note_call, watched 0)
-    info.count.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  torch::jit::Stack stack;
-  stack.reserve(sizeof...(A));
-  torch::jit::push(stack, args...);
-  note_call(info, &stack, 0, sizeof...(A), npu_level_depth().load(std::memory_order_relaxed) != 0);
-}
-
 template <class Op, class Sig = typename Op::schema>
 struct Typed;
 
@@ -159,7 +145,7 @@ struct Typed<Op, R(A...)> {
 
   static R call(c10::DispatchKeySet, A... args) {
     OpInfo& info = *slot();
-    count(info, args...);
+    note(info, args...);
     if (info.view) return Op::redispatch(CPU_KEYS, args...);  // runs on the npu tensors themselves
     Scan scan;
     std::tuple<typename Param<A>::Held...> held{Param<A>::take(args, scan)...};  // in order

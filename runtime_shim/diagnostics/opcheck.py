@@ -46,7 +46,6 @@ from pathlib import Path
 from typing import Any
 
 from runtime_shim.backend.dispatch import add_npu_level_op, flush_counts, rearm, remove_npu_level_ops
-from runtime_shim.backend.kernels import nested
 from runtime_shim.diagnostics.csv_cells import cell, plain
 from runtime_shim.runtime.state import STATE
 from runtime_shim.torch_version import data_file
@@ -243,12 +242,6 @@ class OpChecker:
     def first_call(self, op: str, args: tuple = ()) -> None:
         """Check ``op`` once (and each new dtype of it): warn, raise, or remember where it came from."""
         counter = STATE.op_counts.get(op)
-        if nested():
-            # Reached while the simulation computes an op torch_npu has a kernel for:
-            # not an op a real NPU would see. Zeroed, so a later direct call is checked.
-            if counter is not None:
-                counter[0] = 0
-            return
         rule = self._dtype_rule(op)
         if rule is not None and counter is not None:
             counter[0] = 0
@@ -287,13 +280,12 @@ class OpChecker:
         """The dtypes of ``op``'s calls this check still has to see (None: every call).
 
         Asked after a call that zeroed the op's count (the check looks at each call's dtype):
-        in the ``wide`` dtype mode, once the op has been seen outside an NPU-level kernel, only
-        calls whose first tensor has a wide dtype the docs leave out and that was not reported
+        in the ``wide`` dtype mode, once the op has been seen, only calls whose first tensor has a wide dtype the docs leave out and that was not reported
         yet can change what it reports. The native kernels skip the hook for the others.
         """
         import torch
 
-        if nested() or op not in self.seen or self.dtype_mode != "wide":
+        if op not in self.seen or self.dtype_mode != "wide":
             return None
         rule = self._dtype_rule(op)
         if rule is None:
