@@ -145,6 +145,7 @@ def set_dispatch(native: bool) -> None:
                 kernel = _SWITCH.python[name] = _kernels.build_kernel(op)
             library.impl(name, kernel, "PrivateUse1")
     _SWITCH.native = native
+    _kernels.NATIVE_LEVELS[0] = native
     _SWITCH.registered = True
     for name, op in _SWITCH.levels:
         _register_npu_level(name, op)

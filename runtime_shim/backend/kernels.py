@@ -217,19 +217,22 @@ class _Level(threading.local):
 
 _LEVEL = _Level()
 
+#: Whether NPU-level kernels and routes in C++ are registered (dispatch.set_dispatch: while the
+#: native path serves): only then can one run that this module's depth does not count.
+NATIVE_LEVELS = [False]
+
 
 def nested() -> bool:
     """Whether this thread runs an NPU-level kernel: this module's or a native one (csrc/)."""
     if _LEVEL.depth:
         return True
-    native = STATE.native
-    return native is not None and native.npu_level_depth() != 0
+    return NATIVE_LEVELS[0] and STATE.native.npu_level_depth() != 0
 
 
 def _note(counter: list[int], name: str, args: tuple) -> None:
     """Count one call of ``name`` and check its first one, unless it is part of an NPU-level
     kernel's computation (see nested)."""
-    if nested():
+    if _LEVEL.depth or (NATIVE_LEVELS[0] and STATE.native.npu_level_depth()):
         return
     counter[0] += 1
     if counter[0] == 1:
