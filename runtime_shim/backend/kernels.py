@@ -232,7 +232,7 @@ def nested() -> bool:
 def _note(counter: list[int], name: str, args: tuple) -> None:
     """Count one call of ``name`` and check its first one, unless it is part of an NPU-level
     kernel's computation (see nested)."""
-    if _LEVEL.depth or (NATIVE_LEVELS[0] and STATE.native.npu_level_depth()):
+    if nested():
         return
     counter[0] += 1
     if counter[0] == 1:

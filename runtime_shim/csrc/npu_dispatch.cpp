@@ -347,8 +347,8 @@ static void hook(OpInfo& info, torch::jit::Stack* stack, size_t base, size_t nar
 
 // Count one call of info's op for the operator check, or send it through the check's Python hook.
 // A call inside an NPU-level kernel is neither: it is part of that kernel's computation.
-void note_call(OpInfo& info, torch::jit::Stack* stack, size_t base, size_t nargs, bool nested) {
-  if (nested) return;
+void note_call(OpInfo& info, torch::jit::Stack* stack, size_t base, size_t nargs) {
+  if (npu_level_depth() != 0) return;
   if (info.armed.load(std::memory_order_relaxed) && needs_hook(info, stack, base, nargs)) {
     hook(info, stack, base, nargs);
   } else {
@@ -364,7 +364,7 @@ class NativeKernel final : public c10::OperatorKernel {
     OpInfo& info = *info_;
     const size_t nargs = info.arg_kind.size();
     const size_t base = stack->size() - nargs;
-    note_call(info, stack, base, nargs, npu_level_depth() != 0);
+    note_call(info, stack, base, nargs);
     if (info.view) {
       op.redispatchBoxed(CPU_KEYS, stack);
       return;
@@ -421,7 +421,7 @@ class NpuLevelKernel final : public c10::OperatorKernel {
     OpInfo& info = *info_;
     const size_t nargs = info.arg_kind.size();
     // Inside another NPU-level kernel the op is part of that kernel's computation: not counted.
-    note_call(info, stack, stack->size() - nargs, nargs, npu_level_depth() != 0);
+    note_call(info, stack, stack->size() - nargs, nargs);
     Level level;
     c10::Dispatcher::singleton().callBoxedForDispatchKey(op, c10::DispatchKey::CompositeImplicitAutograd, stack);
   }

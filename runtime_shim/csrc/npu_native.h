@@ -56,9 +56,9 @@ int& npu_level_depth();
 int64_t current_index();
 
 // Count one call of info's op for the operator check, or send it through the check's Python hook
-// (stack[base, base + nargs) holds the call's arguments); neither when `nested` (the call is part
-// of an NPU-level kernel's computation).
-void note_call(OpInfo& info, torch::jit::Stack* stack, size_t base, size_t nargs, bool nested);
+// (stack[base, base + nargs) holds the call's arguments); neither inside an NPU-level kernel (the
+// call is part of that kernel's computation).
+void note_call(OpInfo& info, torch::jit::Stack* stack, size_t base, size_t nargs);
 
 // A CPU tensor over the bytes of npu tensor t (noted in scan); other tensors as they are.
 at::Tensor to_cpu(const at::Tensor& t, Scan& scan);
@@ -94,7 +94,7 @@ void note(OpInfo& info, const A&... args) {
   torch::jit::Stack stack;
   stack.reserve(sizeof...(A));
   torch::jit::push(stack, args...);
-  note_call(info, &stack, 0, sizeof...(A), false);
+  note_call(info, &stack, 0, sizeof...(A));
 }
 
 // Routes: C++ versions of the Python kernels a backend module registers at the npu's autograd

@@ -5,8 +5,10 @@ or unboxed C++, a route), with the operator check off or on; and the depth is pe
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import warnings
+from collections.abc import Iterator
 
 import pytest
 import torch
@@ -46,21 +48,28 @@ def _workload(x: torch.Tensor, cell: torch.nn.LSTMCell) -> None:
     cell(x)
 
 
-@pytest.fixture(params=["off", "warn"])
-def check(request):
-    """The operator check as the tests run it (off) or as a user sees it (warn)."""
+@contextlib.contextmanager
+def _checker(mode: str, dtypes: str = "wide") -> Iterator[opcheck.OpChecker]:
+    """A fresh operator check for the block (counts reset), the process's own restored after."""
     saved = opcheck.CHECKER
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            opcheck.configure(mode=request.param)
-            opcheck.reset_counts()
-            yield request.param
+            checker = opcheck.configure(mode=mode, dtypes=dtypes)
+        opcheck.reset_counts()
+        yield checker
     finally:
         opcheck.CHECKER = saved
         STATE.on_first_call = saved.first_call if saved else None
         opcheck.install_npu_level_ops(saved.release if saved else opcheck.load_release(None))
         dispatch.rearm()
+
+
+@pytest.fixture(params=["off", "warn"])
+def check(request):
+    """The operator check as the tests run it (off) or as a user sees it (warn)."""
+    with _checker(request.param):
+        yield request.param
 
 
 @pytest.mark.parametrize("served_by", PATHS)
@@ -88,12 +97,7 @@ def test_ops_the_script_calls_are_not_counted_again_inside_an_npu_level_kernel(s
 def test_a_composite_op_counts_itself_not_the_ops_the_script_also_calls(served_by, dtypes):
     # matmul is an op torch_npu dispatches itself (the check installs it as NPU-level); its
     # decomposition's mm is not a call a real NPU makes, although the script calls mm too
-    saved = opcheck.CHECKER
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            checker = opcheck.configure(mode="warn", dtypes=dtypes)
-        opcheck.reset_counts()
+    with _checker("warn", dtypes) as checker:
         x = torch.rand(3, 3, device="npu")
         with path(served_by):
             for _ in range(2):
@@ -102,12 +106,7 @@ def test_a_composite_op_counts_itself_not_the_ops_the_script_also_calls(served_b
                 torch.matmul(x, x)
             torch.mm(x, x)
         rows = {row["op"]: row["count"] for row in checker.rows()}
-        assert (rows["mm"], rows["matmul"]) == (3, 3)
-    finally:
-        opcheck.CHECKER = saved
-        STATE.on_first_call = saved.first_call if saved else None
-        opcheck.install_npu_level_ops(saved.release if saved else opcheck.load_release(None))
-        dispatch.rearm()
+    assert (rows["mm"], rows["matmul"]) == (3, 3)
 
 
 @pytest.mark.parametrize("served_by", PATHS)
