@@ -216,13 +216,15 @@ static py::object& call_hook() {
   return *hook;
 }
 
-// The current npu device (torch.npu.set_device), mirrored from runtime/state.py.
-static std::atomic<int64_t>& current() {
-  static std::atomic<int64_t> index{0};
-  return index;
-}
+// The current npu device of this thread. runtime/state.py reads and sets it here, and so does the
+// device guard (npu_hooks.cpp), so torch.npu, torch.accelerator and the guards PyTorch takes agree.
+static thread_local int64_t current_device = 0;
 
-int64_t current_index() { return current().load(std::memory_order_relaxed); }
+int64_t current_index() { return current_device; }
+void set_current_index(int64_t index) { current_device = index; }
+
+static std::atomic<int64_t> device_total_count{1};
+int64_t device_total() { return device_total_count.load(std::memory_order_relaxed); }
 
 at::Tensor to_cpu(const at::Tensor& t, Scan& scan) {
   if (!t.defined()) return t;
@@ -536,6 +538,7 @@ void init_dispatch(py::module& m) {
   m.def("mem_init", [](int64_t count, int64_t capacity) {
     std::lock_guard<std::mutex> guard(mem_mutex());
     devices().assign(count, DeviceCounters());
+    device_total_count.store(std::max<int64_t>(count, 1));
     for (auto& d : devices()) d.capacity = d.full_capacity = capacity;
   });
   m.def("mem_get", [](int64_t index, int64_t which) {
@@ -560,7 +563,8 @@ void init_dispatch(py::module& m) {
     auto& d = counters(index);
     return d.refusing ? py::object(py::str(d.refuse)) : py::object(py::none());
   });
-  m.def("set_current", [](int64_t index) { current().store(index); });
+  m.def("set_current", &set_current_index, "Make index the calling thread's current npu device");
+  m.def("current", &current_index, "The calling thread's current npu device");
   m.def("set_call_hook", [](py::object hook) { call_hook() = std::move(hook); });
   m.def("npu_level", [](int delta) { npu_level_depth() += delta; },
         "Enter (+1) or leave (-1) an NPU-level kernel");

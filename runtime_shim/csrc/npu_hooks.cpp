@@ -79,27 +79,48 @@ struct NpuHooks final : at::PrivateUse1HooksInterface {
 
 void init_dispatch(pybind11::module& m);  // npu_dispatch.cpp
 
-// The device guard, with the answers of PyTorch's Python device guard (torch._C._acc.DeviceGuard:
-// device 0, the default stream, events and streams complete at once) but without asking Python
-// for the device type on every call: PyTorch consults the guard several times per op and per
-// autograd node, and each Python answer takes the GIL.
+int64_t current_index();                // npu_dispatch.cpp: this thread's current npu device
+void set_current_index(int64_t index);  // npu_dispatch.cpp
+int64_t device_total();                 // npu_dispatch.cpp: the simulated device count
+
+// The device guard, in C++ because PyTorch consults it several times per op and per autograd
+// node (PyTorch's Python guard asks Python for the device type on every call, taking the GIL).
+// Its device is the calling thread's current npu device, the one torch.npu.set_device sets: so
+// torch.accelerator, DeviceGuard and the autograd engine's device threads see what torch.npu
+// sees, and a DataLoader's pin-memory thread setting its device moves only its own. Streams and
+// events complete at once: every stream is its device's default one.
 struct NpuGuard final : c10::impl::DeviceGuardImplInterface {
   static constexpr c10::DeviceType kType = c10::DeviceType::PrivateUse1;
   c10::DeviceType type() const override { return kType; }
-  c10::Device exchangeDevice(c10::Device) const override { return getDevice(); }
-  c10::Device getDevice() const override { return c10::Device(kType, 0); }
-  void setDevice(c10::Device) const override {}
-  void uncheckedSetDevice(c10::Device) const noexcept override {}
-  c10::Stream getStream(c10::Device) const noexcept override {
-    return c10::Stream(c10::Stream::DEFAULT, c10::Device(kType, 0));
+  c10::Device exchangeDevice(c10::Device device) const override {
+    const c10::Device previous = getDevice();
+    if (device.index() != previous.index()) setDevice(device);
+    return previous;
   }
-  c10::Stream getNewStream(c10::Device, int) const override {
-    return c10::Stream(c10::Stream::DEFAULT, c10::Device(kType, 0));
+  c10::Device getDevice() const override {
+    return c10::Device(kType, static_cast<c10::DeviceIndex>(current_index()));
   }
-  c10::Stream exchangeStream(c10::Stream) const noexcept override {
-    return c10::Stream(c10::Stream::DEFAULT, c10::Device(kType, 0));
+  void setDevice(c10::Device device) const override {
+    TORCH_CHECK(device.index() >= 0 && device.index() < device_total(), "Invalid device id ",
+                static_cast<int>(device.index()), ": the simulated NPU has ", device_total(),
+                " devices (set RUNTIME_SHIM_DEVICE_COUNT to change)");
+    set_current_index(device.index());
   }
-  c10::DeviceIndex deviceCount() const noexcept override { return 1; }
+  void uncheckedSetDevice(c10::Device device) const noexcept override {
+    if (device.index() >= 0) set_current_index(device.index());
+  }
+  c10::Stream getStream(c10::Device device) const noexcept override {
+    return c10::Stream(c10::Stream::DEFAULT, device);
+  }
+  c10::Stream getNewStream(c10::Device device, int) const override {
+    return c10::Stream(c10::Stream::DEFAULT, device);
+  }
+  c10::Stream exchangeStream(c10::Stream stream) const noexcept override {
+    return c10::Stream(c10::Stream::DEFAULT, stream.device());
+  }
+  c10::DeviceIndex deviceCount() const noexcept override {
+    return static_cast<c10::DeviceIndex>(device_total());
+  }
   void record(void**, const c10::Stream&, const c10::DeviceIndex, const c10::EventFlag) const override {}
   void block(void*, const c10::Stream&) const override {}
   bool queryEvent(void*) const override { return true; }

@@ -52,8 +52,13 @@ struct Scan {
 // dispatches).
 int& npu_level_depth();
 
-// The current npu device (torch.npu.set_device).
+// The current npu device of the calling thread (torch.npu.set_device, torch.accelerator, the
+// device guard): per thread, as on CUDA and in torch_npu; a new thread starts on device 0.
 int64_t current_index();
+void set_current_index(int64_t index);
+
+// How many devices the simulation has (set with the memory counters; at least 1).
+int64_t device_total();
 
 // Count one call of info's op for the operator check, or send it through the check's Python hook
 // (stack[base, base + nargs) holds the call's arguments); neither inside an NPU-level kernel (the

@@ -1,7 +1,8 @@
-"""Process-wide state of the simulated device: its type name, the current device, the counters."""
+"""State of the simulated device: its type name, the current device (per thread), the counters."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +19,8 @@ class _State:
     def __init__(self) -> None:
         self.installed = False
         self.device_count = 0
-        self._current = 0
+        # the current device of each thread (without the native part, which keeps it itself)
+        self._local = threading.local()
         self.devices: list[torch.device] = []
         self.tracker: _memory.MemoryTracker | None = None
         #: the native part (backend/native.py), None on the Python path
@@ -35,14 +37,21 @@ class _State:
 
     @property
     def current(self) -> int:
-        """Index of the current npu device."""
-        return self._current
+        """Index of the calling thread's current npu device (a new thread starts on device 0).
+
+        Per thread, as on CUDA and in torch_npu. With the native part, its device guard keeps the
+        index, so that torch.accelerator and PyTorch's device guards agree with torch.npu.
+        """
+        if self.native is not None:
+            return int(self.native.current())
+        return getattr(self._local, "index", 0)
 
     @current.setter
     def current(self, index: int) -> None:
-        self._current = index
         if self.native is not None:
-            self.native.set_current(index)  # factories on a bare "npu" in the native kernels
+            self.native.set_current(index)
+        else:
+            self._local.index = index
 
 
 STATE = _State()

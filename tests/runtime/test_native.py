@@ -124,3 +124,27 @@ def test_python_path_process(tmp_path):
     assert lines[1] == "[0.0, 1.0, 2.0] [2.0, 2.0, 2.0]"
     assert lines[2] == "NotImplementedError True"
     assert lines[3:] == ["False False", "True"]
+
+
+@pytest.mark.slow
+def test_python_path_current_device_is_per_thread_and_the_guard_answers_device_0():
+    # Without the native part the current device is still per thread for torch.npu (and the
+    # kernels); PyTorch's Python device guard answers device 0, the limit runtime_shim/README.md
+    # states for this path.
+    script = (
+        "import threading\n"
+        "import runtime_shim; runtime_shim.activate()\n"
+        "import torch\n"
+        "torch.npu.set_device(1)\n"
+        "seen = []\n"
+        "def worker():\n"
+        "    seen.append(torch.npu.current_device())\n"
+        "    torch.npu.set_device(3)\n"
+        "    seen.append(torch.empty(1, device='npu').get_device())\n"
+        "thread = threading.Thread(target=worker); thread.start(); thread.join()\n"
+        "print(seen, torch.npu.current_device(), torch.empty(1, device='npu').get_device())\n"
+        "print(torch.accelerator.current_device_index())\n"
+    )
+    proc = run_python(["-c", script], env_extra={"RUNTIME_SHIM_NATIVE": "0"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.splitlines() == ["[0, 3] 1 1", "0"]
