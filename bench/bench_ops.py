@@ -13,6 +13,8 @@ the number of calls. The ops are the ones a small training step is made of:
   only (the npu's route that keeps the CPU's kernel choice, runtime_shim/backend/attention.py);
 * ``dropout``: ``F.dropout(x, 0.1, training=True)`` on a 16x8 float tensor (counted as the
   NPU's native_dropout, computed as the CPU computes it).
+* ``conv``: ``F.conv2d`` of a (2, 3, 8, 8) float tensor with a (4, 3, 3, 3) kernel, padding 1
+  (the npu receives it as ``convolution_overrideable``, computed as the CPU's ``convolution``);
 * ``lstm``, ``gru``: one-layer ``nn.LSTM(8, 8)`` / ``nn.GRU(8, 8)`` forward over a (4, 2, 8)
   sequence (the npu's routes that run the CPU's kernels, runtime_shim/backend/rnn.py): one call
   is a whole layer, ~5 ops for LSTM and ~60 for GRU's unfused cells.
@@ -25,7 +27,7 @@ written in Python, runtime_shim/backend/kernels.py) and, when the native part is
 ``native`` (C++ kernels, runtime_shim/csrc/). "overhead" is npu minus CPU.
 
     python bench/bench_ops.py [--calls 2000] [--rounds 15] [--threads 1] [--clock wall|cpu]
-        [--ops add,view,add_,matmul,sdpa,dropout,lstm,gru]
+        [--ops add,view,add_,matmul,sdpa,dropout,conv,lstm,gru]
 
 Target (issue 22): overhead under 2 us per op.
 """
@@ -56,6 +58,8 @@ def _ops(device: str) -> dict[str, Callable[[], object]]:
     w = torch.randn(8, 8, generator=torch.Generator().manual_seed(1)).to(device)
     q = torch.randn(2, 2, 4, 8, generator=torch.Generator().manual_seed(2)).to(device)
     seq = torch.randn(4, 2, 8, generator=torch.Generator().manual_seed(3)).to(device)
+    image = torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(5)).to(device)
+    kernel = torch.randn(4, 3, 3, 3, generator=torch.Generator().manual_seed(6)).to(device)
     torch.manual_seed(4)  # the same weights on both devices
     lstm, gru = torch.nn.LSTM(8, 8).to(device), torch.nn.GRU(8, 8).to(device)
     functional = torch.nn.functional
@@ -66,6 +70,7 @@ def _ops(device: str) -> dict[str, Callable[[], object]]:
         "matmul": lambda: x @ w,
         "sdpa": lambda: functional.scaled_dot_product_attention(q, q, q, is_causal=True),
         "dropout": lambda: functional.dropout(x, 0.1, training=True),
+        "conv": lambda: functional.conv2d(image, kernel, padding=1),
         "lstm": lambda: lstm(seq)[0],
         "gru": lambda: gru(seq)[0],
     }
@@ -141,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--clock", choices=sorted(CLOCKS), default="wall", help="time rounds by (cpu: process CPU time)"
     )
-    parser.add_argument("--ops", default="add,view,add_,matmul,sdpa,dropout,lstm,gru")
+    parser.add_argument("--ops", default="add,view,add_,matmul,sdpa,dropout,conv,lstm,gru")
     args = parser.parse_args(argv)
 
     os.environ.setdefault("RUNTIME_SHIM_OPCHECK", "off")

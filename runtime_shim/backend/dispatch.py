@@ -3,9 +3,10 @@
 With the native part loaded, the ops a native kernel can serve are those whose npu arguments
 only need to be handed to the CPU kernel as CPU tensors over the same bytes and whose results
 are fresh tensors or alias an argument: everything kernels.py's generic and view kernels do,
-plus ``copy_`` and the ``empty`` factories (capacity checked before the host allocation). The
-other special kernels (``resize_``, ``set_``, out= variants, convolution routing, flash
-attention) stay in Python. The recurrent layers (rnn.py) and the SDPA and dropout routes
+plus ``copy_``, the ``empty`` factories (capacity checked before the host allocation) and the
+convolutions (``convolution_overrideable`` and its backward, computed as the CPU's
+``convolution`` / ``convolution_backward`` by unboxed kernels, csrc/npu_typed.cpp). The other
+special kernels (``resize_``, ``set_``, out= variants, flash attention) stay in Python. The recurrent layers (rnn.py) and the SDPA and dropout routes
 (attention.py) have their own C++ on the native path (csrc/npu_rnn.cpp, csrc/npu_attention.cpp),
 registered as groups of routes (csrc/npu_routes.cpp).
 ``RUNTIME_SHIM_NATIVE_DISPATCH=0`` keeps every op on the Python kernels; ``set_dispatch``
@@ -43,9 +44,16 @@ _OWN_KERNELS = {
     "rnn_tanh.input",
     "rnn_relu.input",
 }
-# Special kernels of kernels.py that the native generic kernel does the same as.
-# (empty.memory_format: the native kernel checks capacity before allocating, as _k_empty does.)
-_NATIVE_SPECIALS = {"copy_", "empty.memory_format", "empty_strided"}
+# Special kernels of kernels.py that a native kernel does the same as. (empty.memory_format: the
+# native kernel checks capacity before allocating, as _k_empty does; the convolutions: unboxed
+# kernels run the CPU's convolution ops, as _k_convolution and _k_convolution_backward do.)
+_NATIVE_SPECIALS = {
+    "copy_",
+    "empty.memory_format",
+    "empty_strided",
+    "convolution_overrideable",
+    "convolution_backward_overrideable",
+}
 
 
 class _Switch:

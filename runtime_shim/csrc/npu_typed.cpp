@@ -28,6 +28,10 @@
 #include <ATen/ops/bmm_ops.h>
 #include <ATen/ops/clamp_min_ops.h>
 #include <ATen/ops/clone_ops.h>
+#include <ATen/ops/convolution_backward_ops.h>
+#include <ATen/ops/convolution_backward_overrideable_ops.h>
+#include <ATen/ops/convolution_ops.h>
+#include <ATen/ops/convolution_overrideable_ops.h>
 #include <ATen/ops/copy_ops.h>
 #include <ATen/ops/div_ops.h>
 #include <ATen/ops/embedding_dense_backward_ops.h>
@@ -133,11 +137,45 @@ struct IsTensors : std::false_type {};
 template <class... T>
 struct IsTensors<std::tuple<T...>> : std::bool_constant<(std::is_same_v<T, at::Tensor> && ...)> {};
 
-template <class Op, class Sig = typename Op::schema>
+// The CPU computation of an npu op: by default the same op's CPU kernel.
+template <class Op>
+struct SameOp {
+  template <class... T>
+  static decltype(auto) run(T&... cpu) {
+    return Op::redispatch(CPU_KEYS, cpu...);
+  }
+};
+
+// Convolutions reach a device other than CPU and CUDA as convolution_overrideable and its
+// backward; the CPU runs them as convolution (which picks the CPU algorithm a CPU run picks) and
+// convolution_backward, as kernels.py's Python kernels do.
+struct ConvolutionOnCpu {
+  template <class... T>
+  static at::Tensor run(T&... cpu) {
+    return at::_ops::convolution::redispatch(CPU_KEYS, cpu...);
+  }
+};
+
+struct ConvolutionBackwardOnCpu {
+  static std::tuple<at::Tensor, at::Tensor, at::Tensor> run(const at::Tensor& grad_output, const at::Tensor& input,
+                                                            const at::Tensor& weight, c10::SymIntArrayRef stride,
+                                                            c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation,
+                                                            bool transposed, c10::SymIntArrayRef output_padding,
+                                                            const c10::SymInt& groups, std::array<bool, 3> output_mask) {
+    // the bias gradient's size (read only when it is asked for): the output channels
+    const c10::SymInt channels = transposed ? weight.sym_size(1) * groups : weight.sym_size(0);
+    const std::array<c10::SymInt, 1> bias_sizes{channels};
+    return at::_ops::convolution_backward::redispatch(CPU_KEYS, grad_output, input, weight,
+                                                      c10::SymIntArrayRef(bias_sizes), stride, padding, dilation,
+                                                      transposed, output_padding, groups, output_mask);
+  }
+};
+
+template <class Op, class Cpu = SameOp<Op>, class Sig = typename Op::schema>
 struct Typed;
 
-template <class Op, class R, class... A>
-struct Typed<Op, R(A...)> {
+template <class Op, class Cpu, class R, class... A>
+struct Typed<Op, Cpu, R(A...)> {
   static std::shared_ptr<OpInfo>& slot() {
     static auto* info = new std::shared_ptr<OpInfo>();  // never destroyed: holds Python objects
     return *info;
@@ -151,7 +189,7 @@ struct Typed<Op, R(A...)> {
     std::tuple<typename Param<A>::Held...> held{Param<A>::take(args, scan)...};  // in order
     if (!scan.other.empty() && !info.mixed_ok) mixed_devices(scan);
     const auto run = [&]() -> decltype(auto) {
-      return std::apply([](auto&... cpu) -> decltype(auto) { return Op::redispatch(CPU_KEYS, cpu...); }, held);
+      return std::apply([](auto&... cpu) -> decltype(auto) { return Cpu::run(cpu...); }, held);
     };
     const int64_t index = scan.index >= 0 ? scan.index : current_index();
     if constexpr (std::is_same_v<R, at::Tensor>) {
@@ -172,18 +210,18 @@ struct Typed<Op, R(A...)> {
 
 using Registrar = void (*)(torch::Library&, const char*, const std::shared_ptr<OpInfo>&);
 
-template <class Op>
+template <class Op, class Cpu>
 void register_typed(torch::Library& library, const char* qualified, const std::shared_ptr<OpInfo>& info) {
-  Typed<Op>::slot() = info;
-  library.impl(qualified, torch::CppFunction::makeFromUnboxedFunction(TORCH_FN(Typed<Op>::call)));
+  Typed<Op, Cpu>::slot() = info;
+  library.impl(qualified, torch::CppFunction::makeFromUnboxedFunction(TORCH_FN((Typed<Op, Cpu>::call))));
 }
 
-template <class Op>
+template <class Op, class Cpu = SameOp<Op>>
 std::pair<std::string, Registrar> entry() {
   std::string name(Op::name);
   name = name.substr(name.find("::") + 2);
   const std::string overload(Op::overload_name);
-  return {overload.empty() ? name : name + "." + overload, &register_typed<Op>};
+  return {overload.empty() ? name : name + "." + overload, &register_typed<Op, Cpu>};
 }
 
 const std::unordered_map<std::string, Registrar>& table() {
@@ -254,6 +292,9 @@ const std::unordered_map<std::string, Registrar>& table() {
       entry<at::_ops::native_dropout_backward>(),
       entry<at::_ops::bernoulli__float>(),
       entry<at::_ops::embedding_dense_backward>(),
+      // convolutions, computed as the CPU computes convolution
+      entry<at::_ops::convolution_overrideable, ConvolutionOnCpu>(),
+      entry<at::_ops::convolution_backward_overrideable, ConvolutionBackwardOnCpu>(),
   };
   return *ops;
 }

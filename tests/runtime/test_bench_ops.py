@@ -14,7 +14,9 @@ import bench_ops  # bench/ holds scripts, not a package
 
 def test_the_measured_ops_compute_the_same_on_cpu_and_npu():
     cpu, npu = bench_ops._ops("cpu"), bench_ops._ops("npu:0")
-    assert list(cpu) == list(npu) == ["add", "view", "add_", "matmul", "sdpa", "dropout", "lstm", "gru"]
+    assert (
+        list(cpu) == list(npu) == ["add", "view", "add_", "matmul", "sdpa", "dropout", "conv", "lstm", "gru"]
+    )
     for name in cpu:
         torch.manual_seed(0)  # dropout draws its mask from the host generator on both devices
         expected = cpu[name]()

@@ -138,6 +138,7 @@ def test_typed_kernels_fail_on_mixed_devices_as_the_boxed_ones():
             lambda: torch.mm(torch.ones(2, 2, device="npu"), torch.ones(2, 2)),
             lambda: torch.ones(2, device="npu").add_(torch.ones(2)),
             lambda: torch.where(torch.ones(2, device="npu") > 0, torch.ones(2), torch.ones(2, device="npu")),
+            lambda: F.conv2d(torch.ones(1, 3, 5, 5, device="npu"), torch.ones(2, 3, 3, 3)),
         ):
             with pytest.raises(RuntimeError, match="found at least two devices, npu:0 and cpu!"):
                 call()
@@ -224,6 +225,28 @@ SAMPLES = {
     "native_dropout_backward": lambda d: (_r(16).to(d), _r(16, seed=1).gt(0).to(d), 2.0),
     "bernoulli_.float": lambda d: (torch.zeros(16, device=d), 0.4),
     "embedding_dense_backward": lambda d: (_r(5, 3).to(d), torch.tensor([1, 0, 3, 1, 6]).to(d), 7, -1, False),
+    # (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+    "convolution_overrideable": lambda d: (
+        _r(2, 4, 7, 7).to(d), _r(6, 2, 3, 3, seed=1).to(d), _r(6, seed=2).to(d), [2, 1], [1, 1], [1, 1], False,
+        [0, 0], 2,
+    ),
+    # a transposed one, the weight's gradient not asked for: (grad_output, input, weight, stride,
+    # padding, dilation, transposed, output_padding, groups, output_mask)
+    "convolution_backward_overrideable": lambda d: (
+        _r(2, 6, 9, 9).to(d), _r(2, 4, 5, 5, seed=1).to(d), _r(4, 3, 3, 3, seed=2).to(d), [2, 2], [1, 1], [1, 1],
+        True, [0, 0], 2, [True, False, True],
+    ),
+}  # fmt: skip
+
+# The CPU computes the convolutions a device other than CPU and CUDA receives as
+# convolution_overrideable (and its backward) with convolution and convolution_backward.
+CPU_CALLS = {
+    "convolution_overrideable": torch.ops.aten.convolution.default,
+    "convolution_backward_overrideable": lambda grad, input, weight, stride, padding, dilation, transposed,
+    output_padding, groups, mask: torch.ops.aten.convolution_backward.default(
+        grad, input, weight, [weight.shape[1] * groups if transposed else weight.shape[0]], stride, padding,
+        dilation, transposed, output_padding, groups, mask
+    ),
 }  # fmt: skip
 
 
@@ -239,7 +262,8 @@ def _sample_run(name: str, device: str) -> list[tuple]:
     kwargs = args[-1] if isinstance(args[-1], dict) else {}
     args = args[:-1] if kwargs else args
     torch.manual_seed(0)  # dropout and bernoulli draw from the host generator on both devices
-    out = _op(name)(*args, **kwargs)
+    call = CPU_CALLS.get(name, _op(name)) if device == "cpu" else _op(name)
+    out = call(*args, **kwargs)
     outs = list(out) if isinstance(out, tuple | list) else [out]
     tensors = [t for t in [*outs, *args] if isinstance(t, torch.Tensor)]
     return [(t.dtype, t.shape, t.stride(), t.storage_offset(), t.cpu()) for t in tensors]
