@@ -6,9 +6,15 @@ stepped alternately (CPU step, npu step, CPU step, ...), so machine load hits
 both alike; the ratio is median(npu step) / median(CPU step).
 
     python bench/bench_runtime.py [--steps 60] [--warmup 10] [--threads N] [--models mlp,cnn,...] [--clock wall|cpu]
+        [--optimizer-path device|loop|foreach]
 
 ``--clock cpu`` times steps by the process's CPU time instead of the wall clock (steadier when
 other jobs share the machine).
+
+``--optimizer-path``: PyTorch's optimizers take their multi-tensor (``foreach``) implementation
+on an accelerator, the npu included, and a per-tensor loop on the CPU (``device``, the default:
+what a script gets). ``loop`` / ``foreach`` give both devices the same implementation, so the
+ratio holds only what the simulated device adds.
 
 Targets (issue 22): every model <= 1.10x, conv nets <= 1.05x.
 """
@@ -67,18 +73,23 @@ def _configs(models):
 
 
 OPTIMIZERS = {
-    "sgd": lambda params: __import__("torch").optim.SGD(params, lr=0.01, momentum=0.9),
-    "adamw": lambda params: __import__("torch").optim.AdamW(params, lr=1e-3),
+    "sgd": lambda params, foreach: __import__("torch").optim.SGD(
+        params, lr=0.01, momentum=0.9, foreach=foreach
+    ),
+    "adamw": lambda params, foreach: __import__("torch").optim.AdamW(params, lr=1e-3, foreach=foreach),
 }
 
+#: --optimizer-path: the optimizers' ``foreach`` argument (None: PyTorch's choice by device)
+OPTIMIZER_PATHS = {"device": None, "loop": False, "foreach": True}
 
-def _stepper(build, batch_fn, optimizer, device):
+
+def _stepper(build, batch_fn, optimizer, device, foreach=None):
     import torch
     import torch.nn.functional as F
 
     torch.manual_seed(0)
     model = build().to(device)
-    opt = OPTIMIZERS[optimizer](model.parameters())
+    opt = OPTIMIZERS[optimizer](model.parameters(), foreach)
     x, y = batch_fn(torch.Generator().manual_seed(1))
     x, y = x.to(device), y.to(device)
 
@@ -97,11 +108,11 @@ def _stepper(build, batch_fn, optimizer, device):
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 
 
-def measure(build, batch_fn, optimizer, steps, warmup, clock="wall"):
+def measure(build, batch_fn, optimizer, steps, warmup, clock="wall", foreach=None):
     """Median step seconds (cpu, npu), interleaved, timed by ``CLOCKS[clock]``."""
     timer = CLOCKS[clock]
-    cpu = _stepper(build, batch_fn, optimizer, "cpu")
-    npu = _stepper(build, batch_fn, optimizer, "npu:0")
+    cpu = _stepper(build, batch_fn, optimizer, "cpu", foreach)
+    npu = _stepper(build, batch_fn, optimizer, "npu:0", foreach)
     times = {"cpu": [], "npu": []}
     for i in range(warmup + steps):
         for name, fn in (("cpu", cpu), ("npu", npu)) if i % 2 == 0 else (("npu", npu), ("cpu", cpu)):
@@ -124,6 +135,12 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--clock", choices=sorted(CLOCKS), default="wall", help="time steps by (cpu: process CPU time)"
     )
+    parser.add_argument(
+        "--optimizer-path",
+        choices=list(OPTIMIZER_PATHS),
+        default="device",
+        help="the optimizers' implementation: PyTorch's choice per device, or the same on both",
+    )
     args = parser.parse_args(argv)
 
     import os
@@ -139,7 +156,8 @@ def main(argv=None) -> int:
     configs = _configs(_load_models())
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.steps} measured steps "
-        f"(+{args.warmup} warm-up), interleaved, medians, {args.clock} clock"
+        f"(+{args.warmup} warm-up), interleaved, medians, {args.clock} clock, "
+        f"optimizer path: {args.optimizer_path}"
     )
     print()
     print("| model | optimizer | CPU ms/step | simulated NPU ms/step | ratio |")
@@ -147,7 +165,15 @@ def main(argv=None) -> int:
     for key in args.models.split(","):
         label, build, batch_fn = configs[key]
         for optimizer in args.optimizers.split(","):
-            cpu, npu = measure(build, batch_fn, optimizer, args.steps, args.warmup, args.clock)
+            cpu, npu = measure(
+                build,
+                batch_fn,
+                optimizer,
+                args.steps,
+                args.warmup,
+                args.clock,
+                OPTIMIZER_PATHS[args.optimizer_path],
+            )
             print(
                 f"| {label} | {optimizer} | {cpu * 1e3:.2f} | {npu * 1e3:.2f} | {npu / cpu:.2f}x |",
                 flush=True,

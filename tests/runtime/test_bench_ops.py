@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
@@ -49,6 +50,36 @@ def test_the_runtime_bench_times_steps_by_the_clock_asked_for(monkeypatch):
         lambda: torch.nn.Linear(2, 2), _batch, "sgd", steps=3, warmup=1, clock="cpu"
     )
     assert (cpu, npu) == (2.0, 2.0)
+
+
+@pytest.mark.parametrize("path, foreach", [("device", None), ("loop", False), ("foreach", True)])
+def test_the_runtime_bench_gives_both_devices_the_optimizer_path_asked_for(
+    monkeypatch, capsys, path, foreach
+):
+    import bench_runtime
+
+    seen = []
+
+    def sgd(params, foreach):
+        seen.append(foreach)
+        return torch.optim.SGD(params, lr=0.1, foreach=foreach)
+
+    monkeypatch.setitem(bench_runtime.OPTIMIZERS, "sgd", sgd)
+    args = [
+        "--models",
+        "mlp",
+        "--optimizers",
+        "sgd",
+        "--steps",
+        "1",
+        "--warmup",
+        "0",
+        "--optimizer-path",
+        path,
+    ]
+    assert bench_runtime.main(args) == 0
+    assert seen == [foreach, foreach]  # the CPU copy, then the npu copy
+    assert f"optimizer path: {path}" in capsys.readouterr().out
 
 
 def _batch(generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
