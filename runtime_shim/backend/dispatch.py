@@ -6,9 +6,10 @@ are fresh tensors or alias an argument: everything kernels.py's generic and view
 plus ``copy_``, the ``empty`` factories (capacity checked before the host allocation) and the
 convolutions (``convolution_overrideable`` and its backward, computed as the CPU's
 ``convolution`` / ``convolution_backward`` by unboxed kernels, csrc/npu_typed.cpp). The other
-special kernels (``resize_``, ``set_``, out= variants, flash attention) stay in Python. The recurrent layers (rnn.py) and the SDPA and dropout routes
-(attention.py) have their own C++ on the native path (csrc/npu_rnn.cpp, csrc/npu_attention.cpp),
-registered as groups of routes (csrc/npu_routes.cpp).
+special kernels (``resize_``, ``set_``, out= variants, flash attention) stay in Python. The
+recurrent layers (rnn.py) and the SDPA and dropout routes (attention.py) have their own C++ on
+the native path (csrc/npu_rnn.cpp, csrc/npu_attention.cpp), registered as groups of routes
+(csrc/npu_routes.cpp).
 ``RUNTIME_SHIM_NATIVE_DISPATCH=0`` keeps every op on the Python kernels; ``set_dispatch``
 switches at run time (bench/bench_ops.py measures both paths in one process).
 

@@ -147,15 +147,8 @@ struct SameOp {
 };
 
 // Convolutions reach a device other than CPU and CUDA as convolution_overrideable and its
-// backward; the CPU runs them as convolution (which picks the CPU algorithm a CPU run picks) and
-// convolution_backward, as kernels.py's Python kernels do.
-struct ConvolutionOnCpu {
-  template <class... T>
-  static at::Tensor run(T&... cpu) {
-    return at::_ops::convolution::redispatch(CPU_KEYS, cpu...);
-  }
-};
-
+// backward; the CPU runs them as convolution (the same arguments; it picks the CPU algorithm a
+// CPU run picks) and convolution_backward, as kernels.py's Python kernels do.
 struct ConvolutionBackwardOnCpu {
   static std::tuple<at::Tensor, at::Tensor, at::Tensor> run(const at::Tensor& grad_output, const at::Tensor& input,
                                                             const at::Tensor& weight, c10::SymIntArrayRef stride,
@@ -293,7 +286,7 @@ const std::unordered_map<std::string, Registrar>& table() {
       entry<at::_ops::bernoulli__float>(),
       entry<at::_ops::embedding_dense_backward>(),
       // convolutions, computed as the CPU computes convolution
-      entry<at::_ops::convolution_overrideable, ConvolutionOnCpu>(),
+      entry<at::_ops::convolution_overrideable, SameOp<at::_ops::convolution>>(),
       entry<at::_ops::convolution_backward_overrideable, ConvolutionBackwardOnCpu>(),
   };
   return *ops;
