@@ -93,9 +93,11 @@ def _sleep() -> None:
     time.sleep(30)
 
 
-def test_the_executor_still_keeps_its_workers_where_stop_now_reads_them() -> None:
+@pytest.mark.parametrize("attempt", range(12))
+def test_the_executor_still_keeps_its_workers_where_stop_now_reads_them(attempt: int) -> None:
     # pipeline._stop_now ends the workers through ProcessPoolExecutor._processes (no public
-    # handle before Python 3.14): a release without it must fail here, not leave workers running
+    # handle before Python 3.14): a release without it must fail here, not leave workers running.
+    # Repeated: the executor's manager thread races _stop_now to reap the worker (see below).
     pool = ProcessPoolExecutor(1)
     try:
         future = pool.submit(_sleep)
@@ -106,6 +108,54 @@ def test_the_executor_still_keeps_its_workers_where_stop_now_reads_them() -> Non
         assert future.cancelled() or future.exception(timeout=5) is not None
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
+
+
+class _ReapedElsewhere:
+    """A worker another thread is reaping: join returns at once, and for a moment the process
+    still reads as alive (what multiprocessing shows while the executor's manager thread holds
+    the exit status it has just waited for)."""
+
+    def __init__(self, alive_reads: int) -> None:
+        self.alive_reads = alive_reads
+        self.calls: list[str] = []
+
+    def terminate(self) -> None:
+        self.calls.append("terminate")
+
+    def kill(self) -> None:
+        self.calls.append("kill")
+
+    def join(self, timeout: float | None = None) -> None:
+        self.calls.append("join")
+
+    def is_alive(self) -> bool:
+        self.alive_reads -= 1
+        return self.alive_reads >= 0
+
+
+class _Pool:
+    def __init__(self, *workers: object) -> None:
+        self._processes = {i: w for i, w in enumerate(workers)}
+        self.shut: list[tuple[bool, bool]] = []
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        self.shut.append((wait, cancel_futures))
+
+
+def test_stop_now_waits_for_a_worker_being_reaped_instead_of_killing_it() -> None:
+    worker = _ReapedElsewhere(alive_reads=3)
+    pool = _Pool(worker)
+    pipeline._stop_now(pool)  # type: ignore[arg-type]
+    assert pool.shut == [(False, True)]
+    assert "kill" not in worker.calls
+    assert worker.calls[0] == "terminate" and worker.calls.count("join") == 4
+
+
+def test_stop_now_kills_a_worker_that_outlives_the_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pipeline, "STOP_SECONDS", 0.05)
+    worker = _ReapedElsewhere(alive_reads=10**6)
+    pipeline._stop_now(_Pool(worker))  # type: ignore[arg-type]
+    assert worker.calls.count("kill") == 1
 
 
 _FORKED = """
