@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -310,3 +311,65 @@ def test_conversion_cpu_of_a_folder(tmp_path: Path) -> None:
         r"here: 2 files, 3 lines, conversion CPU best of 2: \d+\.\d{3} s \([\d,]+ lines/s\), load [\d.]+\n",
         proc.stdout,
     ), proc.stdout
+
+
+# What callgrind writes when counting starts inside a call: the frames already running when it
+# started (the interpreter's loop) are shown with the whole count as their own.
+_CALLGRIND_OUTPUT = """# callgrind format
+version: 1
+creator: callgrind-3.19.0
+cmd: python bench_instructions.py --child gru npu:0
+positions: line
+events: Ir
+summary: 0
+
+ob=(1) /lib/libtorch_cpu.so
+fl=(1) ???
+fn=(1) PyEval_EvalCode
+0 1600
+cfn=(2) at::add(at::Tensor const&, at::Tensor const&)
+calls=1 0
+0 1600
+fn=(2)
+0 1000
+cfn=(3) malloc
+calls=2 0
+0 600
+fn=(3)
+0 600
+
+totals: 1600
+"""
+
+
+def test_instruction_counts_are_read_from_callgrinds_output(tmp_path: Path) -> None:
+    import bench_instructions
+
+    out = tmp_path / "callgrind.out"
+    out.write_text(_CALLGRIND_OUTPUT)
+    assert bench_instructions.totals(out) == 1600  # "totals", not the "summary" of a late start
+    (tmp_path / "empty.out").write_text("events: Ir\nsummary: 0\n")
+    with pytest.raises(SystemExit, match=r"no instruction total in .*empty\.out"):
+        bench_instructions.totals(tmp_path / "empty.out")
+    cpu = {"at::add": 900, "malloc": 500, "gone": 7}
+    npu = {"at::add": 1000, "malloc": 800, "runtime_shim::to_cpu": 50}
+    assert bench_instructions.growth(cpu, npu) == [
+        ("malloc", 500, 800),
+        ("at::add", 900, 1000),
+        ("runtime_shim::to_cpu", 0, 50),
+        ("gone", 7, 0),
+    ]
+
+
+@pytest.mark.skipif(
+    not shutil.which("callgrind_annotate"), reason="valgrind's callgrind_annotate is not installed"
+)
+def test_each_functions_own_count_without_the_callers_outside_the_counted_steps(tmp_path: Path) -> None:
+    import bench_instructions
+
+    out = tmp_path / "callgrind.out"
+    out.write_text(_CALLGRIND_OUTPUT)
+    assert bench_instructions.by_function(out) == {
+        "at::add(at::Tensor const&, at::Tensor const&)": 1000,
+        "malloc": 600,
+    }
