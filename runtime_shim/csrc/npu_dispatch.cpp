@@ -236,7 +236,7 @@ at::Tensor to_cpu(const at::Tensor& t, Scan& scan) {
     } else if (scan.index != index) {
       scan.other = "npu:" + std::to_string(index);
     }
-    scan.storages.push_back(t.storage());
+    scan.storages.push_back(t.storage().unsafeGetStorageImpl());
     return cpu_view(t);
   }
   if (t.dim() != 0) scan.other = device.str();  // zero-dim CPU tensors count as scalars, as on CUDA
@@ -278,9 +278,10 @@ at::Tensor wrap(const at::Tensor& out, int64_t index, const Scan& scan) {
   const c10::Storage& host = out.storage();
   void* data = data_of(host);
   if (data != nullptr) {
-    for (const auto& storage : scan.storages) {
-      if (data_of(storage) == data) {
-        return tensor_on(storage, NPU_KEYS, out.dtype(), out.sizes(), out.strides(), out.storage_offset());
+    for (c10::StorageImpl* storage : scan.storages) {
+      if (storage->data_ptr().get() == data) {
+        return tensor_on(c10::Storage(c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(storage)), NPU_KEYS,
+                         out.dtype(), out.sizes(), out.strides(), out.storage_offset());
       }
     }
   }
@@ -377,9 +378,14 @@ class NativeKernel final : public c10::OperatorKernel {
       aliased.push_back(source >= 0 ? (*stack)[base + source] : c10::IValue());
     }
     Scan scan;
+    // the arguments replaced by CPU tensors stay alive here (scan does not own their storages)
+    c10::SmallVector<c10::IValue, 4> replaced;
     for (size_t i = 0; i < nargs; ++i) {
       const int kind = info.arg_kind[i];
-      if (kind) (*stack)[base + i] = convert((*stack)[base + i], kind, scan);
+      if (kind) {
+        replaced.push_back((*stack)[base + i]);
+        (*stack)[base + i] = convert(replaced.back(), kind, scan);
+      }
     }
     if (!scan.other.empty() && !info.mixed_ok) mixed_devices(scan);
     op.redispatchBoxed(CPU_KEYS, stack);

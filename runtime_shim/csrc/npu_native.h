@@ -45,7 +45,10 @@ struct Scan {
   std::string other;         // another device met (mixed-device error unless allowed)
   int64_t target = -1;       // an explicit npu target device
   bool cpu_target = false;   // an explicit non-npu target device: results stay there
-  c10::SmallVector<c10::Storage, 4> storages;
+  // the npu arguments' storages, not owned: a kernel's arguments outlive its call (the boxed
+  // kernel keeps the ones it replaces on its stack), and a reference count here cost two
+  // atomic operations per tensor argument
+  c10::SmallVector<c10::StorageImpl*, 4> storages;
 };
 
 // How many NPU-level kernels are running in this thread (their calls are not ops a real NPU
