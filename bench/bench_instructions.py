@@ -6,11 +6,11 @@ to run, and a change worth 2 % cannot be seen without many interleaved runs. An 
 does not move: each (model, device) pair runs in its own process under
 ``valgrind --tool=callgrind``, which counts only the measured steps (a client request issued
 through a small C helper, compiled with ``cc`` at first use), and the npu/CPU ratio of those
-counts repeats to a tenth of a percent.
+counts repeats to a few tenths of a percent.
 
 An instruction count is not a time: a cache miss, an atomic or a lock costs more than its count
-says, so this ratio sits a few points under bench_runtime.py's. It says how much work the
-simulation adds per step, and, with ``--top N``, in which functions (exclusive counts,
+says, so this ratio sits under bench_runtime.py's (by 3-10 points on the small models, see
+docs/benchmarks.md). It says how much work the simulation adds per step, and, with ``--top N``, in which functions (exclusive counts,
 npu minus CPU, from ``callgrind_annotate``).
 
     python bench/bench_instructions.py [--models gru,mlp,...] [--steps 3] [--warmup 3] [--top 25]
