@@ -26,6 +26,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <memory>
@@ -226,6 +227,51 @@ void set_current_index(int64_t index) { current_device = index; }
 static std::atomic<int64_t> device_total_count{1};
 int64_t device_total() { return device_total_count.load(std::memory_order_relaxed); }
 
+// ------------------------------------------------------------------ pooled CPU tensors
+
+// A storage with no bytes, which a pooled CPU tensor holds between calls (never destroyed: the
+// pools of threads that end at exit still point at it).
+static const c10::Storage& parked_storage() {
+  static auto* parked = new c10::Storage(c10::Storage::use_byte_size_t(), 0, c10::DataPtr(nullptr, c10::Device(c10::kCPU)),
+                                         nullptr, false);
+  return *parked;
+}
+
+// Each thread's CPU tensors for the unboxed kernels' arguments: a call re-points a free one (held
+// by the pool alone) at an npu argument's bytes, sizes, strides, offset and dtype, which saves
+// making and freeing a TensorImpl and its version counter per argument.
+static std::array<at::Tensor, 8>& view_pool() {
+  static thread_local std::array<at::Tensor, 8> pool;
+  return pool;
+}
+
+// A CPU tensor over host's bytes showing t, from the pool when one is free.
+static at::Tensor pooled_view(const at::Tensor& t, const c10::Storage& host, Scan& scan) {
+  for (at::Tensor& slot : view_pool()) {
+    if (!slot.defined()) {
+      slot = tensor_on(parked_storage(), CPU_KEYS, t.dtype(), {0}, {1}, 0);
+    } else if (slot.use_count() != 1) {
+      continue;  // this thread took it for an argument of a call still running
+    }
+    c10::TensorImpl* impl = slot.unsafeGetTensorImpl();
+    impl->set_storage_and_dtype(host, t.dtype());
+    impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+    scan.pooled.push_back(&slot);
+    return slot;
+  }
+  return tensor_on(host, CPU_KEYS, t.dtype(), t.sizes(), t.strides(), t.storage_offset());
+}
+
+Scan::~Scan() {
+  for (at::Tensor* slot : pooled) {
+    if (slot->use_count() == 1) {
+      slot->unsafeGetTensorImpl()->set_storage_keep_dtype(parked_storage());  // the bytes go with the call
+    } else {
+      *slot = at::Tensor();  // a kernel kept it (it aliases a result): it leaves the pool
+    }
+  }
+}
+
 at::Tensor to_cpu(const at::Tensor& t, Scan& scan) {
   if (!t.defined()) return t;
   const auto device = t.device();
@@ -237,6 +283,9 @@ at::Tensor to_cpu(const at::Tensor& t, Scan& scan) {
       scan.other = "npu:" + std::to_string(index);
     }
     scan.storages.push_back(t.storage().unsafeGetStorageImpl());
+    if (scan.reuse) {
+      if (const HostContext* context = host_context(t.storage())) return pooled_view(t, context->host, scan);
+    }
     return cpu_view(t);
   }
   if (t.dim() != 0) scan.other = device.str();  // zero-dim CPU tensors count as scalars, as on CUDA

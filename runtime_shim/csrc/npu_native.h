@@ -49,6 +49,16 @@ struct Scan {
   // kernel keeps the ones it replaces on its stack), and a reference count here cost two
   // atomic operations per tensor argument
   c10::SmallVector<c10::StorageImpl*, 4> storages;
+  // Take the CPU tensors from this thread's pool instead of making new ones (the unboxed kernels:
+  // nothing of a call keeps its CPU arguments once it returns). The ones taken are parked again,
+  // without the bytes they showed, when the scan ends.
+  bool reuse = false;
+  c10::SmallVector<at::Tensor*, 4> pooled;
+
+  Scan() = default;
+  Scan(const Scan&) = delete;
+  Scan& operator=(const Scan&) = delete;
+  ~Scan();
 };
 
 // How many NPU-level kernels are running in this thread (their calls are not ops a real NPU

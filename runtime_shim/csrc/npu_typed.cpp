@@ -178,7 +178,8 @@ struct Typed<Op, Cpu, R(A...)> {
     OpInfo& info = *slot();
     note(info, args...);
     if (info.view) return Op::redispatch(CPU_KEYS, args...);  // runs on the npu tensors themselves
-    Scan scan;
+    Scan scan;  // declared first: parks the pooled CPU arguments after held and the results are gone
+    scan.reuse = true;
     std::tuple<typename Param<A>::Held...> held{Param<A>::take(args, scan)...};  // in order
     if (!scan.other.empty() && !info.mixed_ok) mixed_devices(scan);
     const auto run = [&]() -> decltype(auto) {

@@ -292,3 +292,58 @@ def test_each_unboxed_kernel_gives_the_cpu_result_on_both_paths(name):
                 a,
                 b,
             )
+
+
+def _host_alive(t: torch.Tensor):
+    """A check whether the host bytes under npu tensor t (made by a native kernel) still exist."""
+    host, _, _ = STATE.native.host_of(t.untyped_storage())
+    ref = host.untyped_storage()._weak_ref()
+    del host
+    return lambda: not torch.UntypedStorage._expired(ref)
+
+
+@needs_native
+def test_the_pooled_cpu_arguments_do_not_keep_an_npu_tensors_bytes():
+    # The unboxed kernels hand their npu arguments to the CPU as CPU tensors from a per-thread pool;
+    # after the call a pooled tensor must let go of the bytes it showed, or a freed npu tensor's
+    # host memory would live on until the pool reused the slot.
+    with path("native"):
+        a = torch.randn(64, 64, device="npu") * 1
+        b = torch.randn(64, 64, device="npu") * 1
+        alive = _host_alive(a)
+        for _ in range(3):
+            c = a + b  # add.Tensor: both arguments through the pool
+            b.mul_(a)  # in place
+            d = torch.mm(a, b.t())
+        del a
+        assert not alive()  # nothing but a held the bytes
+        assert c.shape == d.shape == (64, 64)
+
+
+@needs_native
+def test_threads_each_with_their_own_pool_compute_what_the_cpu_computes():
+    # Four threads at once, each taking pooled CPU tensors for its arguments: no thread sees
+    # another's bytes, and the results are the CPU's, bit for bit.
+    import threading
+
+    def chain(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        for _ in range(40):
+            x = torch.tanh(x @ w + x).mul_(0.5).add_(x.sigmoid())
+        return x
+
+    inputs = [(torch.randn(16, 16), torch.randn(16, 16) / 4) for _ in range(4)]
+    expected = [chain(x, w) for x, w in inputs]
+    results: list[torch.Tensor | None] = [None] * 4
+
+    def run(i: int) -> None:
+        x, w = inputs[i]
+        results[i] = chain(x.to("npu"), w.to("npu")).cpu()
+
+    with path("native"):
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    for got, want in zip(results, expected, strict=True):
+        assert got is not None and torch.equal(got, want)
