@@ -10,8 +10,8 @@ counts repeats to a few tenths of a percent.
 
 An instruction count is not a time: a cache miss, an atomic or a lock costs more than its count
 says, so this ratio sits under bench_runtime.py's (by 3-10 points on the small models, see
-docs/benchmarks.md). It says how much work the simulation adds per step, and, with ``--top N``, in which functions (exclusive counts,
-npu minus CPU, from ``callgrind_annotate``).
+docs/benchmarks.md). It says how much work the simulation adds per step, and, with ``--top N``,
+in which functions (exclusive counts, npu minus CPU, from ``callgrind_annotate``).
 
     python bench/bench_instructions.py [--models gru,mlp,...] [--steps 3] [--warmup 3] [--top 25]
 
@@ -126,17 +126,16 @@ def by_function(out: Path) -> dict[str, int]:
     total = totals(out)
     for line in text.splitlines():
         row = _ROW.match(line)
-        # callers outside the counted region (main, the interpreter's loop) are shown with the
-        # whole total: not a function's own work
-        if not row or int(row.group(1).replace(",", "")) >= total:
+        if not row:
+            continue
+        own = int(row.group(1).replace(",", ""))
+        if own >= total:  # a caller outside the counted steps (main, the interpreter's loop)
             continue
         name = re.sub(r" \[[^\]]*\]$", "", row.group(2))
-        name = (
-            name.split(":", 1)[1]
-            if ":" in name and name.split(":", 1)[0].startswith(("/", ".", "?"))
-            else name
-        )
-        counts[name] = counts.get(name, 0) + int(row.group(1).replace(",", ""))
+        where, _, function = name.partition(":")
+        if function and where.startswith(("/", ".", "?")):  # "file:function" -> "function"
+            name = function
+        counts[name] = counts.get(name, 0) + own
     return counts
 
 
