@@ -175,8 +175,9 @@ def map_files(
 ) -> list[FileResult]:
     """A FileResult for every entry, in entry order; `jobs` 0 picks serial or parallel by size.
 
-    Results are handed to `sink` as workers finish them (any order); what it returns is kept,
-    so a sink that writes the converted bytes and drops them keeps memory flat. With a cache,
+    Results are handed to `sink` as workers finish them (any order), and the other files'
+    results (copied as they are) while the workers convert; what it returns is kept, so a sink
+    that writes the converted bytes and drops them keeps memory flat. With a cache,
     stored results are not converted again and new ones are stored; the results are the same.
     """
     source = tables if isinstance(tables, TableSource) else TableSource.of(tables)
@@ -211,7 +212,19 @@ def map_files(
     jobs = max(1, min(jobs, len(sized)))
     # closed at once when the loop ends early (an interrupt, an output error): the workers stop then
     rule_set = cache.rule_set if cache is not None else None
-    with contextlib.closing(_results(sized, source, jobs, rule_set)) as stream:
+    others: dict[str, FileResult] = {}
+
+    def other_files() -> None:
+        """The files copied as they are: text-scanned, and handed to the sink to be copied."""
+        for entry in entries:
+            if entry.kind is EntryKind.FILE and entry.rel not in others:
+                findings = () if entry.excluded else _scan(entry, source, cache)
+                result = FileResult(entry.rel, Status.COPIED, findings=findings)
+                others[entry.rel] = sink(result, None) if sink else result
+
+    # while workers convert, this process does the other files (their copies are mostly system
+    # calls, which the conversion's two cores were not making); without workers, after
+    with contextlib.closing(_results(sized, source, jobs, rule_set, other_files)) as stream:
         for result, stored_as in stream:
             if cache is not None and stored_as is not None:
                 cache.put(stored_as, result)
@@ -220,13 +233,13 @@ def map_files(
             done += 1
             if progress:
                 progress(done, total, result.path)
+    other_files()
     results = []
     for entry in entries:
         if entry.kind is EntryKind.PYTHON:
             results.append(converted[entry.rel])
         elif entry.kind is EntryKind.FILE:
-            findings = () if entry.excluded else _scan(entry, source, cache)
-            results.append(FileResult(entry.rel, Status.COPIED, findings=findings))
+            results.append(others[entry.rel])
         elif entry.kind is EntryKind.LINK:
             results.append(FileResult(entry.rel, Status.LINKED))
         elif entry.kind is EntryKind.SKIP:
@@ -257,10 +270,15 @@ class _InProcess(Executor):
 
 
 def _results(
-    files: list[tuple[str, str, int]], source: TableSource, jobs: int, rule_set: bytes | None
+    files: list[tuple[str, str, int]],
+    source: TableSource,
+    jobs: int,
+    rule_set: bytes | None,
+    meanwhile: Callable[[], None] = lambda: None,
 ) -> Generator[Keyed, None, None]:
     """Each file's result (and cache key, see _convert_chunk) as soon as its chunk is done, from
-    worker processes or, for one job, from this process."""
+    worker processes or, for one job, from this process. `meanwhile` runs in this process once
+    the workers have their chunks (not with one job)."""
     if not files:
         return
     tables = source.get()
@@ -282,6 +300,7 @@ def _results(
     try:
         with interrupts.held():  # the workers are forked by the first submit
             futures = [pool.submit(_convert_chunk, chunk, rule_set) for chunk in _chunks(files, jobs)]
+        meanwhile()
         for future in as_completed(futures):
             yield from future.result()
     except BrokenProcessPool:  # every chunk left fails with it: stop the others, say it in one line
@@ -386,12 +405,13 @@ class _Folders:
 
 
 class StreamWriter:
-    """A `map_files` sink: writes each Python file into staging as its result arrives and
-    keeps only the findings, so memory does not grow with the size of the tree. An unchanged file
-    whose bytes were read for the cache is written from them, not read again."""
+    """A `map_files` sink: writes each Python file into staging as its result arrives (and copies
+    each other file) and keeps only the findings, so memory does not grow with the size of the
+    tree. An unchanged file whose bytes were read for the cache is written from them, not read
+    again."""
 
     def __init__(self, entries: Iterable[Entry], staging: Path) -> None:
-        self.sources = {e.rel: e.path for e in entries if e.kind is EntryKind.PYTHON}
+        self.sources = {e.rel: e.path for e in entries if e.kind in (EntryKind.PYTHON, EntryKind.FILE)}
         self.staging = staging
         self.folders = _Folders()
 
@@ -409,15 +429,15 @@ def write_tree(
 ) -> list[FileResult]:
     """Mirror the input into `staging`: converted bytes where there are some, copies elsewhere.
 
-    `streamed`: a StreamWriter has already written the Python files. Returns the results, a file
-    that could not be read to be copied marked SKIPPED with the reason.
+    `streamed`: a StreamWriter has already written the Python files and copied the others.
+    Returns the results, a file that could not be read to be copied marked SKIPPED with the reason.
     """
     entries = list(entries)
     results = list(results)
     index = {r.path: i for i, r in enumerate(results)}
     folders = _Folders()
     for entry in entries:
-        if streamed and entry.kind is EntryKind.PYTHON:
+        if streamed and entry.kind in (EntryKind.PYTHON, EntryKind.FILE):
             continue
         target = staging / entry.rel
         if entry.kind is EntryKind.DIR:

@@ -212,3 +212,83 @@ def test_workers_are_forked_on_linux_whatever_the_default(monkeypatch) -> None:
     assert pipeline._pool_context() is multiprocessing.get_context("fork")
     monkeypatch.setattr(pipeline.sys, "platform", "darwin")
     assert pipeline._pool_context() is None
+
+
+def _mixed_project(root: Path) -> Path:
+    """Python files and files copied as they are (a shell launcher a text rule scans, data)."""
+    root.mkdir()
+    for index in range(4):
+        (root / f"m{index}.py").write_text("import torch\nx = torch.zeros(3).cuda()\n")
+    (root / "data").mkdir()
+    (root / "data" / "weights.bin").write_bytes(bytes(range(256)) * 64)
+    (root / "run.sh").write_text("export CUDA_VISIBLE_DEVICES=0,1\npython m0.py\n")
+    os.chmod(root / "run.sh", 0o755)
+    os.utime(root / "data" / "weights.bin", (1_000_000_000, 1_000_000_000))
+    return root
+
+
+def test_other_files_are_copied_while_the_workers_convert(tmp_path: Path) -> None:
+    """With workers, every file copied as it is reaches the sink before the first converted file
+    comes back (this process copies while they convert); with one job, after the Python files."""
+    from ms_fmk_transplt.discover import discover
+    from ms_fmk_transplt.ruleset import compile_rules, load_rules
+
+    root = _mixed_project(tmp_path / "proj")
+    tables = compile_rules(load_rules())
+    for jobs, others_first in ((2, True), (1, False)):
+        seen: list[str] = []
+
+        def sink(result, data=None, seen=seen):
+            seen.append(result.path)
+            return result
+
+        results = pipeline.map_files(discover(root), tables, jobs=jobs, sink=sink)
+        python = [path for path in seen if path.endswith(".py")]
+        others = [path for path in seen if not path.endswith(".py")]
+        assert sorted(others) == ["data/weights.bin", "run.sh"] and len(python) == 4
+        assert (seen[: len(others)] == others) is others_first, (jobs, seen)
+        scanned = {r.path: r for r in results}["run.sh"]
+        assert [f.rule_id for f in scanned.findings], "the text rules scanned run.sh"
+
+
+def test_an_output_error_on_a_copied_file_stops_the_workers(tmp_path: Path) -> None:
+    from ms_fmk_transplt.discover import discover
+    from ms_fmk_transplt.ruleset import compile_rules, load_rules
+
+    root = _mixed_project(tmp_path / "proj")
+
+    def sink(result, data=None):
+        if result.path == "data/weights.bin":
+            raise OSError(28, "No space left on device")
+        return result
+
+    with pytest.raises(OSError, match="No space left"):
+        pipeline.map_files(discover(root), compile_rules(load_rules()), jobs=2, sink=sink)
+    import multiprocessing
+
+    assert multiprocessing.active_children() == []
+
+
+def test_output_tree_with_workers_equals_one_job(tmp_path: Path) -> None:
+    """The same bytes, modes and times in the output tree, and the same findings, from -j 2 and -j 1."""
+    root = _mixed_project(tmp_path / "proj")
+    trees = {}
+    for jobs in ("1", "2"):
+        out = tmp_path / f"out{jobs}"
+        result = runner.invoke(app, ["-i", str(root), "-o", str(out), "-j", jobs, "-q", "--no-cache"])
+        assert result.exit_code == 0, result.output
+        folder = out / "proj_msft"
+        trees[jobs] = {
+            str(path.relative_to(folder)): (
+                path.read_bytes(),
+                path.stat().st_mode,
+                path.stat().st_mtime if path.suffix != ".py" else None,
+            )
+            for path in sorted(folder.rglob("*"))
+            if path.is_file()
+            and (root / path.relative_to(folder)).exists()  # the inputs' copies, not reports
+        }
+    assert trees["1"] == trees["2"] and len(trees["2"]) == 6
+    copied = trees["2"]["data/weights.bin"]
+    assert copied[0] == (root / "data" / "weights.bin").read_bytes() and copied[2] == 1_000_000_000
+    assert trees["2"]["run.sh"][1] & 0o777 == 0o755
