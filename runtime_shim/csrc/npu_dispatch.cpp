@@ -32,6 +32,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 #include "npu_native.h"
@@ -322,17 +323,45 @@ static c10::IValue convert(const c10::IValue& value, int kind, Scan& scan) {
   return value;
 }
 
+// The npu argument whose bytes a kernel's result shows (an in-place op's self, a view), or null.
+static c10::StorageImpl* aliased(const at::Tensor& out, const Scan& scan) {
+  void* data = data_of(out.storage());
+  if (data == nullptr) return nullptr;
+  for (c10::StorageImpl* storage : scan.storages) {
+    if (storage->data_ptr().get() == data) return storage;
+  }
+  return nullptr;
+}
+
+// A result only this call holds: a plain strided CPU tensor on a storage of its own, which no
+// weak reference, Python object or other tensor sees.
+static bool own_result(const at::Tensor& out) {
+  c10::TensorImpl* impl = out.unsafeGetTensorImpl();
+  return out.use_count() == 1 && out.weak_use_count() == 1 && typeid(*impl) == typeid(c10::TensorImpl) &&
+         out.device().is_cpu() && out.layout() == c10::kStrided && !impl->is_wrapped_number() &&
+         impl->key_set().has_backend(c10::BackendComponent::CPUBit) && out.storage().use_count() == 1 &&
+         impl->pyobj_slot()->load_pyobj() == nullptr && impl->get_backend_meta() == nullptr;
+}
+
+at::Tensor wrap(at::Tensor&& out, int64_t index, const Scan& scan) {
+  if (!out.defined() || aliased(out, scan) != nullptr || !own_result(out)) return wrap(out, index, scan);
+  // The result's own TensorImpl becomes the npu tensor: its storage is swapped for an npu one over
+  // the same bytes (counted as device memory) and its dispatch keys moved to the npu's. Making a
+  // new TensorImpl for it (and freeing the CPU one) cost as much as a small kernel's own work.
+  c10::TensorImpl* impl = out.unsafeGetTensorImpl();
+  c10::Storage storage = npu_storage_over(impl->storage(), index);
+  const c10::Device device = storage.device();
+  impl->set_storage_keep_dtype(std::move(storage));  // the device follows the storage
+  impl->_change_backend_component_keys(device);
+  return std::move(out);
+}
+
 at::Tensor wrap(const at::Tensor& out, int64_t index, const Scan& scan) {
   if (!out.defined()) return out;
   const c10::Storage& host = out.storage();
-  void* data = data_of(host);
-  if (data != nullptr) {
-    for (c10::StorageImpl* storage : scan.storages) {
-      if (storage->data_ptr().get() == data) {
-        return tensor_on(c10::Storage(c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(storage)), NPU_KEYS,
-                         out.dtype(), out.sizes(), out.strides(), out.storage_offset());
-      }
-    }
+  if (c10::StorageImpl* storage = aliased(out, scan)) {
+    return tensor_on(c10::Storage(c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(storage)), NPU_KEYS,
+                     out.dtype(), out.sizes(), out.strides(), out.storage_offset());
   }
   const HostContext* context = host_context(host);
   c10::Storage storage = npu_storage_over(context ? context->host : host, index);

@@ -84,6 +84,8 @@ at::Tensor to_cpu(const at::Tensor& t, Scan& scan);
 // The npu tensor for a CPU kernel's result: over an argument's storage when it returned memory
 // of one, else over a new npu storage on device index, counted as device memory.
 at::Tensor wrap(const at::Tensor& out, int64_t index, const Scan& scan);
+// The same for a result the caller gives up: one only the call holds becomes the npu tensor itself.
+at::Tensor wrap(at::Tensor&& out, int64_t index, const Scan& scan);
 
 // The mixed-device error of a call whose tensors are on two devices.
 [[noreturn]] void mixed_devices(const Scan& scan);

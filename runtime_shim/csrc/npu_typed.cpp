@@ -195,7 +195,7 @@ struct Typed<Op, Cpu, R(A...)> {
       return std::get<self>(std::forward_as_tuple(args...));
     } else if constexpr (IsTensors<R>::value) {
       R out = run();
-      return std::apply([&](auto&... t) { return R(wrap(t, index, scan)...); }, out);
+      return std::apply([&](auto&... t) { return R(wrap(std::move(t), index, scan)...); }, out);
     } else {
       static_assert(always_false<R>, "an op with this return type keeps the boxed kernel");
     }

@@ -347,3 +347,38 @@ def test_threads_each_with_their_own_pool_compute_what_the_cpu_computes():
             thread.join()
     for got, want in zip(results, expected, strict=True):
         assert got is not None and torch.equal(got, want)
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda x, w: x + w[0], id="fresh result"),
+        pytest.param(lambda x, w: torch.mm(x, w), id="matmul"),
+        pytest.param(lambda x, w: torch.native_layer_norm(x, [8], None, None, 1e-5)[1], id="one of several"),
+        pytest.param(lambda x, w: x.t(), id="view of the argument"),
+        pytest.param(lambda x, w: x.mul_(1.0), id="in-place: the argument itself"),
+    ],
+)
+def test_a_result_is_an_npu_tensor_like_one_made_on_the_npu(make):
+    # A fresh result's own CPU TensorImpl becomes the npu tensor (csrc/npu_dispatch.cpp wrap): it
+    # must be one in every way an npu tensor made on the npu is, whichever way wrap took.
+    with path("native"):
+        x = torch.randn(8, 8, device="npu", requires_grad=False)
+        w = torch.randn(8, 8, device="npu")
+        made = torch.empty(8, 8, device="npu")
+        before = torch.npu.memory_allocated()
+        out = make(x, w)
+        fresh = out.untyped_storage().data_ptr() not in (x.untyped_storage().data_ptr(),)
+        assert out.device == made.device and out.untyped_storage().device == made.device
+        assert torch._C._dispatch_keys(out) == torch._C._dispatch_keys(made)
+        assert out.is_contiguous() == out.cpu().is_contiguous()
+        grown = torch.npu.memory_allocated() - before
+        assert grown == (out.untyped_storage().nbytes() if fresh else 0)
+        assert torch.equal(out.cpu(), make(x.cpu(), w.cpu()))
+        # autograd takes it as an npu tensor, and freeing it gives its memory back
+        leaf = out.detach().requires_grad_()
+        (leaf * 2).sum().backward()
+        assert leaf.grad.device == made.device and torch.equal(leaf.grad.cpu(), torch.full(out.shape, 2.0))
+        del out, leaf
+        assert torch.npu.memory_allocated() == before
