@@ -34,7 +34,8 @@ and its reaped workers (``os.wait4``).
 With ``--msft-src DIR --msft-python PY``, msFmkTransplt converts each corpus named in
 ``--msft-corpora`` (default: the smallest selected corpus; it needs ~2 s per file) once, as
 ``cd DIR && PYTHONPATH=DIR PY ms_fmk_transplt.py -i CORPUS -o OUT -v RELEASE </dev/null``,
-and theirs/ours is its wall time over our ``nocacheN`` run (run for that corpus if not chosen).
+and theirs/ours is its wall time over our ``nocacheN`` run (run for that corpus if not chosen;
+with ``--repeat N``, the median of N such runs).
 
 Both tools run with their bytecode written first (``python -m compileall`` of our package and of
 msFmkTransplt's source folder), as a user has it: pip compiles a wheel's modules when it installs
@@ -267,9 +268,19 @@ def _row(name: str, label: str, files: int, lines: int, result: Measured, extra:
 
 
 def measure_corpus(
-    name: str, corpus: Path, work: Path, jobs: int, release: str, kinds: list[str], validate: bool = False
+    name: str,
+    corpus: Path,
+    work: Path,
+    jobs: int,
+    release: str,
+    kinds: list[str],
+    validate: bool = False,
+    repeat: int = 1,
 ) -> tuple[int, int, Measured | None]:
-    """One row per run kind; returns files, lines and the -j N no-cache run (for theirs/ours)."""
+    """One row per run kind; returns files, lines and the -j N no-cache run (for theirs/ours).
+
+    `repeat`: the no-cache kinds (which leave nothing behind for the next run) run that many times
+    and their row is the run of median wall time, the others' times listed under it."""
     files, lines = count(corpus)
     cache = work / "cache" / name.replace(" ", "_")
     shutil.rmtree(cache, ignore_errors=True)
@@ -301,13 +312,20 @@ def measure_corpus(
                 result = ours(corpus, out, cache, jobs, release, no_cache=False)
             finally:
                 edited.write_bytes(original)
+        elif kind.startswith("nocache"):
+            runs = [
+                ours(corpus, out, cache, 1 if kind == "nocache1" else jobs, release, True)
+                for _ in range(repeat)
+            ]
+            result = sorted(runs, key=lambda run: run.wall)[len(runs) // 2]
         else:
-            result = ours(
-                corpus, out, cache, 1 if kind == "nocache1" else jobs, release, kind.startswith("nocache")
-            )
+            result = ours(corpus, out, cache, jobs, release, no_cache=False)
         if kind == "nocacheN":
             reference = result
         _row(name, label, files, lines, result)
+        if kind.startswith("nocache") and repeat > 1:
+            walls = ", ".join(f"{run.wall:.2f}" for run in sorted(runs, key=lambda run: run.wall))
+            print(f"  {repeat} runs, wall s: {walls} (the median's row above)", flush=True)
         if validate:
             problems, summary = check_reports.check(out / f"{corpus.name}_msft")
             print(f"  reports of that run: {summary}; " + ("; ".join(problems) or "valid"), flush=True)
@@ -331,6 +349,12 @@ def main(argv: list[str] | None = None) -> int:
         "--runs",
         default=",".join(RUN_KINDS),
         help=f"comma list of run kinds (default all: {','.join(RUN_KINDS)})",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="run each no-cache kind N times and show the median run (theirs/ours uses it)",
     )
     parser.add_argument(
         "--size-scaling",
@@ -398,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
         if name in msft_names and "nocacheN" not in wanted:
             wanted.append("nocacheN")  # the reference of theirs/ours
         files, lines, reference = measure_corpus(
-            name, corpus, args.work, args.jobs, args.release, wanted, args.validate
+            name, corpus, args.work, args.jobs, args.release, wanted, args.validate, max(1, args.repeat)
         )
         if name in msft_names and msft_dir is not None and reference is not None:
             shown, result, produced = theirs(
