@@ -481,12 +481,12 @@ class NativeKernel final : public c10::OperatorKernel {
       if (info.ret_alias[i] >= 0) {
         result = aliased[i];
       } else if (result.isTensor()) {
-        result = wrap(result.toTensor(), index, scan);
+        result = wrap(std::move(result).toTensor(), index, scan);  // the stack's result, given up
       } else if (result.isTensorList()) {
-        auto list = result.toTensorList();
+        auto list = std::move(result).toTensorList();
         c10::List<at::Tensor> wrapped;
         wrapped.reserve(list.size());
-        for (const at::Tensor& t : list) wrapped.push_back(wrap(t, index, scan));
+        for (size_t j = 0; j < list.size(); ++j) wrapped.push_back(wrap(list.extract(j), index, scan));
         result = wrapped;
       }
     }
