@@ -238,59 +238,107 @@ static const c10::Storage& parked_storage() {
   return *parked;
 }
 
-// Each thread's CPU tensors for the unboxed kernels' arguments: a call re-points a free one (held
-// by the pool alone) at an npu argument's bytes, sizes, strides, offset and dtype, which saves
-// making and freeing a TensorImpl and its version counter per argument.
-static std::array<at::Tensor, 8>& view_pool() {
-  static thread_local std::array<at::Tensor, 8> pool;
+// A TensorImpl's storage and dtype fields. The pool lends its tensors' storages without a
+// reference count (set_storage_and_dtype takes and drops one on two storages per argument): a
+// pointer to a protected member, formed where a derived class may name it.
+struct ImplFields : c10::TensorImpl {
+  static c10::Storage& storage(c10::TensorImpl* impl) { return impl->*(&ImplFields::storage_); }
+  static caffe2::TypeMeta& dtype(c10::TensorImpl* impl) { return impl->*(&ImplFields::data_type_); }
+};
+
+// Point impl's storage at `to` without counting a reference; the storage it held was not counted
+// either (the pool's tensors hold theirs uncounted at all times).
+static void point_uncounted(c10::TensorImpl* impl, c10::StorageImpl* to) {
+  c10::Storage& storage = ImplFields::storage(impl);
+  storage.unsafeReleaseStorageImpl();
+  storage = c10::Storage(c10::intrusive_ptr<c10::StorageImpl>::reclaim(to));
+}
+
+// Each thread's CPU tensors for the unboxed kernels' arguments: a call re-points a free one at an
+// npu argument's bytes, dtype and geometry, which saves making and freeing a TensorImpl and its
+// version counter per argument. A slot holds the parked storage, or while lent the argument's
+// host storage, always without a reference count: the npu argument keeps its host storage alive
+// for the call, and the parked storage is never freed.
+static std::array<PoolSlot, 8>& view_pool() {
+  static thread_local std::array<PoolSlot, 8> pool;
   return pool;
 }
 
-// A CPU tensor over host's bytes showing t, from the pool when one is free.
-static at::Tensor pooled_view(const at::Tensor& t, const c10::Storage& host, Scan& scan) {
-  for (at::Tensor& slot : view_pool()) {
-    if (!slot.defined()) {
-      slot = tensor_on(parked_storage(), CPU_KEYS, t.dtype(), {0}, {1}, 0);
-    } else if (slot.use_count() != 1) {
-      continue;  // this thread took it for an argument of a call still running
+// The first free slot (made when none is left to reuse), or nullptr when all eight are lent.
+static PoolSlot* free_slot(const at::Tensor& t) {
+  for (PoolSlot& slot : view_pool()) {
+    if (slot.busy) continue;
+    if (!slot.tensor.defined()) {
+      slot.tensor = tensor_on(parked_storage(), CPU_KEYS, t.dtype(), {0}, {1}, 0);
+      // the reference tensor_on counted on the parked storage stays counted (the slot's tensor
+      // gives it back when the thread's pool is destroyed); from here on it is held uncounted
+      point_uncounted(slot.tensor.unsafeGetTensorImpl(), parked_storage().unsafeGetStorageImpl());
     }
-    c10::TensorImpl* impl = slot.unsafeGetTensorImpl();
-    impl->set_storage_and_dtype(host, t.dtype());
-    impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
-    scan.pooled.push_back(&slot);
-    return slot;
+    return &slot;
   }
-  return tensor_on(host, CPU_KEYS, t.dtype(), t.sizes(), t.strides(), t.storage_offset());
+  return nullptr;
+}
+
+// A CPU tensor of the pool over host's bytes showing t, or an owned one when every slot is lent.
+static CpuArg pooled_view(const at::Tensor& t, const c10::Storage& host, Scan& scan) {
+  PoolSlot* slot = free_slot(t);
+  if (slot == nullptr) return CpuArg(tensor_on(host, CPU_KEYS, t.dtype(), t.sizes(), t.strides(), t.storage_offset()));
+  c10::TensorImpl* impl = slot->tensor.unsafeGetTensorImpl();
+  point_uncounted(impl, host.unsafeGetStorageImpl());
+  ImplFields::dtype(impl) = t.dtype();
+  impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+  slot->busy = true;
+  scan.pooled.push_back(slot);
+  return CpuArg::borrow(slot->tensor);
 }
 
 Scan::~Scan() {
-  for (at::Tensor* slot : pooled) {
-    if (slot->use_count() == 1) {
-      slot->unsafeGetTensorImpl()->set_storage_keep_dtype(parked_storage());  // the bytes go with the call
+  for (PoolSlot* slot : pooled) {
+    c10::TensorImpl* impl = slot->tensor.unsafeGetTensorImpl();
+    if (slot->tensor.use_count() == 1) {
+      point_uncounted(impl, parked_storage().unsafeGetStorageImpl());  // the bytes go with the call
     } else {
-      *slot = at::Tensor();  // a kernel kept it (it aliases a result): it leaves the pool
+      // a kernel kept it (it aliases a result): it leaves the pool, and its holders own it, the
+      // reference to its storage included
+      c10::raw::intrusive_ptr::incref(ImplFields::storage(impl).unsafeGetStorageImpl());
+      slot->tensor = at::Tensor();
     }
+    slot->busy = false;
   }
+}
+
+// What every npu argument notes: its device (the first, or another one met) and its storage.
+static void note_npu(const at::Tensor& t, Scan& scan) {
+  const auto device = t.device();
+  const int64_t index = device.index() < 0 ? 0 : device.index();
+  if (scan.index < 0) {
+    scan.index = index;
+  } else if (scan.index != index) {
+    scan.other = "npu:" + std::to_string(index);
+  }
+  scan.storages.push_back(t.storage().unsafeGetStorageImpl());
 }
 
 at::Tensor to_cpu(const at::Tensor& t, Scan& scan) {
   if (!t.defined()) return t;
   const auto device = t.device();
   if (device.type() == c10::DeviceType::PrivateUse1) {
-    const int64_t index = device.index() < 0 ? 0 : device.index();
-    if (scan.index < 0) {
-      scan.index = index;
-    } else if (scan.index != index) {
-      scan.other = "npu:" + std::to_string(index);
-    }
-    scan.storages.push_back(t.storage().unsafeGetStorageImpl());
-    if (scan.reuse) {
-      if (const HostContext* context = host_context(t.storage())) return pooled_view(t, context->host, scan);
-    }
+    note_npu(t, scan);
     return cpu_view(t);
   }
   if (t.dim() != 0) scan.other = device.str();  // zero-dim CPU tensors count as scalars, as on CUDA
   return t;
+}
+
+CpuArg take_cpu(const at::Tensor& t, Scan& scan) {
+  if (!t.defined()) return CpuArg(at::Tensor());
+  if (t.device().type() != c10::DeviceType::PrivateUse1) {
+    if (t.dim() != 0) scan.other = t.device().str();
+    return CpuArg::borrow(t);
+  }
+  note_npu(t, scan);
+  if (const HostContext* context = host_context(t.storage())) return pooled_view(t, context->host, scan);
+  return CpuArg(cpu_view(t));
 }
 
 void mixed_devices(const Scan& scan) {

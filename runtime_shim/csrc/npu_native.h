@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,12 @@ struct OpInfo {
   std::atomic<int64_t> count{0};  // calls not yet added to counter
 };
 
+// A CPU tensor of a thread's pool (npu_dispatch.cpp): lent to one argument of one call at a time.
+struct PoolSlot {
+  at::Tensor tensor;
+  bool busy = false;
+};
+
 // What the arguments of one call held.
 struct Scan {
   int64_t index = -1;        // device of the first npu tensor
@@ -49,11 +56,9 @@ struct Scan {
   // kernel keeps the ones it replaces on its stack), and a reference count here cost two
   // atomic operations per tensor argument
   c10::SmallVector<c10::StorageImpl*, 4> storages;
-  // Take the CPU tensors from this thread's pool instead of making new ones (the unboxed kernels:
-  // nothing of a call keeps its CPU arguments once it returns). The ones taken are parked again,
-  // without the bytes they showed, when the scan ends.
-  bool reuse = false;
-  c10::SmallVector<at::Tensor*, 4> pooled;
+  // The CPU tensors take_cpu lent from this thread's pool: parked again, without the bytes they
+  // showed, when the scan ends.
+  c10::SmallVector<PoolSlot*, 4> pooled;
 
   Scan() = default;
   Scan(const Scan&) = delete;
@@ -80,6 +85,41 @@ void note_call(OpInfo& info, torch::jit::Stack* stack, size_t base, size_t nargs
 
 // A CPU tensor over the bytes of npu tensor t (noted in scan); other tensors as they are.
 at::Tensor to_cpu(const at::Tensor& t, Scan& scan);
+
+// A tensor argument as an unboxed CPU kernel takes it: owned, or borrowed without a reference
+// count (a pooled CPU tensor, or the caller's own CPU tensor; both outlive the call). Taking and
+// dropping a reference costs two atomic operations per argument.
+class CpuArg {
+ public:
+  explicit CpuArg(at::Tensor owned) : value_(std::move(owned)) {}
+  static CpuArg none() { return CpuArg(); }  // an optional tensor argument left out
+  static CpuArg borrow(const at::Tensor& t) {
+    CpuArg arg(at::Tensor(c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim(t.unsafeGetTensorImpl())));
+    arg.borrowed_ = true;
+    return arg;
+  }
+  CpuArg(CpuArg&& other) noexcept : value_(std::move(other.value_)), borrowed_(other.borrowed_) {
+    other.borrowed_ = false;
+  }
+  CpuArg(const CpuArg&) = delete;
+  CpuArg& operator=(const CpuArg&) = delete;
+  CpuArg& operator=(CpuArg&&) = delete;
+  ~CpuArg() {
+    if (borrowed_) value_->unsafeReleaseTensorImpl();
+  }
+  at::Tensor& get() { return *value_; }
+  const std::optional<at::Tensor>& optional() const { return value_; }
+
+ private:
+  CpuArg() = default;
+  std::optional<at::Tensor> value_;
+  bool borrowed_ = false;
+};
+
+// to_cpu for the unboxed kernels: an npu argument over host bytes gets a CPU tensor of this
+// thread's pool, re-pointed at its bytes, dtype and geometry (noted in scan, parked when the scan
+// ends); a CPU argument is borrowed.
+CpuArg take_cpu(const at::Tensor& t, Scan& scan);
 
 // The npu tensor for a CPU kernel's result: over an argument's storage when it returned memory
 // of one, else over a new npu storage on device index, counted as device memory.

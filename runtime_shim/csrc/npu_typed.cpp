@@ -103,24 +103,36 @@ struct Param {
 
 template <>
 struct Param<const at::Tensor&> {
-  using Held = at::Tensor;
-  static at::Tensor take(const at::Tensor& t, Scan& scan) { return to_cpu(t, scan); }
+  using Held = CpuArg;
+  static CpuArg take(const at::Tensor& t, Scan& scan) { return take_cpu(t, scan); }
 };
 
 template <>
 struct Param<at::Tensor&> {
-  using Held = at::Tensor;
-  static at::Tensor take(const at::Tensor& t, Scan& scan) { return to_cpu(t, scan); }
+  using Held = CpuArg;
+  static CpuArg take(const at::Tensor& t, Scan& scan) { return take_cpu(t, scan); }
+};
+
+// An optional tensor argument, held as take_cpu holds a tensor.
+struct CpuOptionalArg : CpuArg {
+  CpuOptionalArg(CpuArg&& arg) : CpuArg(std::move(arg)) {}  // NOLINT(google-explicit-constructor)
 };
 
 template <>
 struct Param<const std::optional<at::Tensor>&> {
-  using Held = std::optional<at::Tensor>;
-  static std::optional<at::Tensor> take(const std::optional<at::Tensor>& t, Scan& scan) {
-    if (!t.has_value()) return std::nullopt;
-    return to_cpu(*t, scan);
+  using Held = CpuOptionalArg;
+  static CpuArg take(const std::optional<at::Tensor>& t, Scan& scan) {
+    return t.has_value() ? take_cpu(*t, scan) : CpuArg::none();
   }
 };
+
+// What the CPU kernel is given for a held argument.
+inline at::Tensor& unwrap(CpuArg& arg) { return arg.get(); }
+inline const std::optional<at::Tensor>& unwrap(CpuOptionalArg& arg) { return arg.optional(); }
+template <class T>
+T& unwrap(T& value) {
+  return value;
+}
 
 // The position of the first `Tensor&` parameter: what an in-place op returns.
 template <class... A>
@@ -179,11 +191,10 @@ struct Typed<Op, Cpu, R(A...)> {
     note(info, args...);
     if (info.view) return Op::redispatch(CPU_KEYS, args...);  // runs on the npu tensors themselves
     Scan scan;  // declared first: parks the pooled CPU arguments after held and the results are gone
-    scan.reuse = true;
     std::tuple<typename Param<A>::Held...> held{Param<A>::take(args, scan)...};  // in order
     if (!scan.other.empty() && !info.mixed_ok) mixed_devices(scan);
     const auto run = [&]() -> decltype(auto) {
-      return std::apply([](auto&... cpu) -> decltype(auto) { return Cpu::run(cpu...); }, held);
+      return std::apply([](auto&... cpu) -> decltype(auto) { return Cpu::run(unwrap(cpu)...); }, held);
     };
     const int64_t index = scan.index >= 0 ? scan.index : current_index();
     if constexpr (std::is_same_v<R, at::Tensor>) {
