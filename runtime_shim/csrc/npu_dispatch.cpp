@@ -286,7 +286,11 @@ static CpuArg pooled_view(const at::Tensor& t, const c10::Storage& host, Scan& s
   c10::TensorImpl* impl = slot->tensor.unsafeGetTensorImpl();
   point_uncounted(impl, host.unsafeGetStorageImpl());
   ImplFields::dtype(impl) = t.dtype();
-  impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+  // a slot often shows the same geometry again (the same op on the next batch or time step):
+  // then its sizes, strides and contiguity are already right
+  if (impl->storage_offset() != t.storage_offset() || impl->sizes() != t.sizes() || impl->strides() != t.strides()) {
+    impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+  }
   slot->busy = true;
   scan.pooled.push_back(slot);
   return CpuArg::borrow(slot->tensor);
