@@ -59,7 +59,7 @@ def helper_library() -> Path:
     return library
 
 
-def child(model: str, device: str, steps: int, warmup: int, threads: int) -> None:
+def child(model: str, device: str, steps: int, warmup: int, threads: int, optimizer: str = "sgd") -> None:
     """Run in valgrind: build the model, warm up uncounted, count `steps` steps."""
     import torch
 
@@ -70,7 +70,7 @@ def child(model: str, device: str, steps: int, warmup: int, threads: int) -> Non
         torch.set_num_threads(threads)
     configs = bench_runtime._configs(bench_runtime._load_models())
     _, build, batch_fn = configs[model]
-    step = bench_runtime._stepper(build, batch_fn, "sgd", device)
+    step = bench_runtime._stepper(build, batch_fn, optimizer, device)
     for _ in range(warmup):
         step()
     collect = ctypes.CDLL(str(helper_library()))
@@ -99,6 +99,8 @@ def count(model: str, device: str, args: argparse.Namespace, out: Path) -> int:
         str(args.warmup),
         "--threads",
         str(args.threads),
+        "--optimizer",
+        args.optimizer,
     ]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
@@ -151,13 +153,14 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3, help="counted steps per model and device")
     parser.add_argument("--warmup", type=int, default=3, help="uncounted steps first")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (0: torch default)")
+    parser.add_argument("--optimizer", choices=sorted(bench_runtime.OPTIMIZERS), default="sgd")
     parser.add_argument("--top", type=int, default=0, help="print the N functions that grew most on the npu")
     parser.add_argument("--keep", type=Path, help="keep callgrind's output files in this folder")
     parser.add_argument("--child", nargs=2, metavar=("MODEL", "DEVICE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     os.environ.setdefault("RUNTIME_SHIM_OPCHECK", "off")  # as bench_runtime.py: the children inherit it
     if args.child:
-        child(*args.child, args.steps, args.warmup, args.threads)
+        child(*args.child, args.steps, args.warmup, args.threads, args.optimizer)
         return
     missing = [tool for tool in ("valgrind", "callgrind_annotate", "cc") if shutil.which(tool) is None]
     if missing:
@@ -167,7 +170,7 @@ def main() -> None:
 
     models = [m for m in args.models.split(",") if m]
     print(f"torch {torch.__version__}, {args.threads or 'default'} threads, {args.steps} counted steps after")
-    print(f"{args.warmup} warm-up steps, sgd, callgrind instruction counts\n")
+    print(f"{args.warmup} warm-up steps, {args.optimizer}, callgrind instruction counts\n")
     print("| model | CPU instr/step | simulated NPU instr/step | ratio |")
     print("|---|---:|---:|---:|")
     configs = bench_runtime._configs(bench_runtime._load_models())
