@@ -64,6 +64,16 @@ def test_torchrun_launches_the_converted_ddp_script_on_the_simulated_npu(tmp_pat
             "3",
         ]
         done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stderr[-3000:]
+        # Stock torch's gloo now and then aborts a rank while the process exits ("terminate called
+        # without an active exception": seen in CI on 2026-11-27, and 1 run in 20 of the original
+        # script here), after the script has finished and printed its last line. The original's
+        # numbers are complete then; the simulated NPU's run gets no such allowance (as in
+        # tests/runtime/test_distributed.py).
+        teardown_abort = (
+            not extra
+            and "terminate called without an active exception" in done.stderr
+            and "accuracy after reload" in done.stdout
+        )
+        assert done.returncode == 0 or teardown_abort, done.stderr[-3000:]
         runs.append([line for line in done.stdout.splitlines() if line.startswith("step=")])
     assert len(runs[0]) == 3 and runs[0] == runs[1]
