@@ -279,10 +279,11 @@ static PoolSlot* free_slot(const at::Tensor& t) {
   return nullptr;
 }
 
-// A CPU tensor of the pool over host's bytes showing t, or an owned one when every slot is lent.
-static CpuArg pooled_view(const at::Tensor& t, const c10::Storage& host, Scan& scan) {
+// A free slot of the pool re-pointed at host's bytes showing t (noted in scan, parked when the scan
+// ends), or null when every slot is lent.
+static PoolSlot* lend(const at::Tensor& t, const c10::Storage& host, Scan& scan) {
   PoolSlot* slot = free_slot(t);
-  if (slot == nullptr) return CpuArg(tensor_on(host, CPU_KEYS, t.dtype(), t.sizes(), t.strides(), t.storage_offset()));
+  if (slot == nullptr) return nullptr;
   c10::TensorImpl* impl = slot->tensor.unsafeGetTensorImpl();
   point_uncounted(impl, host.unsafeGetStorageImpl());
   ImplFields::dtype(impl) = t.dtype();
@@ -293,7 +294,14 @@ static CpuArg pooled_view(const at::Tensor& t, const c10::Storage& host, Scan& s
   }
   slot->busy = true;
   scan.pooled.push_back(slot);
-  return CpuArg::borrow(slot->tensor);
+  return slot;
+}
+
+// A CPU tensor of the pool over host's bytes showing t, borrowed, or an owned one when every slot
+// is lent.
+static CpuArg pooled_view(const at::Tensor& t, const c10::Storage& host, Scan& scan) {
+  if (PoolSlot* slot = lend(t, host, scan)) return CpuArg::borrow(slot->tensor);
+  return CpuArg(tensor_on(host, CPU_KEYS, t.dtype(), t.sizes(), t.strides(), t.storage_offset()));
 }
 
 Scan::~Scan() {
@@ -350,9 +358,21 @@ void mixed_devices(const Scan& scan) {
               scan.index < 0 ? 0 : scan.index, " and ", scan.other, "!");
 }
 
+// to_cpu for a boxed kernel's stack: an npu argument over host bytes gets a CPU tensor of the
+// pool when one is free (the stack holds it counted; the kernel consumes its arguments, so it is
+// the pool's alone again when the scan ends, or it leaves the pool).
+static at::Tensor stacked_cpu(const at::Tensor& t, Scan& scan) {
+  if (!t.defined() || t.device().type() != c10::DeviceType::PrivateUse1) return to_cpu(t, scan);
+  note_npu(t, scan);
+  if (const HostContext* context = host_context(t.storage())) {
+    if (PoolSlot* slot = lend(t, context->host, scan)) return slot->tensor;
+  }
+  return cpu_view(t);
+}
+
 static c10::IValue convert(const c10::IValue& value, int kind, Scan& scan) {
   if (kind == 1) {
-    return value.isTensor() ? to_cpu(value.toTensor(), scan) : value;
+    return value.isTensor() ? stacked_cpu(value.toTensor(), scan) : value;
   }
   if (kind == 2) {
     if (!value.isList()) return value;
@@ -360,7 +380,7 @@ static c10::IValue convert(const c10::IValue& value, int kind, Scan& scan) {
     c10::impl::GenericList converted(list.elementType());
     converted.reserve(list.size());
     for (const c10::IValue& item : list) {
-      converted.push_back(item.isTensor() ? to_cpu(item.toTensor(), scan) : item);
+      converted.push_back(item.isTensor() ? stacked_cpu(item.toTensor(), scan) : item);
     }
     return converted;
   }
@@ -722,6 +742,20 @@ void init_dispatch(py::module& m) {
         return kinds;
       },
       "Op name -> 'typed' (unboxed kernel) or 'boxed', for the registered native kernels");
+  m.def(
+      "pool_state",
+      []() {
+        // this thread's pool: (slots made, slots lent or not back on the parked storage)
+        int made = 0, out = 0;
+        for (const PoolSlot& slot : view_pool()) {
+          if (!slot.tensor.defined()) continue;
+          ++made;
+          const c10::StorageImpl* held = ImplFields::storage(slot.tensor.unsafeGetTensorImpl()).unsafeGetStorageImpl();
+          if (slot.busy || held != parked_storage().unsafeGetStorageImpl()) ++out;
+        }
+        return py::make_tuple(made, out);
+      },
+      "This thread's pool of CPU tensors: (slots made, slots still lent or showing bytes)");
   m.def("add_routes", &add_routes,
         "Serve a group of Python routes natively ('attention': SDPA, dropout; 'rnn': recurrent layers, cells)");
   m.def("route_ops", &route_ops, "The ops the native routes serve right now");

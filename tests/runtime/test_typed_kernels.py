@@ -318,6 +318,8 @@ def test_the_pooled_cpu_arguments_do_not_keep_an_npu_tensors_bytes():
         del a
         assert not alive()  # nothing but a held the bytes
         assert c.shape == d.shape == (64, 64)
+        made, out = STATE.native.pool_state()  # the slots' storages are held uncounted: parked
+        assert made >= 2 and out == 0
 
 
 @needs_native
@@ -382,3 +384,32 @@ def test_a_result_is_an_npu_tensor_like_one_made_on_the_npu(make):
         assert leaf.grad.device == made.device and torch.equal(leaf.grad.cpu(), torch.full(out.shape, 2.0))
         del out, leaf
         assert torch.npu.memory_allocated() == before
+
+
+@needs_native
+def test_boxed_kernels_take_pooled_arguments_and_let_go_of_them():
+    # The boxed kernels (tensor lists: cat, the optimizers' _foreach ops) take pool slots for their
+    # npu arguments too, more of them than the pool holds: the results are the CPU's, and no slot
+    # keeps a freed npu tensor's bytes.
+    with path("native"):
+        assert _kernel_kinds()["_foreach_add_.List"] == _kernel_kinds()["cat"] == "boxed"
+        cpu = [torch.randn(3, 5) for _ in range(12)]  # 12 arguments: more than the 8 slots
+        npu = [t.to("npu") * 1 for t in cpu]
+        alive = _host_alive(npu[0])
+        before = torch.npu.memory_allocated()
+        torch._foreach_add_(npu, npu[::-1])
+        torch._foreach_add_(cpu, cpu[::-1])
+        scaled = torch._foreach_mul(npu, 0.5)  # a list of fresh results
+        joined = torch.cat(npu[:3])
+        assert all(torch.equal(n.cpu(), c) for n, c in zip(npu, cpu, strict=True))
+        assert all(torch.equal(s.cpu(), c * 0.5) for s, c in zip(scaled, cpu, strict=True))
+        assert torch.equal(joined.cpu(), torch.cat(cpu[:3]))
+        grown = sum(t.untyped_storage().nbytes() for t in [*scaled, joined])
+        assert torch.npu.memory_allocated() == before + grown
+        first = npu.pop(0).untyped_storage().nbytes()
+        assert not alive()  # no pool slot kept its bytes (scaled[0] and joined have their own)
+        del scaled, joined
+        assert torch.npu.memory_allocated() == before - first
+        # every slot the calls took is back on the parked storage, none still lent
+        made, out = STATE.native.pool_state()
+        assert made == 8 and out == 0
