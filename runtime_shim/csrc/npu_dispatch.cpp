@@ -297,13 +297,6 @@ static PoolSlot* lend(const at::Tensor& t, const c10::Storage& host, Scan& scan)
   return slot;
 }
 
-// A CPU tensor of the pool over host's bytes showing t, borrowed, or an owned one when every slot
-// is lent.
-static CpuArg pooled_view(const at::Tensor& t, const c10::Storage& host, Scan& scan) {
-  if (PoolSlot* slot = lend(t, host, scan)) return CpuArg::borrow(slot->tensor);
-  return CpuArg(tensor_on(host, CPU_KEYS, t.dtype(), t.sizes(), t.strides(), t.storage_offset()));
-}
-
 Scan::~Scan() {
   for (PoolSlot* slot : pooled) {
     c10::TensorImpl* impl = slot->tensor.unsafeGetTensorImpl();
@@ -342,14 +335,21 @@ at::Tensor to_cpu(const at::Tensor& t, Scan& scan) {
   return t;
 }
 
+// An npu argument noted in scan, and a pool slot lent over its host bytes; null when every slot is
+// lent or the storage was made by the Python path (the caller makes a CPU view of its own then).
+static PoolSlot* note_and_lend(const at::Tensor& t, Scan& scan) {
+  note_npu(t, scan);
+  const HostContext* context = host_context(t.storage());
+  return context != nullptr ? lend(t, context->host, scan) : nullptr;
+}
+
 CpuArg take_cpu(const at::Tensor& t, Scan& scan) {
   if (!t.defined()) return CpuArg(at::Tensor());
   if (t.device().type() != c10::DeviceType::PrivateUse1) {
     if (t.dim() != 0) scan.other = t.device().str();
     return CpuArg::borrow(t);
   }
-  note_npu(t, scan);
-  if (const HostContext* context = host_context(t.storage())) return pooled_view(t, context->host, scan);
+  if (PoolSlot* slot = note_and_lend(t, scan)) return CpuArg::borrow(slot->tensor);
   return CpuArg(cpu_view(t));
 }
 
@@ -363,10 +363,7 @@ void mixed_devices(const Scan& scan) {
 // the pool's alone again when the scan ends, or it leaves the pool).
 static at::Tensor stacked_cpu(const at::Tensor& t, Scan& scan) {
   if (!t.defined() || t.device().type() != c10::DeviceType::PrivateUse1) return to_cpu(t, scan);
-  note_npu(t, scan);
-  if (const HostContext* context = host_context(t.storage())) {
-    if (PoolSlot* slot = lend(t, context->host, scan)) return slot->tensor;
-  }
+  if (PoolSlot* slot = note_and_lend(t, scan)) return slot->tensor;
   return cpu_view(t);
 }
 
@@ -416,7 +413,8 @@ static bool own_result(const at::Tensor& out) {
 }
 
 at::Tensor wrap(at::Tensor&& out, int64_t index, const Scan& scan) {
-  if (!out.defined() || aliased(out, scan) != nullptr || !own_result(out)) return wrap(out, index, scan);
+  // own_result first: an alias of an argument rarely passes it, and the const& wrap looks for it
+  if (!out.defined() || !own_result(out) || aliased(out, scan) != nullptr) return wrap(out, index, scan);
   // The result's own TensorImpl becomes the npu tensor: its storage is swapped for an npu one over
   // the same bytes (counted as device memory) and its dispatch keys moved to the npu's. Making a
   // new TensorImpl for it (and freeing the CPU one) cost as much as a small kernel's own work.

@@ -56,8 +56,8 @@ struct Scan {
   // kernel keeps the ones it replaces on its stack), and a reference count here cost two
   // atomic operations per tensor argument
   c10::SmallVector<c10::StorageImpl*, 4> storages;
-  // The CPU tensors take_cpu lent from this thread's pool: parked again, without the bytes they
-  // showed, when the scan ends.
+  // The CPU tensors lent from this thread's pool (take_cpu, and the boxed kernels' arguments):
+  // parked again, without the bytes they showed, when the scan ends.
   c10::SmallVector<PoolSlot*, 4> pooled;
 
   Scan() = default;
