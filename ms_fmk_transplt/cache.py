@@ -22,6 +22,8 @@ from ms_fmk_transplt.records import FileResult, PackedFindings
 
 CACHE_FILE = "results.sqlite3"
 FORMAT = "ms_fmk_transplt result cache 1"
+# results are written in transactions of about this many bytes (one per run on most trees)
+FLUSH_BYTES = 32 << 20
 
 
 def default_cache_dir() -> Path:
@@ -63,7 +65,8 @@ class ResultCache:
         self.path = directory / CACHE_FILE
         self.rule_set = rule_set
         self.warnings = warnings
-        self.pending: list[tuple[bytes, bytes]] = []
+        self.pending: list[tuple[bytes, bytes | bytearray]] = []
+        self.pending_bytes = 0
         # this run's findings that are a function of a key: the file's result from the cache or
         # stored under it (by path: the findings tuple and the key)
         self.keyed: dict[str, tuple[Sequence, bytes]] = {}
@@ -175,7 +178,16 @@ class ResultCache:
                 packed,
                 _check(packed),
             )
-            self.pending.append((key, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)))
+            self._queue(key, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def _queue(self, key: bytes, value: bytes) -> None:
+        """Remember an entry for the next `flush`, flushing at once past FLUSH_BYTES: a large tree's
+        results would otherwise be held twice until the end of the run (pickled here, and as the
+        results themselves)."""
+        self.pending.append((key, value))
+        self.pending_bytes += len(value)
+        if self.pending_bytes > FLUSH_BYTES:
+            self.flush()
 
     def report_key(self, name: str, root: str) -> bytes:
         """Where the last report `name` written for input `root` under this rule set is kept."""
@@ -185,24 +197,41 @@ class ResultCache:
         """The report kept for `root` if it was written from results with this digest."""
         if self.db is None:
             return None
+        key = self.report_key(name, root)
+        content_key = self._content_key(key)
         try:
-            row = self.db.execute(
-                "SELECT value FROM results WHERE key = ?", (self.report_key(name, root),)
-            ).fetchone()
-            value = pickle.loads(row[0]) if row is not None else None
+            # one statement: one snapshot of both rows, whatever another run writes meanwhile
+            rows = dict(
+                self.db.execute("SELECT key, value FROM results WHERE key IN (?, ?)", (key, content_key))
+            )
+            head = pickle.loads(rows[key]) if key in rows else None
         except Exception:  # a damaged entry is only a miss (sqlite errors included)
             return None
-        if isinstance(value, tuple) and len(value) == 3 and value[:2] == ("report", digest):
-            return value[2] if isinstance(value[2], bytes) else None
+        content = rows.get(content_key)
+        if (
+            isinstance(head, tuple)
+            and len(head) == 3
+            and head[:2] == ("report head", digest)
+            and isinstance(content, bytes)
+            and len(content) == head[2]
+        ):
+            return content
         return None
 
-    def put_report(self, name: str, root: str, digest: bytes, content: bytes) -> None:
-        """Keep one report per (rule set, input, name): the next run with the same results reuses it."""
+    def put_report(self, name: str, root: str, digest: bytes, content: bytes | bytearray) -> None:
+        """Keep one report per (rule set, input, name): the next run with the same results reuses it.
+
+        Written at once, the content as it is (not pickled: a copy of a report of hundreds of MB),
+        so that no report stays in memory until the cache is closed."""
         if self.db is not None:
-            value = ("report", digest, content)
-            self.pending.append(
-                (self.report_key(name, root), pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-            )
+            key = self.report_key(name, root)
+            head = pickle.dumps(("report head", digest, len(content)), protocol=pickle.HIGHEST_PROTOCOL)
+            self.pending += [(key, head), (self._content_key(key), content)]
+            self.flush()
+
+    @staticmethod
+    def _content_key(report_key: bytes) -> bytes:
+        return hashlib.sha256(report_key + b"\0content").digest()
 
     def get_digest(self, keyed: bytes) -> bytes | None:
         """The results digest stored for a digest of the results' keys (see run._Kept)."""
@@ -244,6 +273,7 @@ class ResultCache:
         except sqlite3.Error as exc:
             self._give_up(f"could not store results ({exc})")
         self.pending = []
+        self.pending_bytes = 0
 
     def close(self) -> None:
         """Flush and let go of the file."""

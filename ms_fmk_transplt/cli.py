@@ -659,13 +659,13 @@ def _check_writable(path: Path) -> None:
         _fail(f"cannot write {path}: {exc.strerror or exc}")
 
 
-def _to_stdout(content: bytes) -> None:
+def _to_stdout(content: bytes | bytearray) -> None:
     """A machine-readable document on stdout, whole, before anything else the run prints."""
     sys.stdout.buffer.write(content)
     sys.stdout.flush()
 
 
-def _write(path: Path, content: bytes) -> None:
+def _write(path: Path, content: bytes | bytearray) -> None:
     """Write a report or baseline whole, making the folders it goes in (as -o does)."""
     from ms_fmk_transplt.run import write_atomically
 

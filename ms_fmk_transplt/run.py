@@ -25,11 +25,12 @@ from ms_fmk_transplt.cache import ResultCache, default_cache_dir, rule_set_key
 from ms_fmk_transplt.discover import LOG_NAME, Entry, apply_excludes, discover, kept_aside, no_python_notice
 from ms_fmk_transplt.pipeline import Progress, Staging, StreamWriter, TableSource, map_files, write_tree
 from ms_fmk_transplt.records import FileResult, RunResult, Status
+from ms_fmk_transplt.reports.pieces import Piece, write_pieces
 
 if TYPE_CHECKING:
     from ms_fmk_transplt.engine.tables import Tables
 
-REPORTS: dict[str, Callable[[RunResult], bytes]] = {
+REPORTS: dict[str, Callable[[RunResult], bytes | bytearray]] = {
     LOG_NAME: reports.log_text,
     "change_list.csv": reports.change_list_csv,
     "unsupported_op.xlsx": reports.unsupported_xlsx,
@@ -38,13 +39,16 @@ REPORTS: dict[str, Callable[[RunResult], bytes]] = {
 # Reports that are a function of the results alone (not of the output folder, the time taken or the
 # warnings) are kept in the result cache and reused while the results they were written from are
 # the same: a warm run writes each from what it kept. The xlsx and the CSV are kept whole; the log
-# and report.json keep their bulk, the findings, and are put together around it each run.
+# and report.json keep their bulk, the findings, and are written around it each run (as pieces:
+# a large tree's report.json is hundreds of MB, and joining it to its header would copy it).
 KEPT_REPORTS = frozenset({"unsupported_op.xlsx", "change_list.csv"})
 # ... except that the xlsx's Summary names the folder its reports are in: kept per output folder
 NAMES_OUTPUT = frozenset({"unsupported_op.xlsx"})
-KEPT_PARTS: dict[str, tuple[Callable[[RunResult], bytes], Callable[[RunResult, bytes], bytes]]] = {
-    LOG_NAME: (reports.log_body, reports.log_with_body),
-    "report.json": (reports.summary_body, reports.summary_with_body),
+KEPT_PARTS: dict[
+    str, tuple[Callable[[RunResult], bytearray], Callable[[RunResult, bytes | bytearray], tuple[Piece, ...]]]
+] = {
+    LOG_NAME: (reports.log_body, reports.log_around),
+    "report.json": (reports.summary_body, reports.summary_around),
 }
 
 
@@ -84,16 +88,17 @@ def _results_digest(run: RunResult, keyed: dict[str, tuple[Sequence, bytes]] | N
     return digest.digest()
 
 
-def _report(name: str, writer: Callable[[RunResult], bytes], run: RunResult, kept: _Kept | None) -> bytes:
-    """The report's bytes; a kept report (or part) is reused from the cache when the results are unchanged."""
-    if kept is None:
-        return writer(run)
-    if name in KEPT_REPORTS:
-        return kept.part(name, writer, run)
+def _report(
+    name: str, writer: Callable[[RunResult], bytes | bytearray], run: RunResult, kept: _Kept | None
+) -> tuple[Piece, ...]:
+    """The pieces of the report's file; a kept report (or part) is reused from the cache when the
+    results are unchanged."""
     if name in KEPT_PARTS:
-        part, whole = KEPT_PARTS[name]
-        return whole(run, kept.part(name, part, run))
-    return writer(run)
+        part, around = KEPT_PARTS[name]
+        return around(run, kept.part(name, part, run) if kept is not None else part(run))
+    if kept is not None and name in KEPT_REPORTS:
+        return (kept.part(name, writer, run),)
+    return (writer(run),)
 
 
 class _Kept:
@@ -114,11 +119,13 @@ class _Kept:
             cache.put_digest(keyed, digest)
         self.digest = digest
 
-    def part(self, name: str, writer: Callable[[RunResult], bytes], run: RunResult) -> bytes:
+    def part(
+        self, name: str, writer: Callable[[RunResult], bytes | bytearray], run: RunResult
+    ) -> bytes | bytearray:
         where = self.root
         if name in NAMES_OUTPUT and run.output_root:
             where += "\0" + os.path.abspath(run.output_root)
-        content = self.cache.get_report(name, where, self.digest)
+        content: bytes | bytearray | None = self.cache.get_report(name, where, self.digest)
         if content is None:
             content = writer(run)
             self.cache.put_report(name, where, self.digest, content)
@@ -361,14 +368,15 @@ def convert_project(
                 if name in taken:  # the project has a file of that name: keep it, rename the report
                     warnings.append(f"input has a file named {name}; report written as {kept_aside(name)}")
                     name = kept_aside(name)
-                (folder / name).write_bytes(_report(report, writer, run, kept))
+                with open(folder / name, "wb") as out:
+                    write_pieces(out, _report(report, writer, run, kept))
             staging.commit()
     if cache is not None:
         cache.close()
     return dataclasses.replace(run, warnings=tuple(warnings))
 
 
-ANALYSIS_REPORTS: dict[str, Callable[[RunResult], bytes]] = {
+ANALYSIS_REPORTS: dict[str, Callable[[RunResult], bytes | bytearray]] = {
     "unsupported_op.xlsx": reports.unsupported_xlsx,
     "report.json": reports.summary_json,
 }
@@ -482,12 +490,14 @@ def analyse_project(
     return dataclasses.replace(run, warnings=tuple(warnings))
 
 
-def write_all_atomically(files: dict[Path, bytes]) -> None:
-    """Write every file whole, or (as far as a rename can fail) none of them."""
+def write_all_atomically(files: dict[Path, tuple[Piece, ...]]) -> None:
+    """Write every file whole (from the pieces it is made of), or (as far as a rename can fail)
+    none of them."""
     partials = {path: path.with_name(f".{path.name}.{os.getpid()}.partial") for path in files}
     try:
-        for path, content in files.items():
-            partials[path].write_bytes(content)
+        for path, pieces in files.items():
+            with open(partials[path], "wb") as out:
+                write_pieces(out, pieces)
         for path, partial in partials.items():
             os.replace(partial, path)
     finally:
@@ -496,9 +506,9 @@ def write_all_atomically(files: dict[Path, bytes]) -> None:
                 partial.unlink()
 
 
-def write_atomically(path: Path, content: bytes) -> None:
+def write_atomically(path: Path, content: bytes | bytearray) -> None:
     """Write `path` whole or not at all (a temporary file beside it, renamed into place)."""
-    write_all_atomically({path: content})
+    write_all_atomically({path: (content,)})
 
 
 def unified_diff(run: RunResult) -> tuple[str, RunResult]:

@@ -5,9 +5,10 @@ spreadsheets read as "text follows". Numbers are written as they are."""
 from __future__ import annotations
 
 import csv
-import io
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from ms_fmk_transplt.reports.pieces import Utf8Buffer
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -22,13 +23,13 @@ def plain(text: str) -> str:
     return text[1:] if text.startswith("'") and text[1:].startswith(FORMULA_STARTS) else text
 
 
-def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any] | Mapping[str, Any]]) -> bytes:
+def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any] | Mapping[str, Any]]) -> bytearray:
     """A CSV document (`\\n` line ends) of `header` and `rows` (sequences in its order, or mappings
-    by its names), every cell made safe to open in a spreadsheet."""
-    out = io.StringIO()
+    by its names), every cell made safe to open in a spreadsheet; UTF-8, built in one buffer."""
+    out = Utf8Buffer()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(header)
     for row in rows:
         values = [row.get(name, "") for name in header] if isinstance(row, Mapping) else row
         writer.writerow([cell(value) for value in values])
-    return out.getvalue().encode()
+    return out.data

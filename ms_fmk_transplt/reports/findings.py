@@ -6,6 +6,7 @@ Every format lists the same issues (analysis.issues) at their original lines and
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from ms_fmk_transplt import __version__
@@ -72,7 +73,7 @@ def issues_json(run: RunResult, found: list[Issue]) -> bytes:
     return (json.dumps(document, indent=1) + "\n").encode()
 
 
-def issues_csv(run: RunResult, found: list[Issue]) -> bytes:
+def issues_csv(run: RunResult, found: list[Issue]) -> bytearray:
     """One row per issue, the JSON report's fields as columns."""
     return csv_text(FIELDS, (_row(issue) for issue in found))
 
@@ -153,4 +154,8 @@ def issues_sarif(run: RunResult, found: list[Issue]) -> bytes:
     return (json.dumps(document, indent=1) + "\n").encode()
 
 
-FORMATS = {"json": issues_json, "csv": issues_csv, "sarif": issues_sarif}
+FORMATS: dict[str, Callable[[RunResult, list[Issue]], bytes | bytearray]] = {
+    "json": issues_json,
+    "csv": issues_csv,
+    "sarif": issues_sarif,
+}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 from collections import Counter
 
@@ -10,6 +9,7 @@ from ms_fmk_transplt import __version__
 from ms_fmk_transplt.analysis import is_change, issues, notes, status_of
 from ms_fmk_transplt.records import Finding, RunResult, Status
 from ms_fmk_transplt.reports.csv_cells import csv_text
+from ms_fmk_transplt.reports.pieces import Piece, Utf8Buffer
 from ms_fmk_transplt.reports.summary import blocking, checks, headline
 
 CSV_HEADER = ["File", "Start Line", "End Line", "Operation Type", "Message", "Rule"]
@@ -33,25 +33,25 @@ def totals(run: RunResult) -> dict[str, int]:
 def log_text(run: RunResult) -> bytes:
     """The human log: what will not run on the NPU first, then every change, then the uses to check
     (each issue with the status every other report gives it), skipped and failed files, totals."""
-    return log_with_body(run, log_body(run))
+    return b"".join(log_around(run, log_body(run)))
 
 
-def log_with_body(run: RunResult, body: bytes) -> bytes:
-    """The log around its body (`log_body`): the run's header before it, its time after."""
+def log_around(run: RunResult, body: Piece) -> tuple[Piece, ...]:
+    """The log's pieces around its body (`log_body`): the run's header before it, its time after."""
     head = (
         f"ms_fmk_transplt {__version__}\n"
         f"input:   {run.input_root}\noutput:  {run.output_root}\n"
         f"release: Ascend data for PyTorch {run.release}\n"
         f"rules:   built-in{''.join(', ' + r for r in run.rule_files)}\n\n"
     )
-    return head.encode() + body + f"seconds: {run.seconds:.2f}\n".encode()
+    return head.encode(), body, f"seconds: {run.seconds:.2f}\n".encode()
 
 
-def log_body(run: RunResult) -> bytes:
+def log_body(run: RunResult) -> bytearray:
     """The log from its summary to its totals: a function of the results alone, not of the output
     folder or the time taken (so a warm run can reuse it)."""
     found = issues(run)
-    out = io.StringIO()
+    out = Utf8Buffer()
     out.write("== summary ==\n")
     for item, said in headline(run, found):
         out.write(f"{item}: {said}\n" if item else f"  {said}\n")
@@ -89,7 +89,7 @@ def log_body(run: RunResult) -> bytes:
     out.write("\n== totals ==\n")
     for key, value in totals(run).items():
         out.write(f"{key}: {value}\n")
-    return out.getvalue().encode()
+    return out.data
 
 
 def _line(path: str, f: Finding, what: str) -> str:
@@ -99,7 +99,7 @@ def _line(path: str, f: Finding, what: str) -> str:
     return f"{path}:{lines} [{f.rule_id}] {what.upper()} {f.message}{note}\n"
 
 
-def change_list_csv(run: RunResult) -> bytes:
+def change_list_csv(run: RunResult) -> bytearray:
     """One row per finding, positions in the original file."""
     return csv_text(
         CSV_HEADER,
@@ -117,13 +117,14 @@ def summary_json(run: RunResult) -> bytes:
     json's C encoder runs only without `indent`; with it, a tree of 100k findings took seconds.
     So each file's entry is encoded compactly on a line of its own, which keeps the document
     valid JSON and a diff line-by-file."""
-    return summary_with_body(run, summary_body(run))
+    return b"".join(summary_around(run, summary_body(run)))
 
 
-def summary_with_body(run: RunResult, body: bytes) -> bytes:
-    """report.json from its body (`summary_body`): this run's header with the body's totals, then
-    the body's file entries."""
-    counts, files = body.split(b"\n", 1)
+def summary_around(run: RunResult, body: bytes | bytearray) -> tuple[Piece, ...]:
+    """report.json's pieces from its body (`summary_body`): this run's header with the body's
+    totals, then the body's file entries (a view of them, not a copy), then the closing."""
+    end = body.index(b"\n")
+    view = memoryview(body)
     head = {
         "tool": "ms_fmk_transplt",
         "version": __version__,
@@ -131,39 +132,38 @@ def summary_with_body(run: RunResult, body: bytes) -> bytes:
         "output": run.output_root,
         "release": run.release,
         "rule_files": list(run.rule_files),
-        "totals": json.loads(counts),
+        "totals": json.loads(bytes(view[:end])),
     }
     opening = json.dumps(head, indent=1)[:-2]  # without the closing "\n}"
-    return f'{opening},\n "files": [\n'.encode() + files + b"\n ]\n}\n"
+    return f'{opening},\n "files": [\n'.encode(), view[end + 1 :], b"\n ]\n}\n"
 
 
-def summary_body(run: RunResult) -> bytes:
+def summary_body(run: RunResult) -> bytearray:
     """report.json's totals on one line, then its file entries, one a line: a function of the
-    results alone (so a warm run reuses it; the totals read every finding)."""
+    results alone (so a warm run reuses it; the totals read every finding). Built in one buffer."""
     encode = json.JSONEncoder(separators=(",", ":")).encode
-    return (
-        json.dumps(totals(run)).encode()
-        + b"\n"
-        + ",\n".join(
-            encode(
-                {
-                    "path": r.path,
-                    "status": r.status.value,
-                    **({"reason": r.reason} if r.reason else {}),
-                    "findings": [
-                        {
-                            "rule": f.rule_id,
-                            "operation": f.operation.value,
-                            "start_line": f.start_line,
-                            "end_line": f.end_line,
-                            "message": f.message,
-                            "heuristic": f.heuristic,
-                            **({"status": status.value} if (status := status_of(f)) is not None else {}),
-                        }
-                        for f in r.findings
-                    ],
-                }
-            )
-            for r in run.files
+    out = bytearray(json.dumps(totals(run)).encode())
+    out += b"\n"
+    for index, r in enumerate(run.files):
+        if index:
+            out += b",\n"
+        out += encode(
+            {
+                "path": r.path,
+                "status": r.status.value,
+                **({"reason": r.reason} if r.reason else {}),
+                "findings": [
+                    {
+                        "rule": f.rule_id,
+                        "operation": f.operation.value,
+                        "start_line": f.start_line,
+                        "end_line": f.end_line,
+                        "message": f.message,
+                        "heuristic": f.heuristic,
+                        **({"status": status.value} if (status := status_of(f)) is not None else {}),
+                    }
+                    for f in r.findings
+                ],
+            }
         ).encode()
-    )
+    return out
