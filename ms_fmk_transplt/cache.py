@@ -180,7 +180,7 @@ class ResultCache:
             )
             self._queue(key, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
 
-    def _queue(self, key: bytes, value: bytes) -> None:
+    def _queue(self, key: bytes, value: bytes | bytearray) -> None:
         """Remember an entry for the next `flush`, flushing at once past FLUSH_BYTES: a large tree's
         results would otherwise be held twice until the end of the run (pickled here, and as the
         results themselves)."""
@@ -221,13 +221,14 @@ class ResultCache:
     def put_report(self, name: str, root: str, digest: bytes, content: bytes | bytearray) -> None:
         """Keep one report per (rule set, input, name): the next run with the same results reuses it.
 
-        Written at once, the content as it is (not pickled: a copy of a report of hundreds of MB),
-        so that no report stays in memory until the cache is closed."""
+        The content is stored as it is (pickled, a report of hundreds of MB would be copied), and a
+        large one is written at once instead of held until the cache is closed (see `_queue`)."""
         if self.db is not None:
             key = self.report_key(name, root)
-            head = pickle.dumps(("report head", digest, len(content)), protocol=pickle.HIGHEST_PROTOCOL)
-            self.pending += [(key, head), (self._content_key(key), content)]
-            self.flush()
+            self._queue(
+                key, pickle.dumps(("report head", digest, len(content)), protocol=pickle.HIGHEST_PROTOCOL)
+            )
+            self._queue(self._content_key(key), content)
 
     @staticmethod
     def _content_key(report_key: bytes) -> bytes:

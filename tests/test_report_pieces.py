@@ -70,11 +70,11 @@ def _cache(tmp_path: Path) -> ResultCache:
     return ResultCache(tmp_path / "cache", b"rules", [])
 
 
-def test_a_kept_report_is_written_at_once_and_read_back_as_it_was(tmp_path: Path) -> None:
+def test_a_kept_report_is_read_back_as_it_was(tmp_path: Path) -> None:
     cache = _cache(tmp_path)
     content = bytearray(b"line\n" * 1000)
     cache.put_report("report.json", "/in", b"d" * 32, content)
-    assert cache.pending == []  # nothing held until the cache is closed
+    cache.flush()
     other = _cache(tmp_path)  # another run, while this one still has the file open
     assert other.get_report("report.json", "/in", b"d" * 32) == bytes(content)
     assert other.get_report("report.json", "/in", b"e" * 32) is None  # results changed: a miss
@@ -82,9 +82,20 @@ def test_a_kept_report_is_written_at_once_and_read_back_as_it_was(tmp_path: Path
     assert other.get_report("change_list.csv", "/in", b"d" * 32) is None
 
 
+def test_a_large_report_is_written_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cache_module, "FLUSH_BYTES", 4000)
+    cache = _cache(tmp_path)
+    cache.put_report("change_list.csv", "/in", b"d" * 32, b"small\n")
+    assert len(cache.pending) == 2  # a small one waits for the run's one transaction
+    cache.put_report("report.json", "/in", b"d" * 32, bytearray(b"line\n" * 1000))
+    assert cache.pending == []  # nothing of that size held until the cache is closed
+    assert _cache(tmp_path).get_report("report.json", "/in", b"d" * 32) == b"line\n" * 1000
+
+
 def test_a_truncated_or_unreadable_kept_report_is_a_miss(tmp_path: Path) -> None:
     cache = _cache(tmp_path)
     cache.put_report("msFmkTranspltlog.txt", "/in", b"d" * 32, b"0123456789")
+    cache.flush()
     db = sqlite3.connect(tmp_path / "cache" / CACHE_FILE)
     content_key = cache._content_key(cache.report_key("msFmkTranspltlog.txt", "/in"))
     db.execute("UPDATE results SET value = ? WHERE key = ?", (b"01234", content_key))
