@@ -160,8 +160,56 @@ def count(tree: Path) -> tuple[int, int]:
     return len(files), sum(f.read_bytes().count(b"\n") for f in files)
 
 
+def _rss(pid: int) -> int:
+    """VmRSS (bytes) of one process; 0 once it is gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def _children(pid: int) -> list[int] | None:
+    """The children of pid from /proc/PID/task/*/children; None where the kernel has no such file."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            found += [int(child) for child in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+        except FileNotFoundError:
+            if not Path(f"/proc/{pid}/task/{task}").exists():
+                continue  # the thread ended meanwhile
+            return None
+        except OSError:
+            continue
+    return found
+
+
 def _tree_rss(pid: int) -> int:
-    """Sum of VmRSS (bytes) of pid and its descendants."""
+    """Sum of VmRSS (bytes) of pid and its descendants.
+
+    Walked by each process's children files: a few reads per sample. Scanning every process in
+    /proc took ~1.7 ms a sample here, 8 % of a core at one sample per 20 ms, taken from the run
+    being measured; that scan is the fallback where the kernel lacks the children files."""
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        children = _children(current)
+        if children is None:
+            return _scanned_tree_rss(pid)
+        total += _rss(current)
+        todo.extend(children)
+    return total
+
+
+def _scanned_tree_rss(pid: int) -> int:
+    """`_tree_rss` by scanning every process's parent in /proc."""
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
     for entry in os.listdir("/proc"):

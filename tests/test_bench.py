@@ -3,11 +3,15 @@ report check, the literal-role bench's judging and its labelled data set."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -48,6 +52,40 @@ def test_generated_tree_is_copies_of_both_pinned_packages(tmp_path: Path) -> Non
         "copy_001/transformers-4.46.3/b.py",
     ]
     assert bench_scale.count(tree) == (4, 4)
+
+
+def test_peak_memory_walks_the_process_tree_as_a_scan_of_every_process_does() -> None:
+    # a parent with a child and a grandchild, all asleep: both walks find the same three processes
+    script = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)']); time.sleep(30)"
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {script!r}]); import time; time.sleep(30)",
+        ]
+    )
+    try:
+        for _ in range(100):  # until the grandchild is up
+            if len(_descendants(parent.pid)) == 2:
+                break
+            time.sleep(0.05)
+        assert len(_descendants(parent.pid)) == 2
+        walked, scanned = bench_scale._tree_rss(parent.pid), bench_scale._scanned_tree_rss(parent.pid)
+        assert walked > 0 and abs(walked - scanned) < 2**20  # RSS moves a little between the two reads
+    finally:
+        for pid in [*_descendants(parent.pid), parent.pid]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        parent.wait()
+
+
+def _descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        children = bench_scale._children(todo.pop()) or []
+        found += children
+        todo += children
+    return found
 
 
 def test_report_check_passes_a_real_run_and_names_what_disagrees(tmp_path: Path) -> None:
