@@ -361,18 +361,21 @@ def measure_corpus(
             finally:
                 edited.write_bytes(original)
         elif kind.startswith("nocache"):
-            runs = [
-                ours(corpus, out, cache, 1 if kind == "nocache1" else jobs, release, True)
-                for _ in range(repeat)
-            ]
-            result = sorted(runs, key=lambda run: run.wall)[len(runs) // 2]
+            runs = sorted(
+                (
+                    ours(corpus, out, cache, 1 if kind == "nocache1" else jobs, release, True)
+                    for _ in range(repeat)
+                ),
+                key=lambda run: run.wall,
+            )
+            result = runs[len(runs) // 2]
         else:
             result = ours(corpus, out, cache, jobs, release, no_cache=False)
         if kind == "nocacheN":
             reference = result
         _row(name, label, files, lines, result)
         if kind.startswith("nocache") and repeat > 1:
-            walls = ", ".join(f"{run.wall:.2f}" for run in sorted(runs, key=lambda run: run.wall))
+            walls = ", ".join(f"{run.wall:.2f}" for run in runs)
             print(f"  {repeat} runs, wall s: {walls} (the median's row above)", flush=True)
         if validate:
             problems, summary = check_reports.check(out / f"{corpus.name}_msft")

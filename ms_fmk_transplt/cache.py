@@ -221,7 +221,7 @@ class ResultCache:
     def put_report(self, name: str, root: str, digest: bytes, content: bytes | bytearray) -> None:
         """Keep one report per (rule set, input, name): the next run with the same results reuses it.
 
-        The content is stored as it is (pickled, a report of hundreds of MB would be copied), and a
+        The content is stored as it is (pickling it would copy a report of hundreds of MB), and a
         large one is written at once instead of held until the cache is closed (see `_queue`)."""
         if self.db is not None:
             key = self.report_key(name, root)

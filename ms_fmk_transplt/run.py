@@ -25,7 +25,7 @@ from ms_fmk_transplt.cache import ResultCache, default_cache_dir, rule_set_key
 from ms_fmk_transplt.discover import LOG_NAME, Entry, apply_excludes, discover, kept_aside, no_python_notice
 from ms_fmk_transplt.pipeline import Progress, Staging, StreamWriter, TableSource, map_files, write_tree
 from ms_fmk_transplt.records import FileResult, RunResult, Status
-from ms_fmk_transplt.reports.pieces import Piece, write_pieces
+from ms_fmk_transplt.reports.pieces import Piece
 
 if TYPE_CHECKING:
     from ms_fmk_transplt.engine.tables import Tables
@@ -369,7 +369,7 @@ def convert_project(
                     warnings.append(f"input has a file named {name}; report written as {kept_aside(name)}")
                     name = kept_aside(name)
                 with open(folder / name, "wb") as out:
-                    write_pieces(out, _report(report, writer, run, kept))
+                    out.writelines(_report(report, writer, run, kept))
             staging.commit()
     if cache is not None:
         cache.close()
@@ -497,7 +497,7 @@ def write_all_atomically(files: dict[Path, tuple[Piece, ...]]) -> None:
     try:
         for path, pieces in files.items():
             with open(partials[path], "wb") as out:
-                write_pieces(out, pieces)
+                out.writelines(pieces)
         for path, partial in partials.items():
             os.replace(partial, path)
     finally:

@@ -9,9 +9,6 @@ the kept body as it is, a footer) instead of one joined copy.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import BinaryIO
-
 Piece = bytes | bytearray | memoryview
 
 
@@ -26,9 +23,3 @@ class Utf8Buffer:
     def write(self, text: str) -> int:
         self.data += text.encode()
         return len(text)
-
-
-def write_pieces(out: BinaryIO, pieces: Iterable[Piece]) -> None:
-    """Write `pieces` one after the other."""
-    for piece in pieces:
-        out.write(piece)
