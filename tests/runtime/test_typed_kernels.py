@@ -393,7 +393,8 @@ def test_boxed_kernels_take_pooled_arguments_and_let_go_of_them():
     # keeps a freed npu tensor's bytes.
     with path("native"):
         assert _kernel_kinds()["_foreach_add_.List"] == _kernel_kinds()["cat"] == "boxed"
-        cpu = [torch.randn(3, 5) for _ in range(12)]  # 12 arguments: more than the 8 slots
+        slots = STATE.native.pool_size()
+        cpu = [torch.randn(3, 5) for _ in range(slots + 4)]  # more arguments than the pool has slots
         npu = [t.to("npu") * 1 for t in cpu]
         alive = _host_alive(npu[0])
         before = torch.npu.memory_allocated()
@@ -412,4 +413,40 @@ def test_boxed_kernels_take_pooled_arguments_and_let_go_of_them():
         assert torch.npu.memory_allocated() == before - first
         # every slot the calls took is back on the parked storage, none still lent
         made, out = STATE.native.pool_state()
-        assert made == 8 and out == 0
+        assert made == slots and out == 0
+
+
+@needs_native
+def test_a_pool_slot_shows_each_arguments_own_geometry_and_dtype():
+    # A pool slot is found by its argument's geometry and keeps the geometry it last showed:
+    # arguments that share sizes but not strides or offset, or share all three but not the dtype,
+    # interleaved call after call, must each reach the CPU kernel as themselves.
+    base = torch.arange(48.0).reshape(6, 8)
+
+    def views(b: torch.Tensor) -> list[torch.Tensor]:
+        return [
+            b[:6, :6],  # 6x6, strides (8, 1), offset 0
+            b[:, 2:],  # 6x6, the same strides, offset 2
+            b[:6, :6].t(),  # 6x6, strides (1, 8)
+            b[:6, :6].contiguous(),  # 6x6, strides (6, 1)
+            b[:6, :6].double(),  # 6x6, strides (6, 1), float64
+            b[:6, :6].to(torch.int64),
+            b[::2, ::2],
+            b.sum(),  # zero-dim
+            b.view(6, 2, 4).permute(2, 0, 1),
+        ]
+
+    cpu_args = views(base)
+    with path("native"):
+        npu_base = base.to("npu")
+        npu_args = views(npu_base)
+        for _ in range(3):
+            for order in (range(len(cpu_args)), reversed(range(len(cpu_args)))):
+                for i in order:
+                    want = cpu_args[i] * 2 + cpu_args[i].neg()
+                    got = npu_args[i] * 2 + npu_args[i].neg()
+                    assert (
+                        got.shape == want.shape and got.stride() == want.stride() and got.dtype == want.dtype
+                    )
+                    assert torch.equal(got.cpu(), want), i
+        assert STATE.native.pool_state()[1] == 0
