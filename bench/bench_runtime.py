@@ -3,7 +3,10 @@
 
 For each model and optimizer, a CPU copy and an npu copy of the same model take turns in blocks
 of ``--block`` consecutive steps (10 CPU steps, 10 npu steps, 10 npu steps, 10 CPU steps, ...), so
-machine load hits both alike; the ratio is median(npu step) / median(CPU step).
+machine load hits both alike; the ratio is median(npu step) / median(CPU step). Each turn (a block
+of each device, back to back) also gives a ratio of its own; the lowest and highest of those are
+printed beside it, as the spread within the run (a ratio near a target means little when its turns
+spread over it).
 
     python bench/bench_runtime.py [--steps 60] [--warmup 10] [--block 10] [--threads N] [--models mlp,cnn,...]
         [--clock wall|cpu] [--optimizer-path device|loop|foreach]
@@ -32,6 +35,7 @@ import importlib.util
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -114,9 +118,24 @@ def _stepper(build, batch_fn, optimizer, device, foreach=None):
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 
 
-def measure(build, batch_fn, optimizer, steps, warmup, clock="wall", foreach=None, block=10):
-    """Median step seconds (cpu, npu): `warmup` steps of each, then `steps` steps of each in turns
-    of `block` consecutive steps (the device that goes first alternates), timed by ``CLOCKS[clock]``."""
+@dataclass(frozen=True)
+class Timing:
+    """One model's steps on both devices: median step seconds, and the ratio of each turn."""
+
+    cpu: float
+    npu: float
+    #: per turn (one block of each device, back to back): the npu block's median step over the
+    #: CPU block's; how far these spread shows how far one run's ratio can be trusted
+    turns: tuple[float, ...]
+
+    @property
+    def ratio(self) -> float:
+        return self.npu / self.cpu
+
+
+def measure(build, batch_fn, optimizer, steps, warmup, clock="wall", foreach=None, block=10) -> Timing:
+    """`warmup` steps of each device, then `steps` steps of each in turns of `block` consecutive
+    steps (the device that goes first alternates), timed by ``CLOCKS[clock]``."""
     timer = CLOCKS[clock]
     steppers = {
         "cpu": _stepper(build, batch_fn, optimizer, "cpu", foreach),
@@ -126,16 +145,20 @@ def measure(build, batch_fn, optimizer, steps, warmup, clock="wall", foreach=Non
         for _ in range(warmup):
             step()
     times: dict[str, list[float]] = {"cpu": [], "npu": []}
-    turn = 0
+    turns: list[float] = []
     while min(len(t) for t in times.values()) < steps:
-        for name in ("cpu", "npu") if turn % 2 == 0 else ("npu", "cpu"):
+        medians = {}
+        for name in ("cpu", "npu") if len(turns) % 2 == 0 else ("npu", "cpu"):
             step, taken = steppers[name], times[name]
+            block_times = []
             for _ in range(min(block, steps - len(taken))):
                 start = timer()
                 step()
-                taken.append(timer() - start)
-        turn += 1
-    return statistics.median(times["cpu"]), statistics.median(times["npu"])
+                block_times.append(timer() - start)
+            taken.extend(block_times)
+            medians[name] = statistics.median(block_times)
+        turns.append(medians["npu"] / medians["cpu"])
+    return Timing(statistics.median(times["cpu"]), statistics.median(times["npu"]), tuple(turns))
 
 
 def main(argv=None) -> int:
@@ -177,12 +200,14 @@ def main(argv=None) -> int:
         f"optimizer path: {args.optimizer_path}"
     )
     print()
-    print("| model | optimizer | CPU ms/step | simulated NPU ms/step | ratio |")
-    print("|---|---|---:|---:|---:|")
+    print(
+        "| model | optimizer | CPU ms/step | simulated NPU ms/step | ratio | ratio per turn, lowest-highest |"
+    )
+    print("|---|---|---:|---:|---:|---:|")
     for key in args.models.split(","):
         label, build, batch_fn = configs[key]
         for optimizer in args.optimizers.split(","):
-            cpu, npu = measure(
+            timing = measure(
                 build,
                 batch_fn,
                 optimizer,
@@ -193,7 +218,8 @@ def main(argv=None) -> int:
                 args.block,
             )
             print(
-                f"| {label} | {optimizer} | {cpu * 1e3:.2f} | {npu * 1e3:.2f} | {npu / cpu:.2f}x |",
+                f"| {label} | {optimizer} | {timing.cpu * 1e3:.2f} | {timing.npu * 1e3:.2f} | {timing.ratio:.2f}x "
+                f"| {min(timing.turns):.2f}-{max(timing.turns):.2f}x |",
                 flush=True,
             )
     return 0

@@ -46,10 +46,35 @@ def test_the_runtime_bench_times_steps_by_the_clock_asked_for(monkeypatch):
 
     ticks = iter(range(0, 10**6, 2))
     monkeypatch.setitem(bench_runtime.CLOCKS, "cpu", lambda: float(next(ticks)))
-    cpu, npu = bench_runtime.measure(
+    timing = bench_runtime.measure(
         lambda: torch.nn.Linear(2, 2), _batch, "sgd", steps=3, warmup=1, clock="cpu"
     )
-    assert (cpu, npu) == (2.0, 2.0)
+    assert (timing.cpu, timing.npu, timing.ratio) == (2.0, 2.0, 1.0)
+
+
+def test_the_runtime_bench_gives_each_turn_its_own_ratio(monkeypatch):
+    # Steps of 1 s on the CPU; on the npu 2 s in the first turn and 3 s after: three turns of two
+    # steps each (the npu goes first in the second turn), ratios 2, 3, 3; medians over all steps.
+    import bench_runtime
+
+    clock = [0.0]
+    npu_steps = [0]
+
+    def stepper(build, batch_fn, optimizer, device, foreach=None):
+        def step():
+            if device == "cpu":
+                clock[0] += 1.0
+            else:
+                npu_steps[0] += 1
+                clock[0] += 2.0 if npu_steps[0] <= 2 else 3.0
+
+        return step
+
+    monkeypatch.setattr(bench_runtime, "_stepper", stepper)
+    monkeypatch.setitem(bench_runtime.CLOCKS, "wall", lambda: clock[0])
+    timing = bench_runtime.measure(None, None, "sgd", steps=6, warmup=0, block=2)
+    assert timing.turns == (2.0, 3.0, 3.0)
+    assert (timing.cpu, timing.npu) == (1.0, 3.0)
 
 
 @pytest.mark.parametrize("path, foreach", [("device", None), ("loop", False), ("foreach", True)])
