@@ -8,12 +8,20 @@
 // operator check's Python hook needs the arguments boxed, and only while it watches the op.
 //
 // Which ops: the ones that make most of the calls of bench/bench_runtime.py's models (pointwise
-// arithmetic, matmuls, views, losses, norms and the optimizers' in-place updates), among those the
-// npu serves itself (composites such as add.Scalar reach these). The parameter
-// and return types each op may have are checked at compile time: tensor lists and device
-// arguments keep the boxed kernel.
+// arithmetic, matmuls, views, losses, norms, and the optimizers' updates, per tensor and
+// multi-tensor), among those the npu serves itself (composites such as add.Scalar reach these).
+// The parameter and return types each op may have are checked at compile time: device arguments
+// and the other kinds of tensor list (cat's, index's optional tensors) keep the boxed kernel.
 #include "npu_native.h"  // first: the per-op headers below expect ATen's types declared
 
+#include <ATen/ops/_foreach_add_ops.h>
+#include <ATen/ops/_foreach_addcdiv_ops.h>
+#include <ATen/ops/_foreach_addcmul_ops.h>
+#include <ATen/ops/_foreach_div_ops.h>
+#include <ATen/ops/_foreach_lerp_ops.h>
+#include <ATen/ops/_foreach_mul_ops.h>
+#include <ATen/ops/_foreach_sqrt_ops.h>
+#include <ATen/ops/_foreach_zero_ops.h>
 #include <ATen/ops/_log_softmax_ops.h>
 #include <ATen/ops/_log_softmax_backward_data_ops.h>
 #include <ATen/ops/_reshape_alias_ops.h>
@@ -92,11 +100,11 @@ inline constexpr bool always_false = false;
 template <class A>
 struct Param {
   using Bare = std::remove_cv_t<std::remove_reference_t<A>>;
-  static_assert(!std::is_same_v<Bare, at::TensorList> && !std::is_same_v<Bare, at::ITensorListRef> &&
+  static_assert(!std::is_same_v<Bare, at::ITensorListRef> &&
                     !std::is_same_v<Bare, c10::List<std::optional<at::Tensor>>> &&
                     !std::is_same_v<Bare, std::optional<at::Device>> && !std::is_same_v<Bare, at::Device> &&
                     !std::is_same_v<Bare, std::optional<at::TensorList>>,
-                "an op with tensor lists or device arguments keeps the boxed kernel");
+                "an op with these tensor lists or device arguments keeps the boxed kernel");
   using Held = A;
   static A take(A value, Scan&) { return value; }
 };
@@ -126,8 +134,32 @@ struct Param<const std::optional<at::Tensor>&> {
   }
 };
 
+// A tensor list argument (the optimizers' _foreach ops): each element held as take_cpu holds a
+// tensor, and the list of them the CPU kernel is given (counted references, dropped before the
+// call's scan ends and parks the pooled ones).
+struct CpuListArg {
+  std::vector<CpuArg> held;
+  std::vector<at::Tensor> tensors;
+};
+
+template <>
+struct Param<at::TensorList> {
+  using Held = CpuListArg;
+  static CpuListArg take(at::TensorList list, Scan& scan) {
+    CpuListArg arg;
+    arg.held.reserve(list.size());
+    arg.tensors.reserve(list.size());
+    for (const at::Tensor& t : list) {
+      arg.held.push_back(take_cpu(t, scan));
+      arg.tensors.push_back(arg.held.back().get());
+    }
+    return arg;
+  }
+};
+
 // What the CPU kernel is given for a held argument.
 inline at::Tensor& unwrap(CpuArg& arg) { return arg.get(); }
+inline at::TensorList unwrap(CpuListArg& arg) { return arg.tensors; }
 inline const std::optional<at::Tensor>& unwrap(CpuOptionalArg& arg) { return arg.optional(); }
 template <class T>
 T& unwrap(T& value) {
@@ -153,8 +185,8 @@ struct IsTensors<std::tuple<T...>> : std::bool_constant<(std::is_same_v<T, at::T
 template <class Op>
 struct SameOp {
   template <class... T>
-  static decltype(auto) run(T&... cpu) {
-    return Op::redispatch(CPU_KEYS, cpu...);
+  static decltype(auto) run(T&&... cpu) {
+    return Op::redispatch(CPU_KEYS, std::forward<T>(cpu)...);
   }
 };
 
@@ -207,6 +239,12 @@ struct Typed<Op, Cpu, R(A...)> {
     } else if constexpr (IsTensors<R>::value) {
       R out = run();
       return std::apply([&](auto&... t) { return R(wrap(std::move(t), index, scan)...); }, out);
+    } else if constexpr (std::is_void_v<R>) {
+      run();  // an in-place list op: its npu arguments hold the results
+    } else if constexpr (std::is_same_v<R, std::vector<at::Tensor>>) {
+      R out = run();
+      for (at::Tensor& t : out) t = wrap(std::move(t), index, scan);
+      return out;
     } else {
       static_assert(always_false<R>, "an op with this return type keeps the boxed kernel");
     }
@@ -264,6 +302,21 @@ const std::unordered_map<std::string, Registrar>& table() {
       entry<at::_ops::zero_>(),
       entry<at::_ops::fill__Scalar>(),
       // reductions and matmuls
+      // the optimizers' multi-tensor updates (what PyTorch's optimizers take on an accelerator)
+      entry<at::_ops::_foreach_add__List>(),
+      entry<at::_ops::_foreach_add__Scalar>(),
+      entry<at::_ops::_foreach_add_List>(),
+      entry<at::_ops::_foreach_mul__Scalar>(),
+      entry<at::_ops::_foreach_mul__List>(),
+      entry<at::_ops::_foreach_mul_Scalar>(),
+      entry<at::_ops::_foreach_lerp__Scalar>(),
+      entry<at::_ops::_foreach_addcmul__Scalar>(),
+      entry<at::_ops::_foreach_addcdiv__Scalar>(),
+      entry<at::_ops::_foreach_addcdiv__ScalarList>(),
+      entry<at::_ops::_foreach_div__Scalar>(),
+      entry<at::_ops::_foreach_div__ScalarList>(),
+      entry<at::_ops::_foreach_sqrt>(),
+      entry<at::_ops::_foreach_zero_>(),
       entry<at::_ops::sum_dim_IntList>(),
       entry<at::_ops::mean_dim>(),
       entry<at::_ops::mm>(),

@@ -24,12 +24,13 @@ def _kernel_kinds() -> dict[str, str]:
 @needs_native
 def test_the_hottest_ops_are_served_unboxed_on_the_native_path():
     hottest = ["add.Tensor", "mul_.Tensor", "view", "as_strided", "mm", "addmm", "native_layer_norm",
-               "nll_loss_forward", "addcdiv_", "sigmoid_backward", "copy_"]  # fmt: skip
+               "nll_loss_forward", "addcdiv_", "sigmoid_backward", "copy_", "_foreach_add_.List",
+               "_foreach_mul.Scalar", "_foreach_sqrt"]  # fmt: skip
     with path("native"):
         kinds = _kernel_kinds()
         assert {name: kinds[name] for name in hottest} == dict.fromkeys(hottest, "typed")
-        # tensor lists and devices keep the boxed kernel
-        assert kinds["cat"] == kinds["_foreach_add_.List"] == kinds["empty.memory_format"] == "boxed"
+        # the other tensor lists and devices keep the boxed kernel
+        assert kinds["cat"] == kinds["_foreach_maximum_.List"] == kinds["empty.memory_format"] == "boxed"
         line = next(
             line
             for line in torch._C._dispatch_dump("aten::add.Tensor").splitlines()
@@ -148,6 +149,14 @@ def _r(*shape, seed=0):
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
 
 
+def _rl(d, seed=0, positive=False):
+    """A tensor list as the optimizers pass one: a contiguous tensor, a view at an offset and a
+    transposed one (the same shapes for every seed, as a _foreach op's lists must be)."""
+    made = [_r(3, 4, seed=seed), _r(6, seed=seed + 10), _r(4, 3, seed=seed + 20)]
+    a, b, c = (t.abs() + 0.1 if positive else t for t in made)
+    return [a.to(d), b.to(d)[1:], c.to(d).t()]
+
+
 # One call of each op with an unboxed kernel: (arguments on a device) for torch.ops.aten.<op>.
 # Tensors are made on the CPU, then moved, so each device gets the same values.
 SAMPLES = {
@@ -181,6 +190,20 @@ SAMPLES = {
     "where.self": lambda d: (_r(8).gt(0).to(d), _r(8).to(d), _r(8, seed=1).to(d)),
     "masked_fill_.Scalar": lambda d: (_r(8).to(d), _r(8, seed=1).gt(0).to(d), -1.0),
     "eq.Tensor": lambda d: (_r(8).round().to(d), _r(8, seed=1).round().to(d)),
+    "_foreach_add_.List": lambda d: (_rl(d), _rl(d, 1), {"alpha": 0.5}),
+    "_foreach_add_.Scalar": lambda d: (_rl(d), 2.0),
+    "_foreach_add.List": lambda d: (_rl(d), _rl(d, 1), {"alpha": 2}),
+    "_foreach_mul_.Scalar": lambda d: (_rl(d), 0.9),
+    "_foreach_mul_.List": lambda d: (_rl(d), _rl(d, 1)),
+    "_foreach_mul.Scalar": lambda d: (_rl(d), 0.5),
+    "_foreach_lerp_.Scalar": lambda d: (_rl(d), _rl(d, 1), 0.1),
+    "_foreach_addcmul_.Scalar": lambda d: (_rl(d), _rl(d, 1), _rl(d, 2), 0.001),
+    "_foreach_addcdiv_.Scalar": lambda d: (_rl(d), _rl(d, 1), _rl(d, 2, positive=True), 0.01),
+    "_foreach_addcdiv_.ScalarList": lambda d: (_rl(d), _rl(d, 1), _rl(d, 2, positive=True), [0.1, 0.2, 0.3]),
+    "_foreach_div_.Scalar": lambda d: (_rl(d), 3.0),
+    "_foreach_div_.ScalarList": lambda d: (_rl(d), [2.0, 4.0, 0.5]),
+    "_foreach_sqrt": lambda d: (_rl(d, positive=True),),
+    "_foreach_zero_": lambda d: (_rl(d),),
     "sum.dim_IntList": lambda d: (_r(3, 4, 5).to(d), [0, 2], True),
     "mean.dim": lambda d: (_r(3, 4, 5).to(d), [1]),
     "mm": lambda d: (_r(3, 4).to(d), _r(4, 5, seed=1).to(d)),
@@ -265,7 +288,8 @@ def _sample_run(name: str, device: str) -> list[tuple]:
     call = CPU_CALLS.get(name, _op(name)) if device == "cpu" else _op(name)
     out = call(*args, **kwargs)
     outs = list(out) if isinstance(out, tuple | list) else [out]
-    tensors = [t for t in [*outs, *args] if isinstance(t, torch.Tensor)]
+    flat = [x for item in [*outs, *args] for x in (item if isinstance(item, list) else [item])]  # lists too
+    tensors = [t for t in flat if isinstance(t, torch.Tensor)]
     return [(t.dtype, t.shape, t.stride(), t.storage_offset(), t.cpu()) for t in tensors]
 
 
@@ -387,29 +411,39 @@ def test_a_result_is_an_npu_tensor_like_one_made_on_the_npu(make):
 
 
 @needs_native
-def test_boxed_kernels_take_pooled_arguments_and_let_go_of_them():
-    # The boxed kernels (tensor lists: cat, the optimizers' _foreach ops) take pool slots for their
-    # npu arguments too, more of them than the pool holds: the results are the CPU's, and no slot
-    # keeps a freed npu tensor's bytes.
+@pytest.mark.parametrize(
+    "kind, in_place, fresh",
+    [
+        pytest.param("boxed", torch._foreach_maximum_, torch._foreach_neg, id="boxed"),
+        pytest.param("typed", torch._foreach_add_, lambda ts: torch._foreach_mul(ts, 0.5), id="typed"),
+    ],
+)
+def test_list_kernels_take_pooled_arguments_and_let_go_of_them(kind, in_place, fresh):
+    # The kernels of tensor-list ops (cat, the optimizers' _foreach ops; some boxed, the
+    # optimizers' commonest typed) take pool slots for their npu arguments too, more of them than
+    # the pool holds: the results are the CPU's, and no slot keeps a freed npu tensor's bytes.
     with path("native"):
-        assert _kernel_kinds()["_foreach_add_.List"] == _kernel_kinds()["cat"] == "boxed"
+        kinds = _kernel_kinds()
+        assert kinds[in_place.__name__ + ".List"] == kind
+        assert kinds["cat"] == "boxed"
         slots = STATE.native.pool_size()
         cpu = [torch.randn(3, 5) for _ in range(slots + 4)]  # more arguments than the pool has slots
         npu = [t.to("npu") * 1 for t in cpu]
         alive = _host_alive(npu[0])
         before = torch.npu.memory_allocated()
-        torch._foreach_add_(npu, npu[::-1])
-        torch._foreach_add_(cpu, cpu[::-1])
-        scaled = torch._foreach_mul(npu, 0.5)  # a list of fresh results
+        in_place(npu, npu[::-1])
+        in_place(cpu, cpu[::-1])
+        results = fresh(npu)  # a list of fresh results
         joined = torch.cat(npu[:3])
         assert all(torch.equal(n.cpu(), c) for n, c in zip(npu, cpu, strict=True))
-        assert all(torch.equal(s.cpu(), c * 0.5) for s, c in zip(scaled, cpu, strict=True))
+        assert all(torch.equal(r.cpu(), c) for r, c in zip(results, fresh(cpu), strict=True))
+        assert all(r.device.type == "npu" for r in results)
         assert torch.equal(joined.cpu(), torch.cat(cpu[:3]))
-        grown = sum(t.untyped_storage().nbytes() for t in [*scaled, joined])
+        grown = sum(t.untyped_storage().nbytes() for t in [*results, joined])
         assert torch.npu.memory_allocated() == before + grown
         first = npu.pop(0).untyped_storage().nbytes()
-        assert not alive()  # no pool slot kept its bytes (scaled[0] and joined have their own)
-        del scaled, joined
+        assert not alive()  # no pool slot kept its bytes (results[0] and joined have their own)
+        del results, joined
         assert torch.npu.memory_allocated() == before - first
         # every slot the calls took is back on the parked storage, none still lent
         made, out = STATE.native.pool_state()
