@@ -274,7 +274,8 @@ static void point_uncounted(c10::TensorImpl* impl, c10::StorageImpl* to) {
 // already, and its sizes, strides and contiguity need not be set again. Setting them was about a
 // third of what presenting an argument cost (GRU, callgrind); 95 % of a GRU step's arguments now
 // find their slot ready.
-constexpr size_t POOL_SLOTS = 64;  // geometry_slot picks one of 64
+constexpr int POOL_BITS = 6;
+constexpr size_t POOL_SLOTS = size_t{1} << POOL_BITS;
 constexpr size_t POOL_PROBES = 4;  // slots tried from the geometry's own before any free one
 
 static std::array<PoolSlot, POOL_SLOTS>& view_pool() {
@@ -289,9 +290,11 @@ static size_t geometry_slot(const c10::impl::SizesAndStrides& g) {
     h = h * 1000003u + static_cast<uint64_t>(sizes[d]);
     h = h * 1000003u + static_cast<uint64_t>(strides[d]);
   }
-  return static_cast<size_t>((h * 0x9E3779B97F4A7C15u) >> 58);  // the top six bits: one of 64 slots
+  return static_cast<size_t>((h * 0x9E3779B97F4A7C15u) >> (64 - POOL_BITS));  // the top bits: a slot
 }
 
+// SizesAndStrides's own == compares its unused inline places too, which keep what an earlier
+// geometry left there: equal geometries would often differ.
 static bool same_geometry(const c10::impl::SizesAndStrides& a, const c10::impl::SizesAndStrides& b) {
   const size_t dim = a.size();
   if (dim != b.size()) return false;

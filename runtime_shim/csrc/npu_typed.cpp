@@ -301,7 +301,6 @@ const std::unordered_map<std::string, Registrar>& table() {
       entry<at::_ops::copy_>(),
       entry<at::_ops::zero_>(),
       entry<at::_ops::fill__Scalar>(),
-      // reductions and matmuls
       // the optimizers' multi-tensor updates (what PyTorch's optimizers take on an accelerator)
       entry<at::_ops::_foreach_add__List>(),
       entry<at::_ops::_foreach_add__Scalar>(),
@@ -317,6 +316,7 @@ const std::unordered_map<std::string, Registrar>& table() {
       entry<at::_ops::_foreach_div__ScalarList>(),
       entry<at::_ops::_foreach_sqrt>(),
       entry<at::_ops::_foreach_zero_>(),
+      // reductions and matmuls
       entry<at::_ops::sum_dim_IntList>(),
       entry<at::_ops::mean_dim>(),
       entry<at::_ops::mm>(),
