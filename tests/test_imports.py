@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import libcst as cst
+import pytest
 
 from ms_fmk_transplt.engine.imports import ImportPlan, insert_module_import, plan_imports
 from ms_fmk_transplt.engine.names import alias_table, iter_imports
@@ -107,3 +108,48 @@ def test_function_import_plan_renames_or_keeps_the_name(tmp_path) -> None:
         ("new_func", "func", "new_func is already a name in this file")
     ]
     assert plan("from lib import other\n") == (set(), [])
+
+
+_APEX = "from apex.normalization import FusedLayerNorm\n"
+
+
+@pytest.mark.parametrize(
+    "elsewhere",
+    [
+        "from mylib import *\nx = LayerNorm(3)\n",  # a star import's name, loaded
+        "from mylib import LayerNorm\n",
+        "class LayerNorm: ...\n",
+        "def LayerNorm(): ...\n",
+        "def f(LayerNorm): ...\n",
+        "f = lambda LayerNorm: 0\n",
+        "def f():\n    LayerNorm = 1\n",
+        "for LayerNorm in (): ...\n",
+        "with open('x') as LayerNorm: ...\n",
+        "try: ...\nexcept Exception as LayerNorm: ...\n",
+        "xs = [LayerNorm for LayerNorm in ()]\n",
+        "def f():\n    global LayerNorm\n",
+        "if (LayerNorm := 1): ...\n",
+        "match 1:\n    case LayerNorm: ...\n",
+        "print(LayerNorm)\n",  # loaded from somewhere the file does not say
+        '__all__ = ["FusedLayerNorm"]\n',  # importers name the old one
+    ],
+)
+def test_a_renamed_import_keeps_its_name_where_the_new_one_is_taken(builtin_tables, elsewhere) -> None:
+    _, plan = _plan(_APEX + elsewhere, builtin_tables)
+    assert plan.binding("FusedLayerNorm") == ("FusedLayerNorm", "torch.nn.LayerNorm")
+
+
+@pytest.mark.parametrize(
+    "elsewhere",
+    [
+        "",
+        "import torch.nn as nn\nx = nn.LayerNorm(3)\n",  # an attribute's name
+        "f(LayerNorm=True)\n",  # a keyword
+        "x = 'LayerNorm'\n",  # a string
+        "FusedLayerNorm = None\n",  # the old name's own fallback is renamed with it
+        '__all__ = ["make"]\n',
+    ],
+)
+def test_a_renamed_import_takes_the_new_name_where_it_is_free(builtin_tables, elsewhere) -> None:
+    _, plan = _plan(_APEX + elsewhere, builtin_tables)
+    assert plan.binding("FusedLayerNorm") == ("LayerNorm", "torch.nn.LayerNorm")

@@ -71,6 +71,42 @@ def collect_bindings(module: cst.Module | NodeIndex) -> Bindings:
     return found
 
 
+class NameClaims:
+    """Which bare names a module already claims, for a rename that would bind a new one.
+
+    A rename of an imported name (`from apex.normalization import FusedLayerNorm` to `LayerNorm`)
+    may take the new name only where the module does not spell it at all: not bound by a def, a
+    class, a parameter or an assignment, at any depth, nor loaded from a star import or the
+    builtins. `__all__` and importers name the old one, so an exported name is kept too. Asked
+    for a few imports per run, so the walk happens on the first question.
+    """
+
+    def __init__(self, module: cst.Module | NodeIndex) -> None:
+        self._module = module
+        self._spoken: set[str] | None = None
+        self._exported: set[str] | None = None
+
+    def _nodes(self) -> NodeIndex:
+        if not isinstance(self._module, NodeIndex):
+            self._module = NodeIndex(self._module)
+        return self._module
+
+    def spoken(self, name: str) -> bool:
+        """The module spells `name` as a name somewhere (attribute names and keywords are labels)."""
+        if self._spoken is None:
+            nodes = self._nodes()
+            labels = {id(attribute.attr) for attribute in nodes.of(cst.Attribute)}
+            labels.update(id(arg.keyword) for arg in nodes.of(cst.Arg) if arg.keyword is not None)
+            self._spoken = {node.value for node in nodes.of(cst.Name) if id(node) not in labels}
+        return name in self._spoken
+
+    def exported(self, name: str) -> bool:
+        """`__all__` lists `name`."""
+        if self._exported is None:
+            self._exported = collect_bindings(self._nodes()).exported
+        return name in self._exported
+
+
 def _bound_name(alias: cst.ImportAlias, root: bool) -> str:
     if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
         return alias.asname.name.value

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.bindings import Bindings
+from ms_fmk_transplt.engine.bindings import Bindings, NameClaims
 from ms_fmk_transplt.engine.names import build_dotted, dotted, import_bindings
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
@@ -61,22 +61,29 @@ def plan_imports(
     module: cst.Module,
     imports: Sequence[tuple[cst.SimpleStatementLine, cst.Import | cst.ImportFrom]],
     aliases: dict[str, str],
+    claims: NameClaims | None = None,
 ) -> ImportPlan:
-    """Plan every import of the module (`imports` as `names.iter_imports(lines=True)` gives them)."""
+    """Plan every import of the module (`imports` as `names.iter_imports(lines=True)` gives them).
+
+    `claims` answers which names the module already spells (made from `module` when not given).
+    """
     plan = ImportPlan(aliases=aliases)
+    claims = claims or NameClaims(module)
     insert = tables.import_insert
     after = insert.params.get("after", "torch") if insert else None
     for line, statement in imports:
         if plan.anchor_line is None and after and _imports(statement, after):
             plan.anchor_line = line
-        _plan_import(plan, tables, statement)
+        _plan_import(plan, tables, statement, claims)
     plan.entry_point = bool(insert and insert.params.get("entry_points")) and any(
         _is_main_guard(statement) for statement in module.body
     )
     return plan
 
 
-def _plan_import(plan: ImportPlan, tables: Tables, statement: cst.Import | cst.ImportFrom) -> None:
+def _plan_import(
+    plan: ImportPlan, tables: Tables, statement: cst.Import | cst.ImportFrom, claims: NameClaims
+) -> None:
     for bound, qualified, alias in import_bindings(statement):
         if qualified == "torch_npu" or qualified.startswith("torch_npu."):
             plan.has_torch_npu = True
@@ -99,8 +106,14 @@ def _plan_import(plan: ImportPlan, tables: Tables, statement: cst.Import | cst.I
         elif alias.asname is not None:
             plan.rebound[bound] = (bound, new_target)
         else:
+            # `from apex.normalization import FusedLayerNorm` -> `from torch.nn import LayerNorm`,
+            # unless LayerNorm means something else here (then `... import LayerNorm as
+            # FusedLayerNorm`): an import, a def, a parameter, a star import's name, or importers
+            # of FusedLayerNorm through __all__
             last = new_target.rsplit(".", 1)[-1]
-            free = last == bound or last not in plan.aliases
+            free = last == bound or not (
+                last in plan.aliases or claims.spoken(last) or claims.exported(bound)
+            )
             plan.rebound[bound] = (last if free else bound, new_target)
 
 
@@ -108,6 +121,7 @@ def plan_function_imports(
     tables: Tables,
     imports: Sequence[tuple[cst.SimpleStatementLine, cst.Import | cst.ImportFrom]],
     bindings: Bindings,
+    claims: NameClaims | None = None,
 ) -> tuple[dict[str, tuple[str, Rule]], dict[cst.ImportAlias, tuple[str, str | None, str]]]:
     """`from lib import func` under a user rule renaming the bare name `func`.
 
@@ -141,7 +155,11 @@ def plan_function_imports(
                 reason = f"this file also binds {old} itself"
             elif old in bindings.exported:
                 reason = f"__all__ exports {old}"
-            elif entry.new in bindings.bound or entry.new in bindings.imported:
+            elif (
+                entry.new in bindings.bound
+                or entry.new in bindings.imported
+                or (claims is not None and claims.spoken(entry.new))
+            ):
                 reason = f"{entry.new} is already a name in this file"
             planned[alias] = (entry.new, old if reason else None, reason)
             if not reason:

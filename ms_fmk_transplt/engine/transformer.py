@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ms_fmk_transplt.engine.bindings import NameClaims
 from ms_fmk_transplt.engine.dispatch import CachedDispatch
 from ms_fmk_transplt.engine.environment import Environment
 from ms_fmk_transplt.engine.hooks import CallHook, ResultUse, ValueHook
@@ -59,7 +60,8 @@ class ModuleRewriter(SiteReports, CachedDispatch):
         self._qualified: dict[cst.CSTNode, str | None] = {}
         self._extra_lines: list[cst.BaseSmallStatement] = []
         self.anchor_updated: cst.SimpleStatementLine | None = None
-        self.imports = plan_imports(tables, module, imports, self.aliases)
+        name_claims = NameClaims(nodes)  # which bare names the file spells, for renamed imports
+        self.imports = plan_imports(tables, module, imports, self.aliases, name_claims)
         self.renamed_names = self.imports.renamed_names
         spec = tables.device_spec
         self.environment = Environment(
@@ -91,7 +93,7 @@ class ModuleRewriter(SiteReports, CachedDispatch):
         self.names = NameOwnership(tables, nodes, self.uses)
         # bound name -> (new name, rule); import alias -> (new name, name kept bound or None, why)
         self.function_renames, self.function_imports = plan_function_imports(
-            tables, imports, self.names.bindings
+            tables, imports, self.names.bindings, name_claims
         )
         # `cap = torch.cuda.get_device_capability()`: name -> (hook, qualified name of the call)
         # `cap = torch.cuda.get_device_capability()`, then `cap[0]`: engine/results.py
