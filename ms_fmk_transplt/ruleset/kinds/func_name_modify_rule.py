@@ -9,10 +9,13 @@ by name alone, and un-called uses of a name the file binds nowhere (`from lib im
 `from lib import func` (also relative), is renamed consistently: the import becomes
 `from lib import new_func` and every use, called or not, follows; `from lib import func as f`
 becomes `from lib import new_func as f`. Where renaming the binding could break the file (it
-binds `func` itself as well, `__all__` exports it, or `new_func` is already a name in it), the
-import becomes `from lib import new_func as func`, which changes what the name means and
-nothing else, and the finding says why. `lib.func` on an imported module is renamed called or
-not. A file that defines its own `func` keeps its calls and gets one report: by name alone a
+binds `func` itself as well, `__all__` exports it, or it already spells `new_func` anywhere:
+bound at any depth, a parameter, or loaded from a star import or the builtins), the import
+becomes `from lib import new_func as func`, which changes what the name means and nothing else,
+and the finding says why. A dotted rename whose last part changes treats a `from` import the
+same way: `from apex.normalization import FusedLayerNorm` becomes `from torch.nn import
+LayerNorm` with its uses, or `... import LayerNorm as FusedLayerNorm` where `LayerNorm` is
+taken. `lib.func` on an imported module is renamed called or not. A file that defines its own `func` keeps its calls and gets one report: by name alone a
 call cannot be told from the library's.
 
 Code: `FunctionRename.rewrite_function_call` (with `rewrite_name`, `rewrite_attribute` and the method
