@@ -36,7 +36,7 @@ from typing import Any
 import libcst as cst
 
 from ms_fmk_transplt import data
-from ms_fmk_transplt.engine.device_flow import DeviceFlow, own_attribute, returns
+from ms_fmk_transplt.engine.device_flow import DeviceFlow, option_fields, own_attribute, returns
 from ms_fmk_transplt.engine.walk import NodeIndex
 
 CONVENTION = " (convention)"
@@ -245,13 +245,14 @@ class DeviceContext:
         self.flow.scan_params(nodes)
         for call in calls:  # first every variable that reaches a device API, wherever it is used
             for arg, _ in self.device_slots(call):
-                self.flow.reach(arg.value)
+                self.flow.reach(arg.value, self.qualify)
         for function in nodes.of(cst.FunctionDef):  # def device_name(self): return self._name
             if self.spec.device_named(function.name.value):
                 for statement in returns(function):
                     if statement.value is not None:
-                        self.flow.reach(statement.value)
+                        self.flow.reach(statement.value, self.qualify)
         self.flow.bind(nodes, self.device_typed)  # dst = torch.device(s); src = t.device
+        self.flow.trace_fields(nodes, self.qualify)  # dev = args.accel; model.to(dev)
         for call in calls:  # then the tables looked up by a device: BACKENDS.get(device.type)
             func = call.func
             if (
@@ -422,11 +423,18 @@ class _Marker:
             named = any(
                 c.spec.device_named(str(o.evaluated_value).lstrip("-").replace("-", "_")) for o in options
             )
-            if named:
+            # add_argument("--accel", default="cuda") where args.accel reaches a device API
+            reaching = next((f for f in option_fields(node) if f in c.flow.fields), None)
+            if named or reaching is not None:
                 chosen = (
                     a.value for a in node.args if a.keyword and a.keyword.value in c.spec.option_keywords
                 )
-                c.mark(chosen, c.devices, "a value of a --device option")
+                why = (
+                    "a value of a --device option"
+                    if named
+                    else f"a value of the option behind .{reaching}, a device"
+                )
+                c.mark(chosen, c.devices, why)
         elif short in ("startswith", "endswith", "replace", "removeprefix", "split") and isinstance(
             node.func, cst.Attribute
         ):

@@ -12,7 +12,10 @@ that look like a device (`device`, `args.dev`), a module tells by how it uses th
 - a variable bound to an API that takes a device, called later (`scope = torch.autocast`,
   `scope = autocast if amp else nullcontext; with scope("cuda")`): the alias takes what the API takes;
 - a parameter of a function the module defines (`def _capture(target_device)`): its callers'
-  arguments in that place.
+  arguments in that place;
+- a field of another object (`args.accel`, `cfg.target`) handed to such an API, directly or
+  through a variable (`dev = args.accel; model.to(dev)`): the command-line option that fills it
+  (`add_argument("--accel", default="cuda")`) holds a device, whatever its name.
 Names are per module, not per scope: a variable that holds a device in one function is taken to
 hold one wherever the module uses that name.
 """
@@ -56,19 +59,25 @@ def value_key(node: cst.BaseExpression) -> str | None:
     return None
 
 
+def option_fields(call: cst.Call) -> list[str]:
+    """The attribute an `add_argument(...)` call fills: its `dest=`, else its options' names
+    (`"-a", "--accel"`: `a`, `accel`)."""
+    dest = next((a.value for a in call.args if a.keyword and a.keyword.value == "dest"), None)
+    options = [a.value for a in call.args if a.keyword is None and isinstance(a.value, cst.SimpleString)]
+    names = [dest] if isinstance(dest, cst.SimpleString) else options
+    fields = [
+        str(n.evaluated_value).lstrip("-").replace("-", "_") for n in names if isinstance(n, cst.SimpleString)
+    ]
+    return [f for f in fields if f.isidentifier()]
+
+
 def _option_defaults(call: cst.Call) -> list[tuple[cst.BaseExpression, cst.BaseExpression | None]]:
     """`add_argument("--accelerator", default="gpu")`: (the parsed attribute, its default)."""
     func = call.func
     if not (isinstance(func, cst.Attribute) and func.attr.value == "add_argument"):
         return []
     default = next((a.value for a in call.args if a.keyword and a.keyword.value == "default"), None)
-    dest = next((a.value for a in call.args if a.keyword and a.keyword.value == "dest"), None)
-    options = [a.value for a in call.args if a.keyword is None and isinstance(a.value, cst.SimpleString)]
-    names = [dest] if isinstance(dest, cst.SimpleString) else options
-    attributes = [
-        str(n.evaluated_value).lstrip("-").replace("-", "_") for n in names if isinstance(n, cst.SimpleString)
-    ]
-    return [(cst.Attribute(cst.Name("args"), cst.Name(a)), default) for a in attributes if a.isidentifier()]
+    return [(cst.Attribute(cst.Name("args"), cst.Name(f)), default) for f in option_fields(call)]
 
 
 def choices(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
@@ -100,6 +109,7 @@ class DeviceFlow:
     def __init__(self) -> None:
         self.names: set[str] = set()  # variables that hold or reach a device
         self.attributes: set[str] = set()  # X of self.X / cls.X that holds or reaches a device
+        self.fields: set[str] = set()  # X of args.X, cfg.X (not a module's) that reaches a device
         self.aliases: dict[str, str] = {}  # variable -> the device-taking API it is bound to
         self.params: dict[str, list[str]] = {}  # function the module defines -> positional params
         self.strings: dict[str, list[cst.SimpleString]] = {}  # variable -> the literals bound to it
@@ -156,14 +166,32 @@ class DeviceFlow:
         key = value_key(node)
         return [] if key is None else self.strings.get(key, [])
 
-    def reach(self, value: cst.BaseExpression) -> None:
-        """`value` is handed to a device-taking API: a variable or own attribute in it holds a device."""
+    def reach(self, value: cst.BaseExpression, qualify: Callable[[cst.CSTNode], str | None]) -> None:
+        """`value` is handed to a device-taking API: a variable, own attribute or field in it holds
+        a device (`qualify` tells a module's attribute, `torch.float16`, from an object's field)."""
         for choice in choices(value):
             if isinstance(choice, cst.Name):
                 self.names.add(choice.value)
             attribute = own_attribute(choice)
             if attribute is not None:
                 self.attributes.add(attribute)
+            elif isinstance(choice, cst.Attribute) and qualify(choice) is None:
+                self.fields.add(choice.attr.value)
+
+    def trace_fields(self, nodes: NodeIndex, qualify: Callable[[cst.CSTNode], str | None]) -> None:
+        """`dev = args.accel` where `dev` reaches a device API: the field reaches it too."""
+        for assign in nodes.of(cst.Assign):
+            for target in assign.targets:
+                for name, value in _pairs(target.target, assign.value):
+                    if name not in self.names:
+                        continue
+                    for choice in choices(value):
+                        if (
+                            isinstance(choice, cst.Attribute)
+                            and own_attribute(choice) is None
+                            and qualify(choice) is None
+                        ):
+                            self.fields.add(choice.attr.value)
 
     def bind(self, nodes: NodeIndex, typed: Callable[[cst.BaseExpression], bool]) -> None:
         """Variables bound to a device-typed value, until nothing new is bound."""
@@ -189,11 +217,13 @@ class DeviceFlow:
                 return
 
     def typed(self, node: cst.BaseExpression) -> bool:
-        """A variable or own attribute the module shows to hold a device."""
+        """A variable, own attribute or field the module shows to hold a device."""
         if isinstance(node, cst.Name):
             return node.value in self.names
         attribute = own_attribute(node)
-        return attribute is not None and attribute in self.attributes
+        if attribute is not None:
+            return attribute in self.attributes
+        return isinstance(node, cst.Attribute) and node.attr.value in self.fields
 
 
 def _pairs(target: cst.BaseExpression, value: cst.BaseExpression) -> Iterator[tuple[str, cst.BaseExpression]]:
