@@ -11,8 +11,9 @@ checkpoint was saved, are MapLocationRule's). Partial matches ("cuda is slow", "
 With `device_context` (the device rule has one) a bare `"cuda"` is changed only where it is
 provably a device (engine/context.py): an argument of a device-taking call or keyword listed in
 `calls` / `keywords`, a comparison with a device-named expression (`names`), a value bound to a
-device-named variable, parameter, dict key or `--device` option, or a variable the file passes to
-a device-taking call. `"cuda:N"` forms and `"cuda:" + str(rank)` are always devices. Judgement
+device-named variable, parameter, dict key or `--device` option, or a variable, attribute or
+option field the file passes to a device-taking call (`add_argument("--accel", default="cuda")`
+with `model.to(opt.accel)`). `"cuda:N"` forms and `"cuda:" + str(rank)` are always devices. Judgement
 calls: `__all__` entries, `dest=`, path pieces (`os.path.join`) are names, kept silently; any
 other bare `"cuda"` is kept and reported, since renaming a user's key or label breaks programs
 that ran before while a missed device shows up at once on the NPU. Code nested in a message's
