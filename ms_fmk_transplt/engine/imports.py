@@ -294,8 +294,23 @@ def _imported_roots(statement: cst.CSTNode) -> set[str]:
 
 
 def _imports_device_module(statement: cst.CSTNode) -> bool:
-    """Does an (updated) statement import torch.npu, which needs torch_npu first?"""
-    return any(r == "torch.npu" or r.startswith("torch.npu.") for r in _imported_roots(statement))
+    """Does an (updated) statement import torch.npu, which needs torch_npu first?
+
+    `import torch.npu`, `from torch.npu import amp`, and `from torch import npu` (torch has no
+    `npu` until torch_npu gives it one).
+    """
+    if any(r == "torch.npu" or r.startswith("torch.npu.") for r in _imported_roots(statement)):
+        return True
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    return any(
+        isinstance(small, cst.ImportFrom)
+        and not small.relative
+        and dotted(small.module) == "torch"
+        and not isinstance(small.names, cst.ImportStar)
+        and any(dotted(alias.name) == "npu" for alias in small.names)
+        for small in statement.body
+    )
 
 
 def _insert_position(original: Sequence[cst.CSTNode], updated: Sequence[cst.CSTNode], after: str) -> int:
