@@ -35,6 +35,11 @@ def earlier_output(path: Path) -> bool:
     )
 
 
+def converted(name: str) -> bool:
+    """Files the engine converts: Python sources, and Jupyter notebooks' code cells."""
+    return name.endswith((".py", ".ipynb"))
+
+
 class EntryKind(str, enum.Enum):
     DIR = "dir"
     PYTHON = "python"
@@ -104,7 +109,7 @@ def discover(source: Path, exclude: tuple[Path, ...] = (), left_out: list[str] |
     not walked; the latter are added to `left_out` (as `rel/`), for the run to say so."""
     source = source.absolute()
     if source.is_file():
-        kind = EntryKind.PYTHON if source.suffix == ".py" else EntryKind.FILE
+        kind = EntryKind.PYTHON if converted(source.name) else EntryKind.FILE
         return [Entry(source.name, kind, source)]
     root = source.resolve()
     # excluded folders by identity, not by resolved path: a folder's inode comes with its listing,
@@ -142,7 +147,7 @@ def discover(source: Path, exclude: tuple[Path, ...] = (), left_out: list[str] |
                 entries.append(Entry(rel, EntryKind.DIR, path))
                 subdirs.append((path, rel + "/"))
             elif child.is_file(follow_symlinks=False):
-                kind = EntryKind.PYTHON if child.name.endswith(".py") else EntryKind.FILE
+                kind = EntryKind.PYTHON if converted(child.name) else EntryKind.FILE
                 entries.append(Entry(rel, kind, path))
             else:
                 try:

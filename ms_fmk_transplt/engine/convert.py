@@ -22,6 +22,7 @@ from ms_fmk_transplt.engine.normalise import (
     restore,
     same_tree,
 )
+from ms_fmk_transplt.engine.notebook import convert_notebook, is_notebook
 from ms_fmk_transplt.engine.parsing import parse_module
 from ms_fmk_transplt.engine.positions import ModuleText, positions_and_text
 from ms_fmk_transplt.engine.splice import module_bytes
@@ -84,12 +85,15 @@ def _syntax_problem(data: bytes) -> ast.Module | str:
 
 
 def convert_source(path: str, data: bytes, tables: Tables, *, fast: bool = True) -> FileResult:
-    """Convert one Python source; on any failure the result says why and carries no output.
+    """Convert one Python source (or a notebook's code cells); on any failure the result says why
+    and carries no output.
 
     `fast`: a file no rewrite rule can touch is classified on CPython's ast (engine/fast_path.py);
     False sends every file through libcst (the fast path's equivalence test and bench compare them).
     """
     try:
+        if is_notebook(path):  # its code cells, joined into one module (engine/notebook.py)
+            return convert_notebook(path, data, lambda name, joined: _convert(name, joined, tables, fast))
         return _convert(path, data, tables, fast)
     except RecursionError:
         return FileResult(path, Status.FAILED, reason="source too deeply nested to convert")
