@@ -134,6 +134,10 @@ def test_what_is_not_a_python_notebook(builtin_tables) -> None:
     r_notebook = _notebook([_cell(_lines('x <- "cuda"\n'))], language="R")
     r_notebook["metadata"]["language_info"] = {"name": "R"}
     assert convert_source("a.ipynb", _jupyter(r_notebook), builtin_tables).status is Status.UNCHANGED
+    python3 = _notebook([_cell(_lines("import torch\ntorch.cuda.synchronize()\n"))], language="python3")
+    assert convert_source("p.ipynb", _jupyter(python3), builtin_tables).status is Status.CONVERTED
+    bare = {"cells": [_cell(_lines("import torch\ntorch.cuda.synchronize()\n"))]}  # no metadata at all
+    assert convert_source("q.ipynb", _jupyter(bare), builtin_tables).status is Status.CONVERTED
     plain = _notebook([_cell(_lines("import numpy as np\n"))])
     assert convert_source("b.ipynb", _jupyter(plain), builtin_tables).status is Status.UNCHANGED
     broken = convert_source("c.ipynb", b'{"cells": [\n', builtin_tables)

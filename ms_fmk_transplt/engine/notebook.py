@@ -69,8 +69,7 @@ def convert_notebook(path: str, data: bytes, convert: Callable[[str, bytes], Fil
     cells = notebook.get("cells") if isinstance(notebook, dict) else None
     if not isinstance(cells, list):
         return FileResult(path, Status.FAILED, reason="notebook has no 'cells' list (nbformat 4 expected)")
-    language = _language(notebook)
-    if language not in ("", "python"):
+    if not _language(notebook).startswith(("python", "ipython")):  # an R or Julia notebook
         return FileResult(path, Status.UNCHANGED)
     sources = [_source(cell) if _is_code(cell) else None for cell in cells]
     joined = _join(sources)
@@ -101,8 +100,8 @@ def _language(notebook: dict[str, Any]) -> str:
     metadata = notebook.get("metadata") or {}
     info = metadata.get("language_info") or {}
     spec = metadata.get("kernelspec") or {}
-    name = info.get("name") or spec.get("language") or ""
-    return name.lower() if isinstance(name, str) else ""
+    name = info.get("name") or spec.get("language") or "python"  # unsaid: Jupyter's default kernel
+    return name.lower() if isinstance(name, str) else "python"
 
 
 def _is_code(cell: Any) -> bool:
