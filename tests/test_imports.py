@@ -81,7 +81,7 @@ def test_no_insert_without_torch_or_need(builtin_tables) -> None:
 
 
 def test_function_import_plan_renames_or_keeps_the_name(tmp_path) -> None:
-    from ms_fmk_transplt.engine.bindings import collect_bindings
+    from ms_fmk_transplt.engine.bindings import NameClaims, collect_bindings
     from ms_fmk_transplt.engine.imports import plan_function_imports
     from ms_fmk_transplt.ruleset import compile_rules, load_rules
 
@@ -92,7 +92,9 @@ def test_function_import_plan_renames_or_keeps_the_name(tmp_path) -> None:
     def plan(source: str):
         module = cst.parse_module(source)
         imports = list(iter_imports(module, lines=True))
-        renames, planned = plan_function_imports(tables, imports, collect_bindings(module))
+        renames, planned = plan_function_imports(
+            tables, imports, collect_bindings(module), NameClaims(module)
+        )
         return set(renames), sorted(planned.values(), key=str)
 
     assert plan("from lib import func\n") == ({"func"}, [("new_func", None, "")])

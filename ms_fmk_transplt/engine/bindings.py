@@ -55,14 +55,7 @@ def collect_bindings(module: cst.Module | NodeIndex) -> Bindings:
     for scope in nodes.of_any(cst.Global, cst.Nonlocal):
         bound.update(item.name.value for item in scope.names)
     bound.update(match.name.value for match in nodes.of(cst.MatchAs) if match.name is not None)
-    for assign in nodes.of(cst.Assign):
-        names = [t.target for t in assign.targets if isinstance(t.target, cst.Name)]
-        if any(n.value == "__all__" for n in names) and isinstance(assign.value, (cst.List, cst.Tuple)):
-            for element in assign.value.elements:
-                if isinstance(element.value, cst.SimpleString):
-                    value = element.value.evaluated_value
-                    if isinstance(value, str):
-                        found.exported.add(value)
+    found.exported = exported_names(nodes)
     for statement in nodes.of(cst.Import):
         found.imported.update(_bound_name(alias, root=True) for alias in statement.names)
     for from_import in nodes.of(cst.ImportFrom):
@@ -75,9 +68,9 @@ class NameClaims:
     """Which bare names a module already claims, for a rename that would bind a new one.
 
     A rename of an imported name (`from apex.normalization import FusedLayerNorm` to `LayerNorm`)
-    may take the new name only where the module does not spell it at all: not bound by a def, a
-    class, a parameter or an assignment, at any depth, nor loaded from a star import or the
-    builtins. `__all__` and importers name the old one, so an exported name is kept too. Asked
+    may take the new name only where the module does not spell it at all: not bound by an import,
+    a def, a class, a parameter or an assignment, at any depth, nor loaded from a star import or
+    the builtins. `__all__` and importers name the old one, so an exported name is kept too. Asked
     for a few imports per run, so the walk happens on the first question.
     """
 
@@ -103,8 +96,22 @@ class NameClaims:
     def exported(self, name: str) -> bool:
         """`__all__` lists `name`."""
         if self._exported is None:
-            self._exported = collect_bindings(self._nodes()).exported
+            self._exported = exported_names(self._nodes())
         return name in self._exported
+
+
+def exported_names(nodes: NodeIndex) -> set[str]:
+    """The strings `__all__ = [...]` lists."""
+    found: set[str] = set()
+    for assign in nodes.of(cst.Assign):
+        names = [t.target for t in assign.targets if isinstance(t.target, cst.Name)]
+        if any(n.value == "__all__" for n in names) and isinstance(assign.value, (cst.List, cst.Tuple)):
+            for element in assign.value.elements:
+                if isinstance(element.value, cst.SimpleString):
+                    value = element.value.evaluated_value
+                    if isinstance(value, str):
+                        found.add(value)
+    return found
 
 
 def _bound_name(alias: cst.ImportAlias, root: bool) -> str:

@@ -175,8 +175,12 @@ class DeviceFlow:
             attribute = own_attribute(choice)
             if attribute is not None:
                 self.attributes.add(attribute)
-            elif isinstance(choice, cst.Attribute) and qualify(choice) is None:
-                self.fields.add(choice.attr.value)
+            self._reach_field(choice, qualify)
+
+    def _reach_field(self, node: cst.BaseExpression, qualify: Callable[[cst.CSTNode], str | None]) -> None:
+        """`args.accel`, `cfg.target`: a field of another object than self or a module."""
+        if isinstance(node, cst.Attribute) and own_attribute(node) is None and qualify(node) is None:
+            self.fields.add(node.attr.value)
 
     def trace_fields(self, nodes: NodeIndex, qualify: Callable[[cst.CSTNode], str | None]) -> None:
         """`dev = args.accel` where `dev` reaches a device API: the field reaches it too."""
@@ -186,12 +190,7 @@ class DeviceFlow:
                     if name not in self.names:
                         continue
                     for choice in choices(value):
-                        if (
-                            isinstance(choice, cst.Attribute)
-                            and own_attribute(choice) is None
-                            and qualify(choice) is None
-                        ):
-                            self.fields.add(choice.attr.value)
+                        self._reach_field(choice, qualify)
 
     def bind(self, nodes: NodeIndex, typed: Callable[[cst.BaseExpression], bool]) -> None:
         """Variables bound to a device-typed value, until nothing new is bound."""

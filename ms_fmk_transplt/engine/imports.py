@@ -111,9 +111,7 @@ def _plan_import(
             # FusedLayerNorm`): an import, a def, a parameter, a star import's name, or importers
             # of FusedLayerNorm through __all__
             last = new_target.rsplit(".", 1)[-1]
-            free = last == bound or not (
-                last in plan.aliases or claims.spoken(last) or claims.exported(bound)
-            )
+            free = last == bound or not (claims.spoken(last) or claims.exported(bound))
             plan.rebound[bound] = (last if free else bound, new_target)
 
 
@@ -121,7 +119,7 @@ def plan_function_imports(
     tables: Tables,
     imports: Sequence[tuple[cst.SimpleStatementLine, cst.Import | cst.ImportFrom]],
     bindings: Bindings,
-    claims: NameClaims | None = None,
+    claims: NameClaims,
 ) -> tuple[dict[str, tuple[str, Rule]], dict[cst.ImportAlias, tuple[str, str | None, str]]]:
     """`from lib import func` under a user rule renaming the bare name `func`.
 
@@ -155,11 +153,7 @@ def plan_function_imports(
                 reason = f"this file also binds {old} itself"
             elif old in bindings.exported:
                 reason = f"__all__ exports {old}"
-            elif (
-                entry.new in bindings.bound
-                or entry.new in bindings.imported
-                or (claims is not None and claims.spoken(entry.new))
-            ):
+            elif claims.spoken(entry.new):  # bound, imported, or loaded from a star import
                 reason = f"{entry.new} is already a name in this file"
             planned[alias] = (entry.new, old if reason else None, reason)
             if not reason:

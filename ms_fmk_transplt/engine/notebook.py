@@ -50,7 +50,7 @@ class _Joined:
     text: list[str] = field(default_factory=list)  # the module's lines, with their newlines
     where: list[tuple[int, int]] = field(default_factory=list)  # per module line: (cell, line in cell)
     hidden: dict[str, str] = field(default_factory=dict)  # placeholder key -> the line it stands for
-    kept: set[int] = field(default_factory=set)  # cells left as written (not Python, not parseable)
+    kept: set[int] = field(default_factory=set)  # cells CPython rejects: left as written
 
 
 def convert_notebook(path: str, data: bytes, convert: Callable[[str, bytes], FileResult]) -> FileResult:
@@ -79,8 +79,10 @@ def convert_notebook(path: str, data: bytes, convert: Callable[[str, bytes], Fil
     new_sources = sources if result.output is None else _split(result.output.decode(), joined, sources)
     if new_sources is None:
         return FileResult(path, Status.FAILED, reason="converted cells could not be told apart again")
-    layout = _layout(notebook, text)
-    before = _dump(notebook, layout) if layout else ""
+    if new_sources == sources and not result.findings:
+        return result
+    # the notebook's own layout, and its encoding in it: wanted for the findings' lines and the output
+    layout, before = _layout(notebook, text) or (None, "")
     lines = _source_lines(notebook, sources, layout)
     findings = tuple(_placed(f, joined, lines) for f in result.findings)
     unchanged = dataclasses.replace(
@@ -135,21 +137,16 @@ def _join(sources: list[str | None]) -> _Joined:
                 body = f"{indent}pass  # {key}"
             joined.text.append(body + "\n")
             joined.where.append((index, number))
-    # a cell CPython rejects is kept as written: hidden line by line, the rest still converts
+    # a cell CPython rejects is kept as written (its lines become `pass`), the rest still converts
     for _ in range(len(sources)):
         problem = _syntax_error_line("".join(joined.text))
         if problem is None:
             break
         cell = joined.where[min(problem, len(joined.where)) - 1][0]
         joined.kept.add(cell)
-        for position, (owner, _number) in enumerate(joined.where):
-            line = joined.text[position]
-            if owner == cell and not line.startswith(f"# {_MARK}-cell-") and f"# {_MARK}-" not in line:
-                key = f"{_MARK}-{len(joined.hidden)}"
-                joined.hidden[key] = line.rstrip("\n")
-                joined.text[position] = f"pass  # {key}\n"
-            elif owner == cell and f"pass  # {_MARK}-" in line:
-                joined.text[position] = line.lstrip(" \t")  # hidden lines of a kept cell: no indent
+        for position, (owner, _) in enumerate(joined.where):
+            if owner == cell and not joined.text[position].startswith(f"# {_MARK}-cell-"):
+                joined.text[position] = "pass\n"
     return joined
 
 
@@ -213,7 +210,7 @@ def _first(sources: list[str | None]) -> int:
 
 @dataclass(frozen=True)
 class _Layout:
-    indent: int | None
+    indent: int
     sort_keys: bool
     ensure_ascii: bool
     newline: bool
@@ -229,12 +226,12 @@ def _dump(notebook: Any, layout: _Layout) -> str:
     return text + "\n" if layout.newline else text
 
 
-def _layout(notebook: Any, text: str) -> _Layout | None:
-    """The encoding that lays the notebook out line for line as its text: the one giving the text
-    back, else the one differing on the fewest lines (an editor's `\u001b` for Python's
-    `\u001b`, `1e-05` for `1e-5`); None when none keeps the lines."""
+def _layout(notebook: Any, text: str) -> tuple[_Layout, str] | None:
+    """The encoding that lays the notebook out line for line as its text, with that encoding:
+    the one giving the text back, else the one differing on the fewest lines (an editor's
+    `\\u001B` for Python's `\\u001b`, `1e-05` for `1e-5`); None when none keeps the lines."""
     lines = text.splitlines()
-    best: tuple[int, _Layout] | None = None
+    best: tuple[int, _Layout, str] | None = None
     for indent in (1, 2, 4):
         for sort_keys in (True, False):
             for ensure_ascii in (False, True):
@@ -242,13 +239,13 @@ def _layout(notebook: Any, text: str) -> _Layout | None:
                     layout = _Layout(indent, sort_keys, ensure_ascii, newline)
                     dumped = _dump(notebook, layout)
                     if dumped == text:
-                        return layout
+                        return layout, dumped
                     ours = dumped.splitlines()
                     if len(ours) == len(lines):
-                        differ = sum(a != b for a, b in zip(ours, lines))
+                        differ = sum(a != b for a, b in zip(ours, lines, strict=True))
                         if best is None or differ < best[0]:
-                            best = (differ, layout)
-    return best[1] if best else None
+                            best = (differ, layout, dumped)
+    return (best[1], best[2]) if best else None
 
 
 def _patched(text: str, before: str, notebook: Any, layout: _Layout) -> str:
@@ -279,12 +276,13 @@ def _source_lines(
     each source line replaced by a marker (the same layout puts each in the same place)."""
     if layout is None:
         return {}
-    marked = json.loads(json.dumps(notebook))
+    cells = [dict(cell) if isinstance(cell, dict) else cell for cell in notebook["cells"]]
+    marked = dict(notebook, cells=cells)  # a copy of the cells only: outputs are shared, not copied
     for index, source in enumerate(sources):
         if source is None:
             continue
         count = len(source.splitlines()) or 1
-        cell = marked["cells"][index]
+        cell = cells[index]
         if isinstance(cell["source"], list):
             cell["source"] = [f"\0{_MARK}:{index}:{n}" for n in range(count)]
         else:
