@@ -98,7 +98,8 @@ class ImportStatements:
         if not kept:
             first, extra = extra[0], extra[1:]
         else:
-            first = updated_node.with_changes(names=strip_last_comma(kept))
+            # in parentheses the kept names keep their layout, a trailing comma included
+            first = updated_node.with_changes(names=kept if updated_node.lpar else strip_last_comma(kept))
         self.c._extra_lines.extend(extra)
         return first
 
