@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.imports import insert_module_import, strip_last_comma
+from ms_fmk_transplt.engine.import_split import (
+    comments_after,
+    import_line,
+    name_indent,
+    without_names,
+)
+from ms_fmk_transplt.engine.imports import insert_module_import
 from ms_fmk_transplt.engine.names import build_dotted, dotted
 from ms_fmk_transplt.engine.pending import Pending
 from ms_fmk_transplt.records import Operation
@@ -63,18 +69,17 @@ class ImportStatements:
             return updated_node
         if isinstance(updated_node.names, cst.ImportStar):
             return self._star_import(original_node, updated_node, module)
-        kept: list[cst.ImportAlias] = []
-        moved: dict[str, list[cst.ImportAlias]] = {}
-        for alias in updated_node.names:
+        names = list(updated_node.names)
+        keep = [True] * len(names)
+        moved: dict[str, list[tuple[int, cst.ImportAlias]]] = {}
+        for i, alias in enumerate(names):
             name = dotted(alias.name)
             full = f"{module}.{name}"
             match = self.c.tables.lookup(full)
             if match is None or not name:
-                kept.append(alias)
                 continue
             self.c.report_match(original_node, match)
             if match.new is None:
-                kept.append(alias)
                 continue
             new_full = match.new + full[len(match.prefix) :]
             parent, _, last = new_full.rpartition(".")
@@ -85,22 +90,24 @@ class ImportStatements:
                 new_alias = new_alias.with_changes(asname=cst.AsName(name=cst.Name(new_bound)))
             elif _asname(alias) == last:
                 new_alias = new_alias.with_changes(asname=None)
-            moved.setdefault(parent, []).append(new_alias)
+            names[i] = new_alias
+            keep[i] = False
+            moved.setdefault(parent, []).append((i, new_alias))
         if not moved:
             return updated_node
-        if not kept and len(moved) == 1:
-            parent, aliases = next(iter(moved.items()))
-            return updated_node.with_changes(module=build_dotted(parent), names=aliases)
-        extra = [
-            cst.ImportFrom(module=build_dotted(parent), names=strip_last_comma(aliases))
-            for parent, aliases in moved.items()
-        ]
-        if not kept:
-            first, extra = extra[0], extra[1:]
-        else:
-            # in parentheses the kept names keep their layout, a trailing comma included
-            first = updated_node.with_changes(names=kept if updated_node.lpar else strip_last_comma(kept))
-        self.c._extra_lines.extend(extra)
+        comments = comments_after(updated_node, names)
+        indent = name_indent(updated_node)
+        module_node = updated_node.module
+        if not any(keep):  # the first module's names stay in the statement, in its layout
+            parent = next(iter(moved))
+            module_node = build_dotted(parent)
+            for i, _ in moved.pop(parent):
+                keep[i] = True
+        first = without_names(updated_node.with_changes(module=module_node), names, keep)
+        self.c._extra_lines.extend(
+            import_line(build_dotted(parent), [a for _, a in group], [comments[i] for i, _ in group], indent)
+            for parent, group in moved.items()
+        )
         return first
 
     def _rename_function_imports(self, original: cst.ImportFrom, updated: cst.ImportFrom) -> cst.ImportFrom:

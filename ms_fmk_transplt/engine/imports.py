@@ -232,13 +232,6 @@ def add_needed_imports(module: cst.Module, names: set[str]) -> cst.Module:
     return module.visit(AddImportsVisitor(context))
 
 
-def strip_last_comma(aliases: list[cst.ImportAlias]) -> list[cst.ImportAlias]:
-    """The aliases with no trailing comma after the last, as a rebuilt import needs."""
-    if aliases and aliases[-1].comma is not cst.MaybeSentinel.DEFAULT:
-        aliases = [*aliases[:-1], aliases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)]
-    return aliases
-
-
 class _InsertNextTo(cst.CSTTransformer):
     """Put `line` right after (or before) one statement line, found by identity."""
 

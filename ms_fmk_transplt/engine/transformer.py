@@ -58,7 +58,7 @@ class ModuleRewriter(SiteReports, CachedDispatch):
         self.imports_needed: set[str] = set()
         self.uses = NameUses(nodes)
         self._qualified: dict[cst.CSTNode, str | None] = {}
-        self._extra_lines: list[cst.BaseSmallStatement] = []
+        self._extra_lines: list[cst.SimpleStatementLine] = []
         self.anchor_updated: cst.SimpleStatementLine | None = None
         name_claims = NameClaims(nodes)  # which bare names the file spells, for renamed imports
         self.imports = plan_imports(tables, module, imports, self.aliases, name_claims)
@@ -323,8 +323,7 @@ class ModuleRewriter(SiteReports, CachedDispatch):
             self.anchor_updated = updated_node
         if not self._extra_lines:
             return updated_node
-        lines = [cst.SimpleStatementLine(body=[statement]) for statement in self._extra_lines]
-        self._extra_lines = []
+        lines, self._extra_lines = self._extra_lines, []
         return cst.FlattenSentinel([updated_node, *lines])
 
     # ---- module: the torch_npu import (engine/import_statements.py) ----------------------------
