@@ -45,6 +45,7 @@ from ms_fmk_transplt.engine.convert import (
     convert_source,
     counted,
     edited,
+    unparsable_output,
 )
 from ms_fmk_transplt.engine.imports import add_needed_imports
 from ms_fmk_transplt.engine.normalise import LONE_BACKSLASH, libcst_limit, normalise, restore, same_tree
@@ -72,6 +73,7 @@ PHASES = (
     "positions (_place)",
     "suppressions, fingerprints",
     "codegen (edited modules only: new statements)",
+    "output check (fresh statements parse)",
     "restore (normalised files)",
 )
 
@@ -136,10 +138,16 @@ def convert_timed(path: str, data: bytes, tables: Tables, clock: Clock) -> FileR
     with clock.phase("suppressions, fingerprints"):
         findings = annotate(placed, data)
     with clock.phase("codegen (edited modules only: new statements)"):
+        fresh: list[str] | None = None
         if normalised is not None:
             output = new_module.bytes
         else:
-            output = module_bytes(module, new_module, text) if edited(converter) else data
+            output, fresh = module_bytes(module, new_module, text) if edited(converter) else (data, None)
+    if output != data:
+        with clock.phase("output check (fresh statements parse)"):
+            broken = unparsable_output(output, fresh)
+        if broken:
+            return FileResult(path, Status.FAILED, reason=broken)
     if normalised is not None:
         with clock.phase("restore (normalised files)"):
             restored = restore(normalised, output)

@@ -47,6 +47,42 @@ def test_bad_input_is_reported_and_not_converted(data: bytes, reason: str, built
     assert result.output is None
 
 
+@pytest.mark.parametrize("whole", [False, True], ids=["rewritten-statements", "whole-module"])
+def test_output_that_would_not_parse_is_not_written(whole: bool, builtin_tables, monkeypatch) -> None:
+    """A converter defect that prints invalid Python fails the file instead of writing it."""
+    import ms_fmk_transplt.engine.convert as convert_module
+    from ms_fmk_transplt.engine.splice import Printed, module_bytes
+
+    def defective(original, new, text):
+        printed = module_bytes(original, new, text)
+        broken = printed.data.replace(b"torch.npu.synchronize()", b"torch.npu.synchronize(")
+        return Printed(
+            broken, None if whole else [p.replace("synchronize()", "synchronize(") for p in printed.fresh]
+        )
+
+    monkeypatch.setattr(convert_module, "module_bytes", defective)
+    result = convert_source(
+        "d.py", b"import torch\n\ndef f():\n    torch.cuda.synchronize()\n", builtin_tables
+    )
+    assert result.status is Status.FAILED and result.output is None
+    where = "at line 5" if whole else "in the rewritten statement 'def f():'"
+    assert result.reason.startswith(f"the converted file would not parse (syntax error {where}: ")
+    assert result.reason.endswith("so it was not written: a converter defect, please report it")
+
+
+def test_output_check_parses_only_what_was_printed_afresh() -> None:
+    from ms_fmk_transplt.engine.convert import unparsable_output
+
+    assert unparsable_output(b"x = (\n", ["y = 1\n"]) is None  # kept text is the input's, which parsed
+    assert unparsable_output(b"", ["# lead\nfrom a import b,\n    c\n"]) == (
+        "syntax error in the rewritten statement 'from a import b,': trailing comma not allowed without"
+        " surrounding parentheses"
+    )
+    assert unparsable_output(b"x = 1\n", None) is None
+    # compile() rejects these, CPython's parser (which judged the input) takes them
+    assert unparsable_output(b"", ["await ready()\n", "yield 1\n", "nonlocal x\n"]) is None
+
+
 def test_declared_encoding_round_trips(builtin_tables) -> None:
     source = "# -*- coding: latin-1 -*-\nimport torch\n# café\nx = torch.cuda.is_available()  # naïve\n"
     result = convert_source("l1.py", source.encode("latin-1"), builtin_tables)

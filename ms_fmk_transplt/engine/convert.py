@@ -156,10 +156,22 @@ def _rewritten(
     placed, text = _place(module, converter)
     findings = annotate(placed, data)
     # every rewrite reports a change; without one the output is the input, not worth printing
+    fresh: list[str] | None = None
     if normalised is not None:
         output = new_module.bytes
+    elif edited(converter):
+        output, fresh = module_bytes(module, new_module, text)
     else:
-        output = module_bytes(module, new_module, text) if edited(converter) else data
+        output = data
+    if output != data:
+        broken = unparsable_output(output, fresh)
+        if broken:
+            return FileResult(
+                path,
+                Status.FAILED,
+                reason=f"the converted file would not parse ({broken}), so it was not written: a converter"
+                " defect, please report it",
+            )
     if normalised is not None:
         restored = restore(normalised, output)
         if restored is None or not same_tree(restored, output):
@@ -173,6 +185,38 @@ def _rewritten(
     if output == data:
         return FileResult(path, Status.UNCHANGED, findings=findings, **counted(converter))
     return FileResult(path, Status.CONVERTED, findings=findings, output=output, **counted(converter))
+
+
+def unparsable_output(output: bytes, fresh: list[str] | None) -> str | None:
+    """Why the converter's output does not parse, if it does not: the input parsed, so only the
+    statements printed afresh can be wrong (each is a top-level statement, complete on its own).
+
+    compile() is the quick test (a third cheaper than ast.parse, which builds Python objects); what
+    it rejects is asked of ast.parse, which alone judged the input (a module-level `await` compiles
+    to an error but parses)."""
+    for piece in [output] if fresh is None else fresh:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                compile(piece, "<converted>", "exec", dont_inherit=True)
+            continue
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            pass
+        try:
+            ast.parse(piece)
+        except (SyntaxError, ValueError) as exc:
+            if fresh is None:
+                return f"syntax error at line {getattr(exc, 'lineno', '?')}: {getattr(exc, 'msg', exc)}"
+            assert isinstance(piece, str)
+            code = [
+                line.strip()
+                for line in piece.splitlines()
+                if line.strip() and not line.lstrip().startswith("#")
+            ]
+            return f"syntax error in the rewritten statement {code[0][:60]!r}: {getattr(exc, 'msg', exc)}"
+        except RecursionError:
+            continue  # too deep for CPython's parser here; the input was not, so leave the verdict to it
+    return None
 
 
 class Counted(TypedDict):

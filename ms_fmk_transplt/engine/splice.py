@@ -7,16 +7,29 @@ written as the text it was read from, and only new statements (rewritten, insert
 A module printed otherwise than statement by statement (no trailing newline: libcst removes the
 last one) is printed whole. tests/test_traverse.py compares the result with libcst's printing on
 every fixture and sample.
+
+The statements printed afresh are handed back too, so that the converter can check that its own
+output parses by parsing only them (engine/convert.py).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import libcst as cst
 
 from ms_fmk_transplt.engine.positions import ModuleText
 
 
-def module_bytes(original: cst.Module, new: cst.Module, text: ModuleText | None) -> bytes:
+class Printed(NamedTuple):
+    """A converted module's bytes, and the text of the top-level statements printed afresh (None:
+    the module was printed whole)."""
+
+    data: bytes
+    fresh: list[str] | None
+
+
+def module_bytes(original: cst.Module, new: cst.Module, text: ModuleText | None) -> Printed:
     """`new.bytes`, reusing `text` (the original's printed statements) where `new` kept them."""
     if (
         text is None
@@ -27,14 +40,18 @@ def module_bytes(original: cst.Module, new: cst.Module, text: ModuleText | None)
         or not _same(new.footer, original.footer)
         or (new.default_indent, new.default_newline) != (original.default_indent, original.default_newline)
     ):
-        return new.bytes
+        return Printed(new.bytes, None)
     kept = text.statements
     parts = [text.header]
+    fresh = []
     for statement in new.body:
         piece = kept.get(id(statement))
-        parts.append(piece if piece is not None else new.code_for_node(statement))
+        if piece is None:
+            piece = new.code_for_node(statement)
+            fresh.append(piece)
+        parts.append(piece)
     parts.append(text.footer)
-    return "".join(parts).encode(new.encoding)
+    return Printed("".join(parts).encode(new.encoding), fresh)
 
 
 def _same(left: object, right: object) -> bool:
