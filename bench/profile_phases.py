@@ -45,6 +45,7 @@ from ms_fmk_transplt.engine.convert import (
     convert_source,
     counted,
     edited,
+    in_original,
     unparsable_output,
 )
 from ms_fmk_transplt.engine.imports import add_needed_imports
@@ -136,7 +137,7 @@ def convert_timed(path: str, data: bytes, tables: Tables, clock: Clock) -> FileR
     with clock.phase("positions (_place)"):
         placed, text = _place(module, converter)
     with clock.phase("suppressions, fingerprints"):
-        findings = annotate(placed, data)
+        findings = annotate(in_original(placed, normalised), data)
     with clock.phase("codegen (edited modules only: new statements)"):
         fresh: list[str] | None = None
         if normalised is not None:

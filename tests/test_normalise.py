@@ -91,3 +91,65 @@ def test_final_backslash_line_converts_once_the_tail_is_normalised(builtin_table
     assert result.output == source.replace(b"import torch\n", b"import torch\nimport torch_npu\n").replace(
         b"cuda", b"npu"
     )
+
+
+def test_mixed_tabs_and_spaces_are_expanded_to_cpython_columns_and_restored() -> None:
+    source = b'def f():\n    x = """\n\tkept\n"""\n    if x:\n\t    y = 1\n\t    if y:\n \t    \tz = 2\n    w = 3\n'
+    normalised = normalise(source)
+    assert normalised is not None
+    assert normalised.data == (
+        b'def f():\n    x = """\n\tkept\n"""\n    if x:\n            y = 1\n            if y:\n                z = 2\n    w = 3\n'
+    )
+    assert ast.dump(ast.parse(normalised.data)) == ast.dump(ast.parse(source))
+    assert restore(normalised, normalised.data) == source
+
+
+def test_tabs_alone_or_spaces_alone_are_not_normalised() -> None:
+    assert normalise(b"def f():\n\tif x:\n\t\ty = 1\n") is None
+    assert normalise(b'def f():\n    s = """\n\tin a string\n"""\n') is None
+
+
+def test_a_line_the_conversion_adds_is_indented_like_the_nearest_line_indented_alike() -> None:
+    source = b"import torch\ndef f():\n\t    a = 1\n\t    b = 2\n    \n\t\t\n"
+    normalised = normalise(source)
+    assert normalised is not None
+    output = normalised.data.replace(b"import torch\n", b"import torch\nimport torch_npu\n").replace(
+        b"    b = 2\n", b"    b = 2\n            c = 3\n"
+    )
+    # the added top-level line stays at column 0, though the blank tail lines were tab-indented
+    assert restore(normalised, output) == (
+        b"import torch\nimport torch_npu\ndef f():\n\t    a = 1\n\t    b = 2\n\t    c = 3\n    \n\t\t\n"
+    )
+
+
+def test_a_last_line_of_spaces_without_newline_is_given_back() -> None:
+    source = b"if x:\n\ty = 1\n\n    "
+    normalised = normalise(source)
+    assert normalised is not None and normalised.data == b"if x:\n\ty = 1\n\n"
+    assert restore(normalised, normalised.data) == source
+    assert restore(normalised, normalised.data.rstrip(b"\n")) is None  # the output must end its last line
+
+
+def test_mixed_indentation_libcst_rejects_is_named_when_conversion_fails() -> None:
+    from ms_fmk_transplt.engine.normalise import libcst_limit
+
+    source = b"class A:\n    def f(self):\n\t    return 1\n"
+    assert libcst_limit(source) == (
+        "indentation mixing tabs and spaces that libcst's tokenizer cannot read as CPython does"
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "column"),
+    [
+        pytest.param("\t    return torch.cuda.is_available()", 13, id="mixed-tabs"),
+        pytest.param("  \f        return torch.cuda.is_available()", 19, id="form-feed"),
+    ],
+)
+def test_findings_on_normalised_lines_have_the_original_columns(builtin_tables, line: str, column: int) -> None:
+    source = f"import torch\nclass A:\n    def f(self):\n{line}\n"
+    result = convert_source("t.py", source.encode(), builtin_tables)
+    assert result.status is Status.CONVERTED, result.reason
+    (finding,) = [f for f in result.findings if f.rule_id == "TP101"]
+    assert (finding.start_line, finding.column) == (4, column)
+    assert line[column - 1 :].startswith("torch.cuda")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import codecs
+import dataclasses
 import re
 import traceback
 import warnings
@@ -19,6 +20,7 @@ from ms_fmk_transplt.engine.normalise import (
     libcst_limit,
     normalise,
     odd_tail,
+    original_column,
     restore,
     same_tree,
 )
@@ -154,7 +156,7 @@ def _rewritten(
     new_module = transform(module, converter)
     new_module = add_needed_imports(new_module, converter.imports_needed)
     placed, text = _place(module, converter)
-    findings = annotate(placed, data)
+    findings = annotate(in_original(placed, normalised), data)
     # every rewrite reports a change; without one the output is the input, not worth printing
     fresh: list[str] | None = None
     if normalised is not None:
@@ -185,6 +187,15 @@ def _rewritten(
     if output == data:
         return FileResult(path, Status.UNCHANGED, findings=findings, **counted(converter))
     return FileResult(path, Status.CONVERTED, findings=findings, output=output, **counted(converter))
+
+
+def in_original(findings: tuple[Finding, ...], normalised: Normalised | None) -> tuple[Finding, ...]:
+    """Findings placed on a normalised source, with the columns the user's file has (tabs, form feeds)."""
+    if normalised is None:
+        return findings
+    return tuple(
+        dataclasses.replace(f, column=original_column(normalised, f.start_line, f.column)) for f in findings
+    )
 
 
 def unparsable_output(output: bytes, fresh: list[str] | None) -> str | None:

@@ -14,6 +14,14 @@ code moved into or out of a block. Folding the backslash line into a blank line 
 indentation to the next line is the same program for CPython, and libcst reads it right.
 A final backslash continuation before the end of the file is reported.
 
+CPython measures indentation in columns, a tab taking it to the next multiple of eight, and
+accepts a block whose lines mix tabs and spaces as long as the columns agree (ModelZoo has
+`    def f():` over `\t    super().__init__()`). libcst keeps indentation as text and wants each
+block's to start with the enclosing block's, so it rejects those files. When leading tabs and
+spaces are both used, every leading tab is expanded to the columns CPython counts, and put back
+on the output's lines. A line the conversion adds takes the original indentation of the nearest
+line indented as it is.
+
 The lines after the last line of code, when some are indented (comments between column 0 and
 the enclosing block's indentation, whitespace-only lines after a form feed), are printed back by
 libcst with some of them gone. Their indentation means nothing to CPython: the normalised
@@ -69,6 +77,10 @@ def normalise(data: bytes) -> Normalised | None:
         cut = _leading(line).rfind(b"\f") + 1
         if cut and index not in strings:
             out[index] = line[cut:]
+    if _mixed_indentation(out, strings):
+        for index, line in enumerate(out):
+            if index not in strings and b"\t" in _leading(line):
+                out[index] = _expand_tabs(line)
     for index in range(len(out) - 1):
         if index in strings or index + 1 in strings or not LONE_BACKSLASH.match(out[index]):
             continue
@@ -88,6 +100,30 @@ def normalise(data: bytes) -> Normalised | None:
                 common += 1
             changes[index] = (old[: len(old) - common], new[: len(new) - common])
     return Normalised(b"".join(out), changes) if changes else None
+
+
+def _mixed_indentation(lines: list[bytes], strings: set[int]) -> bool:
+    """Do the code lines' leading whitespace use both tabs and spaces (string contents, blank and
+    comment lines aside: CPython does not measure those)?"""
+    tabs = spaces = False
+    for index, line in enumerate(lines):
+        lead = _leading(line)
+        if index in strings or line[len(lead) :].startswith((b"#", b"\n", b"\r")) or len(lead) == len(line):
+            continue
+        tabs = tabs or b"\t" in lead
+        spaces = spaces or b" " in lead
+        if tabs and spaces:
+            return True
+    return False
+
+
+def _expand_tabs(line: bytes) -> bytes:
+    """The line with its leading whitespace as the spaces of CPython's column (tabs to multiples of 8)."""
+    lead = _leading(line)
+    column = 0
+    for char in lead:
+        column = (column // 8 + 1) * 8 if char == 0x09 else column + 1
+    return b" " * column + line[len(lead) :]
 
 
 def tail(lines: list[bytes], strings: set[int] | None = None) -> list[int]:
@@ -122,12 +158,41 @@ def restore(normalised: Normalised, output: bytes) -> bytes | None:
             # lines the conversion added (an import) come before the rewritten ones: align the ends
             count = min(i2 - i1, j2 - j1)
             pairs.update(zip(range(i2 - count, i2), range(j2 - count, j2)))
+    indents: dict[int, tuple[bytes, bytes]] = {}  # output line: (normalised, original) indentation
+    end = b""
     for index, (old_prefix, new_prefix) in normalised.changes.items():
+        if index == len(before) and not new_prefix:  # a last line of whitespace alone, normalised away
+            end = old_prefix
+            continue
         target = pairs.get(index)
         if target is None or not after[target].startswith(new_prefix):
             return None
+        lead = _leading(after[target])
         after[target] = old_prefix + after[target][len(new_prefix) :]
-    return b"".join(after)
+        if lead and after[target].strip():  # code or a comment: an indentation to copy
+            indents[target] = (lead, _leading(after[target]))
+    paired = set(pairs.values())
+    for target, line in enumerate(after):
+        if target not in paired and line.strip() and _leading(line):
+            after[target] = _indent_like_neighbours(line, target, indents)
+    return b"".join(after) + end if not end or output.endswith((b"\n", b"\r")) else None
+
+
+def original_column(normalised: Normalised, line: int, column: int) -> int:
+    """The 1-based column in the original source of a position on `line` of the normalised one."""
+    old_prefix, new_prefix = normalised.changes.get(line - 1, (b"", b""))
+    return column - len(new_prefix) + len(old_prefix) if column > len(new_prefix) else column
+
+
+def _indent_like_neighbours(line: bytes, target: int, indents: dict[int, tuple[bytes, bytes]]) -> bytes:
+    """A line the conversion added, indented as the nearest restored line of its indentation."""
+    lead = _leading(line)
+    nearest = sorted(indents, key=lambda other: abs(other - target))
+    for other in nearest:
+        normalised_lead, original_lead = indents[other]
+        if normalised_lead == lead:
+            return original_lead + line[len(lead) :]
+    return line
 
 
 def same_tree(first: bytes, second: bytes) -> bool:
@@ -151,6 +216,8 @@ def libcst_limit(data: bytes) -> str:
             f"lines holding only a backslash continuation ({where}) that libcst's tokenizer cannot indent"
             " as CPython does; join each with the next line"
         )
+    if _mixed_indentation(lines, strings):
+        return "indentation mixing tabs and spaces that libcst's tokenizer cannot read as CPython does"
     if odd_tail(data):
         return "indented comment or blank lines at the end of the file that libcst prints back incompletely"
     if b"\f" in data:
