@@ -54,19 +54,28 @@ def test_generated_tree_is_copies_of_both_pinned_packages(tmp_path: Path) -> Non
     assert bench_scale.count(tree) == (4, 4)
 
 
-def test_peak_memory_walks_the_process_tree_as_a_scan_of_every_process_does() -> None:
-    # a parent with a child and a grandchild, all asleep: both walks find the same three processes
-    script = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)']); time.sleep(30)"
+def test_peak_memory_walks_the_process_tree_as_a_scan_of_every_process_does(tmp_path) -> None:
+    # a parent with a child and a grandchild, all asleep: both walks find the same three processes.
+    # Each touches a file once it is about to sleep, so that no interpreter is still loading (and
+    # growing) between the two reads.
+    ready = [tmp_path / name for name in ("parent", "child", "grandchild")]
+    sleep = "import pathlib, time; pathlib.Path({!r}).touch(); time.sleep(30)"
+    grandchild = sleep.format(str(ready[2]))
+    child = (
+        f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {grandchild!r}]); "
+        + sleep.format(str(ready[1]))
+    )
     parent = subprocess.Popen(
         [
             sys.executable,
             "-c",
-            f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {script!r}]); import time; time.sleep(30)",
+            f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {child!r}]); "
+            + sleep.format(str(ready[0])),
         ]
     )
     try:
-        for _ in range(100):  # until the grandchild is up
-            if len(_descendants(parent.pid)) == 2:
+        for _ in range(400):
+            if all(path.exists() for path in ready):
                 break
             time.sleep(0.05)
         assert len(_descendants(parent.pid)) == 2
