@@ -191,9 +191,16 @@ class ImportStatements:
             uses_needed_api=c.uses_needed_api,
             name_needed=name_needed,
             anchor_updated=c.anchor_updated,
+            device_imports=c.device_imports,
         )
         if insertion is not None:
             c.pending.append(
-                Pending(insertion.anchor, rule, Operation.INSERT, insertion.message, line_offset=1)
+                Pending(
+                    insertion.anchor,
+                    rule,
+                    Operation.INSERT,
+                    insertion.message,
+                    line_offset=insertion.line_offset,
+                )
             )
         return result

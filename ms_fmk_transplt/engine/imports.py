@@ -163,10 +163,12 @@ def plan_function_imports(
 
 @dataclass(frozen=True)
 class Insertion:
-    """Where the inserted import went: after `anchor` (an original node, or the module itself)."""
+    """Where the inserted import went: after `anchor` (an original node, or the module itself), or
+    before it (`line_offset` 0)."""
 
     anchor: cst.CSTNode
     message: str
+    line_offset: int = 1
 
 
 def insert_module_import(
@@ -179,6 +181,7 @@ def insert_module_import(
     uses_needed_api: bool,
     name_needed: bool,
     anchor_updated: cst.SimpleStatementLine | None,
+    device_imports: Sequence[tuple[cst.SimpleStatementLine, cst.SimpleStatementLine]] = (),
 ) -> tuple[cst.Module, Insertion | None]:
     """`import torch_npu` (the rule's `module`) into the rewritten module, when the file needs it.
 
@@ -196,10 +199,12 @@ def insert_module_import(
     wanted = needs_module or uses_needed_api or (plan.entry_point and plan.anchor_line is not None)
     if not plan.imports_torch and not plan.entry_point:
         wanted = False
-    if not name_needed and (not wanted or plan.has_torch_npu or imported):
-        return updated, None
     line = cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=build_dotted(module_name))])])
     message = rule.render(module=module_name)
+    if not name_needed and (plan.has_torch_npu or imported):
+        return _import_before_first_need(updated, line, message, module_name, device_imports)
+    if not name_needed and not wanted:
+        return updated, None
     if uses_needed_api and not needs_module:
         message += " (the script asks torch.accelerator for its device: the NPU is registered by this import)"
     elif not needs_module and not name_needed:
@@ -214,8 +219,64 @@ def insert_module_import(
         return updated.with_changes(body=body), Insertion(anchor, message)
     # the first torch import sits in a block (try: import torch / except ImportError): go next to it
     assert anchor_updated is not None
-    before = _imports_device_module(anchor_updated)
+    before = imports_device_module(anchor_updated)
     return transform(updated, _InsertNextTo(anchor_updated, line, before)), Insertion(anchor_line, message)
+
+
+def _import_before_first_need(
+    updated: cst.Module,
+    line: cst.SimpleStatementLine,
+    message: str,
+    module_name: str,
+    device_imports: Sequence[tuple[cst.SimpleStatementLine, cst.SimpleStatementLine]],
+) -> tuple[cst.Module, Insertion | None]:
+    """A file that imports torch_npu already gets it once more only where a top-level line the
+    conversion made import torch.npu (`from torch import cuda`) would run first: torch has no npu
+    until torch_npu is imported."""
+    if not device_imports:
+        return updated, None
+    rewritten = {id(new): old for old, new in device_imports}
+    body = list(updated.body)
+    for index, statement in enumerate(body):
+        if _imports_at_load(statement, module_name):
+            return updated, None
+        anchor = rewritten.get(id(statement))
+        if anchor is None:
+            continue
+        assert isinstance(statement, cst.SimpleStatementLine)
+        # the blank lines above go above both; a comment stays with its statement
+        lines = list(statement.leading_lines)
+        blank = next((i for i, empty in enumerate(lines) if empty.comment is not None), len(lines))
+        body[index] = statement.with_changes(leading_lines=lines[blank:])
+        body.insert(index, line.with_changes(leading_lines=lines[:blank]))
+        message += f" (this line's npu import needs it before the file's own import of {module_name} runs)"
+        return updated.with_changes(body=body), Insertion(anchor, message, line_offset=0)
+    return updated, None
+
+
+def _imports_at_load(statement: cst.CSTNode, module_name: str) -> bool:
+    """Does a top-level statement import `module_name` when the module loads (not in a def)?"""
+    finder = _LoadTimeImport(module_name)
+    statement.visit(finder)
+    return finder.found
+
+
+class _LoadTimeImport(cst.CSTVisitor):
+    def __init__(self, module_name: str) -> None:
+        super().__init__()
+        self.module_name, self.found = module_name, False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.found or isinstance(node, (cst.FunctionDef, cst.Lambda, cst.BaseExpression)):
+            return False
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            name = self.module_name
+            self.found = any(
+                r == name or r.startswith(name + ".")
+                for r in _imported_roots(cst.SimpleStatementLine([node]))
+            )
+            return False
+        return True
 
 
 def add_needed_imports(module: cst.Module, names: set[str]) -> cst.Module:
@@ -280,7 +341,7 @@ def _imported_roots(statement: cst.CSTNode) -> set[str]:
     return roots
 
 
-def _imports_device_module(statement: cst.CSTNode) -> bool:
+def imports_device_module(statement: cst.CSTNode) -> bool:
     """Does an (updated) statement import torch.npu, which needs torch_npu first?
 
     `import torch.npu`, `from torch.npu import amp`, and `from torch import npu` (torch has no
@@ -305,7 +366,7 @@ def _insert_position(original: Sequence[cst.CSTNode], updated: Sequence[cst.CSTN
     for i, statement in enumerate(original):
         roots = _imported_roots(statement)
         if any(r == after or r.startswith(after + ".") for r in roots):
-            return i if _imports_device_module(updated[i]) else i + 1
+            return i if imports_device_module(updated[i]) else i + 1
     # no top-level import of it: after the docstring and __future__ imports
     index = 0
     for i, statement in enumerate(original):
