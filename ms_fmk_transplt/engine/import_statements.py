@@ -18,7 +18,7 @@ from ms_fmk_transplt.engine.import_split import (
     name_indent,
     without_names,
 )
-from ms_fmk_transplt.engine.imports import insert_module_import
+from ms_fmk_transplt.engine.imports import imports_device_module, insert_module_import
 from ms_fmk_transplt.engine.names import build_dotted, dotted
 from ms_fmk_transplt.engine.pending import Pending
 from ms_fmk_transplt.records import Operation
@@ -39,6 +39,17 @@ class ImportStatements:
 
     def __init__(self, converter: ModuleRewriter) -> None:
         self.c = converter
+        # lines rewritten to import torch.npu, in a file that imports torch_npu itself (maybe too late)
+        self.device_imports: list[tuple[cst.SimpleStatementLine, cst.SimpleStatementLine]] = []
+
+    def leave_line(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine) -> None:
+        """Note a line the conversion made import torch.npu, where the file imports torch_npu itself."""
+        if (
+            self.c.imports.has_torch_npu
+            and imports_device_module(updated)
+            and not imports_device_module(original)
+        ):
+            self.device_imports.append((original, updated))
 
     def rewrite_import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
         """`import torch.cuda.amp as amp` with its module renamed (or reported)."""
@@ -191,7 +202,7 @@ class ImportStatements:
             uses_needed_api=c.uses_needed_api,
             name_needed=name_needed,
             anchor_updated=c.anchor_updated,
-            device_imports=c.device_imports,
+            device_imports=self.device_imports,
         )
         if insertion is not None:
             c.pending.append(

@@ -18,7 +18,7 @@ from ms_fmk_transplt.engine.dispatch import CachedDispatch
 from ms_fmk_transplt.engine.environment import Environment
 from ms_fmk_transplt.engine.hooks import CallHook, ResultUse, ValueHook
 from ms_fmk_transplt.engine.import_statements import ImportStatements
-from ms_fmk_transplt.engine.imports import imports_device_module, plan_function_imports, plan_imports
+from ms_fmk_transplt.engine.imports import plan_function_imports, plan_imports
 from ms_fmk_transplt.engine.name_uses import NameUses
 from ms_fmk_transplt.engine.names import (
     alias_table,
@@ -60,8 +60,6 @@ class ModuleRewriter(SiteReports, CachedDispatch):
         self._qualified: dict[cst.CSTNode, str | None] = {}
         self._extra_lines: list[cst.SimpleStatementLine] = []
         self.anchor_updated: cst.SimpleStatementLine | None = None
-        # lines rewritten to import torch.npu, in a file that imports torch_npu itself (it may do so too late)
-        self.device_imports: list[tuple[cst.SimpleStatementLine, cst.SimpleStatementLine]] = []
         name_claims = NameClaims(nodes)  # which bare names the file spells, for renamed imports
         self.imports = plan_imports(tables, module, imports, self.aliases, name_claims)
         self.renamed_names = self.imports.renamed_names
@@ -323,12 +321,7 @@ class ModuleRewriter(SiteReports, CachedDispatch):
     ) -> cst.SimpleStatementLine | cst.FlattenSentinel[cst.SimpleStatementLine]:
         if original_node is self.imports.anchor_line:
             self.anchor_updated = updated_node
-        if (
-            self.imports.has_torch_npu
-            and imports_device_module(updated_node)
-            and not imports_device_module(original_node)
-        ):
-            self.device_imports.append((original_node, updated_node))
+        self.import_statements.leave_line(original_node, updated_node)
         if not self._extra_lines:
             return updated_node
         lines, self._extra_lines = self._extra_lines, []
