@@ -3,6 +3,10 @@
 For each string literal of a file (or of one line): its role and the evidence for it, as the
 role pass (engine/roles.py) gave it before the rewrite; then each finding with its rule: what
 changed and what was reported. The file is read, never written.
+
+A notebook is explained as it is converted: its code cells as one module. Lines are the notebook
+file's (as findings give them), with the cell and the line in it named; columns are within the
+cell's line.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from pathlib import Path
 import libcst as cst
 
 from ms_fmk_transplt.engine.convert import convert_source
+from ms_fmk_transplt.engine.notebook import CodeCells, code_cells, is_notebook
 from ms_fmk_transplt.engine.positions import positions
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.engine.transformer import ModuleRewriter
@@ -69,20 +74,31 @@ def explain(path: str, data: bytes, tables: Tables, line: int | None = None) -> 
     if result.reason:
         return [f"{path}: {result.status.value}: {result.reason}"]
     out = [f"{path}: {result.status.value}"]
+    cells: CodeCells | None = None
+    source = data
+    if is_notebook(path):  # its code cells; a notebook of another language has none
+        loaded = code_cells(path, data)
+        cells, source = (loaded, loaded.source) if isinstance(loaded, CodeCells) else (None, b"")
     try:
-        rows = [r for r in literal_roles(data, tables) if line is None or r.line == line]
+        rows = [(r, *_where(r.line, cells)) for r in literal_roles(source, tables)] if source else []
     except cst.ParserSyntaxError:  # a form libcst reads only normalised (engine/normalise.py)
         rows = []
+    rows = [row for row in rows if line is None or row[1] == line]
     out.append("string literals (role: evidence):" if rows else "no string literals here")
-    for row in rows:
+    for row, at, cell in rows:
         code = row.code if len(row.code) <= 60 else row.code[:57] + "..."
-        out.append(f"  {row.line}:{row.column}  {code}  {row.role}: {row.why}")
+        out.append(f"  {at}:{row.column}  {code}  {row.role}: {row.why}{cell}")
     findings = [f for f in result.findings if line is None or f.start_line <= line <= f.end_line]
     out.append("rewrites and reports (rule):" if findings else "no rewrite or report here")
     for f in findings:
         heuristic = " (heuristic)" if f.heuristic else ""
         out.append(f"  {f.start_line}:{f.column}  {f.rule_id} {f.operation.value}{heuristic}  {f.message}")
     return out
+
+
+def _where(line: int, cells: CodeCells | None) -> tuple[int, str]:
+    """A line of the explained source as the user's file has it (a notebook's line and cell)."""
+    return (line, "") if cells is None else cells.place(line)
 
 
 def explain_target(target: str, rule_files: tuple[str, ...] = (), release: str | None = None) -> list[str]:

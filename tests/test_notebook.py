@@ -164,3 +164,40 @@ def test_the_cli_converts_notebooks_beside_scripts(tmp_path: Path) -> None:
     log = (converted / "msFmkTranspltlog.txt").read_text()
     assert "explore.ipynb:" in log and "(cell 1, line 2)" in log
     assert (project / "explore.ipynb").read_bytes() == notebook  # the input is never modified
+
+
+def test_explain_gives_a_notebooks_literals_and_findings_at_its_file_lines(builtin_tables) -> None:
+    from ms_fmk_transplt.explain import explain
+
+    data = _jupyter(
+        _notebook(
+            [
+                _cell("# Training", kind="markdown"),
+                _cell(_lines('import torch\nnames = {"cuda": 1}\n')),
+                _cell(_lines('%matplotlib inline\nx = torch.zeros(2, device="cuda")\n')),
+            ]
+        )
+    )
+    text = data.decode().splitlines()
+    device_line = next(n for n, line in enumerate(text, 1) if 'device=\\"cuda\\"' in line)
+    lines = explain("nb.ipynb", data, builtin_tables)
+    assert lines[0] == "nb.ipynb: converted"
+    assert f'  {device_line}:27  "cuda"  device: device= takes a device (cell 3, line 2)' in lines
+    assert any('"cuda"  data key: a dict key (cell 2, line 2)' in line for line in lines)
+    assert not any('"cells"' in line or "markdown" in line for line in lines)  # not the JSON's strings
+    one = explain("nb.ipynb", data, builtin_tables, line=device_line)
+    assert [line for line in one if line.startswith("  ")] == [
+        f'  {device_line}:27  "cuda"  device: device= takes a device (cell 3, line 2)',
+        f"  {device_line}:27  TP103 MODIFY  'cuda' -> 'npu' (cell 3, line 2)",
+    ]
+
+
+def test_explain_finds_no_python_in_an_r_notebook(builtin_tables) -> None:
+    from ms_fmk_transplt.explain import explain
+
+    data = _jupyter(_notebook([_cell(_lines('x <- "cuda"\n'))], language="R"))
+    assert explain("r.ipynb", data, builtin_tables) == [
+        "r.ipynb: unchanged",
+        "no string literals here",
+        "no rewrite or report here",
+    ]

@@ -53,8 +53,8 @@ class _Joined:
     kept: set[int] = field(default_factory=set)  # cells CPython rejects: left as written
 
 
-def convert_notebook(path: str, data: bytes, convert: Callable[[str, bytes], FileResult]) -> FileResult:
-    """Convert a notebook's code cells with `convert` (the engine's per-file conversion)."""
+def _load(path: str, data: bytes) -> FileResult | tuple[str, dict[str, Any], list[Any]]:
+    """The notebook's text, JSON and cells; or the result that ends it there (not JSON, not Python)."""
     if not data.strip():
         return FileResult(path, Status.FAILED, reason="notebook is an empty file (not JSON)")
     try:
@@ -71,6 +71,44 @@ def convert_notebook(path: str, data: bytes, convert: Callable[[str, bytes], Fil
         return FileResult(path, Status.FAILED, reason="notebook has no 'cells' list (nbformat 4 expected)")
     if not _language(notebook).startswith(("python", "ipython")):  # an R or Julia notebook
         return FileResult(path, Status.UNCHANGED)
+    return text, notebook, cells
+
+
+@dataclass(frozen=True)
+class CodeCells:
+    """A notebook's code cells as the one module the engine converts, and where its lines are."""
+
+    source: bytes
+    joined: _Joined
+    lines: dict[tuple[int, int], int]
+
+    def place(self, line: int) -> tuple[int, str]:
+        """A line of the module: the notebook file's line holding it, and ` (cell N, line M)`."""
+        cell, number = self.joined.where[min(max(line, 1), len(self.joined.where)) - 1]
+        return self.lines.get((cell, number)) or self.lines.get(
+            (cell, 0)
+        ) or 1, f" (cell {cell + 1}, line {number + 1})"
+
+
+def code_cells(path: str, data: bytes) -> CodeCells | FileResult:
+    """The notebook's code cells joined as the conversion joins them (for `explain`)."""
+    loaded = _load(path, data)
+    if isinstance(loaded, FileResult):
+        return loaded
+    text, notebook, cells = loaded
+    sources = [_source(cell) if _is_code(cell) else None for cell in cells]
+    joined = _join(sources)
+    layout = _layout(notebook, text)
+    lines = _source_lines(notebook, sources, layout[0] if layout else None)
+    return CodeCells("".join(joined.text).encode(), joined, lines)
+
+
+def convert_notebook(path: str, data: bytes, convert: Callable[[str, bytes], FileResult]) -> FileResult:
+    """Convert a notebook's code cells with `convert` (the engine's per-file conversion)."""
+    loaded = _load(path, data)
+    if isinstance(loaded, FileResult):
+        return loaded
+    text, notebook, cells = loaded
     sources = [_source(cell) if _is_code(cell) else None for cell in cells]
     joined = _join(sources)
     result = convert(path, "".join(joined.text).encode())
@@ -298,13 +336,10 @@ def _source_lines(
 
 def _placed(finding: Finding, joined: _Joined, lines: dict[tuple[int, int], int]) -> Finding:
     """The finding at its notebook position: the file's line, and the cell and line in its text."""
-    index = min(max(finding.start_line, 1), len(joined.where)) - 1
-    cell, number = joined.where[index]
-    end_index = min(max(finding.end_line, 1), len(joined.where)) - 1
-    end_cell, end_number = joined.where[end_index]
-    start = lines.get((cell, number)) or lines.get((cell, 0)) or 1
+    cells = CodeCells(b"", joined, lines)
+    start, where = cells.place(finding.start_line)
+    end_cell, end_number = joined.where[min(max(finding.end_line, 1), len(joined.where)) - 1]
     end = lines.get((end_cell, end_number)) or start
-    where = f" (cell {cell + 1}, line {number + 1})"
     return dataclasses.replace(
         finding, start_line=start, end_line=max(end, start), message=finding.message + where
     )
