@@ -1,7 +1,9 @@
 """PatchTargetRule: a dotted API path passed as a string (a mock target) follows the API's rename.
 
 `mock.patch("torch.cuda.is_available", return_value=False)` patches an API the converted code no
-longer calls: its calls became `torch.npu.is_available()`, so the patch must name that too. The
+longer calls: its calls became `torch.npu.is_available()`, so the patch must name that too. A
+module imported by a name in a string (`importlib.import_module("torch.cuda")`, `__import__`,
+`importlib.util.find_spec`) is the same case: the string names what the code would name. The
 string's path is read from its `torch` segment on (`"pkg.utils.torch.cuda.device_count"` reaches
 torch through `pkg.utils`: marked heuristic) and renamed by the same tables as code
 (`Tables.lookup`); a path no rule renames is left alone. `func_name` is dotted (resolved through
