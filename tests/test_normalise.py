@@ -146,7 +146,9 @@ def test_mixed_indentation_libcst_rejects_is_named_when_conversion_fails() -> No
         pytest.param("  \f        return torch.cuda.is_available()", 19, id="form-feed"),
     ],
 )
-def test_findings_on_normalised_lines_have_the_original_columns(builtin_tables, line: str, column: int) -> None:
+def test_findings_on_normalised_lines_have_the_original_columns(
+    builtin_tables, line: str, column: int
+) -> None:
     source = f"import torch\nclass A:\n    def f(self):\n{line}\n"
     result = convert_source("t.py", source.encode(), builtin_tables)
     assert result.status is Status.CONVERTED, result.reason
