@@ -38,8 +38,21 @@ def _bindings(text: str) -> set[tuple[str, str, str | None]]:
     }
 
 
-def _one_by_one(module: str, names: list[tuple[str, str | None]], tables) -> set[tuple[str, str, str | None]]:
-    text = "".join(f"from {module} import {n}{f' as {a}' if a else ''}\n" for n, a in names)
+FORMS = {  # a statement on a line of its own, before another on its line, as a one-line try body
+    "line": "{}",
+    "semicolon": "{}; y = 1",
+    "try": "try: {}\n{indent}except ImportError: pass",
+}
+
+
+def _one_by_one(
+    module: str, names: list[tuple[str, str | None]], form: str, tables
+) -> set[tuple[str, str, str | None]]:
+    """What importing each name in a statement of its own binds (in the same form)."""
+    text = "".join(
+        FORMS[form].format(f"from {module} import {n}{f' as {a}' if a else ''}", indent="") + "\n"
+        for n, a in names
+    )
     return _bindings(convert_text(text, tables)[0])
 
 
@@ -54,8 +67,16 @@ def _statements(draw):
     texts = [f"{n} as {a}" if a else n for n, a in names]
     if not parens:
         sep = draw(st.sampled_from([", ", ",", ", \\\n" + indent + "    "]))
-        body = head + sep.join(texts) + draw(st.sampled_from(["", "  # whole line"])) + "\n"
+        statement = f"from {module} import " + sep.join(texts)
+        form = draw(st.sampled_from(sorted(FORMS)))
+        body = (
+            indent
+            + FORMS[form].format(statement, indent=indent)
+            + draw(st.sampled_from(["", "  # c"]))
+            + "\n"
+        )
     else:
+        form = "line"
         parts = [
             head + "(" + draw(st.sampled_from(["", "  # opening"])) + "\n"
             if draw(st.booleans())
@@ -74,16 +95,16 @@ def _statements(draw):
         parts.append((indent if parts[-1].endswith("\n") else "") + ")\n")
         body = "".join(parts)
     source = ("if True:\n" if indent else "") + body + "x = 1\n"
-    return source, module, names
+    return source, module, names, form
 
 
 @settings(max_examples=300, deadline=None)
 @given(_statements())
 def test_split_imports_parse_bind_the_same_names_and_keep_every_comment(builtin_tables, case):
-    source, module, names = case
+    source, module, names, form = case
     ast.parse(source)  # the generator writes valid Python
     converted, _ = convert_text(source, builtin_tables)
-    assert _bindings(converted) == _one_by_one(module, names, builtin_tables), converted
+    assert _bindings(converted) == _one_by_one(module, names, form, builtin_tables), converted
     assert _comments(converted) == _comments(source), converted
 
 
@@ -129,6 +150,21 @@ def test_split_imports_parse_bind_the_same_names_and_keep_every_comment(builtin_
             "from torch import optim, cuda  # both\n",
             "from torch import optim  # both\nfrom torch import npu\n",
             id="one-line",
+        ),
+        pytest.param(
+            "from torch.cuda import nvtx, Stream; s = Stream()  # s\n",
+            "from torch.cuda import nvtx; from torch.npu import Stream; s = Stream()  # s\n",
+            id="before-another-statement-on-the-line",
+        ),
+        pytest.param(
+            "try: from torch.cuda import nvtx, Stream  # s\nexcept ImportError: pass\n",
+            "try: from torch.cuda import nvtx; from torch.npu import Stream  # s\nexcept ImportError: pass\n",
+            id="one-line-try-body",
+        ),
+        pytest.param(
+            "if x: from torch import (cuda,  # dev\n    optim)\n",
+            "if x: from torch import (optim); from torch import npu as cuda  # dev\n",
+            id="one-line-body-keeps-the-moved-names-comment",
         ),
     ],
 )

@@ -8,7 +8,7 @@ is renamed or reported, never silent. Planning which imports to add is engine/im
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import libcst as cst
 
@@ -34,6 +34,9 @@ def _asname(alias: cst.ImportAlias) -> str | None:
     return None
 
 
+_Line = TypeVar("_Line", cst.SimpleStatementLine, cst.SimpleStatementSuite)
+
+
 class ImportStatements:
     """The import-statement rewrites of one module (the converter holds the tables and findings)."""
 
@@ -41,15 +44,62 @@ class ImportStatements:
         self.c = converter
         # lines rewritten to import torch.npu, in a file that imports torch_npu itself (maybe too late)
         self.device_imports: list[tuple[cst.SimpleStatementLine, cst.SimpleStatementLine]] = []
+        # the statements split off each import of the current line, written right after it
+        self.split_off: list[tuple[cst.ImportFrom, list[cst.SimpleStatementLine]]] = []
 
-    def leave_line(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine) -> None:
-        """Note a line the conversion made import torch.npu, where the file imports torch_npu itself."""
+    def enter_line(self) -> None:
+        self.split_off = []
+
+    def leave_line(
+        self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine | cst.FlattenSentinel[cst.SimpleStatementLine]:
+        """The line, and the imports split off it: on lines of their own after a line holding one
+        statement, else right after their import on the line. A line made to import torch.npu is
+        noted where the file imports torch_npu itself."""
         if (
             self.c.imports.has_torch_npu
             and imports_device_module(updated)
             and not imports_device_module(original)
         ):
             self.device_imports.append((original, updated))
+        if not self.split_off:
+            return updated
+        if len(updated.body) == 1:
+            lines = [line for _, group in self.split_off for line in group]
+            self.split_off = []
+            return cst.FlattenSentinel([updated, *lines])
+        return self._spliced(updated)
+
+    def leave_suite(self, updated: cst.SimpleStatementSuite) -> cst.SimpleStatementSuite:
+        """`try: from torch import cuda, optim`: the split-off imports join the one-line body."""
+        return self._spliced(updated) if self.split_off else updated
+
+    def _spliced(self, updated: _Line) -> _Line:
+        """Each split-off import right after its import, joined by `;`; their comments end the line."""
+        after = {id(node): group for node, group in self.split_off}
+        self.split_off = []
+        smalls: list[cst.BaseSmallStatement] = []
+        notes = [updated.trailing_whitespace.comment]
+        for small in updated.body:
+            smalls.append(small)
+            for line in after.get(id(small), []):
+                smalls.append(line.body[0])
+                notes.append(line.trailing_whitespace.comment)
+        joined = cst.Semicolon(
+            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(" ")
+        )
+        body = [
+            small if isinstance(small.semicolon, cst.Semicolon) else small.with_changes(semicolon=joined)
+            for small in smalls[:-1]
+        ] + [smalls[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)]
+        trailing = updated.trailing_whitespace
+        texts = [note.value for note in notes if note is not None]
+        if len(texts) > (trailing.comment is not None):
+            trailing = trailing.with_changes(
+                whitespace=trailing.whitespace if trailing.comment else cst.SimpleWhitespace("  "),
+                comment=cst.Comment("  ".join(texts)),
+            )
+        return updated.with_changes(body=body, trailing_whitespace=trailing)
 
     def rewrite_import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
         """`import torch.cuda.amp as amp` with its module renamed (or reported)."""
@@ -115,10 +165,21 @@ class ImportStatements:
             for i, _ in moved.pop(parent):
                 keep[i] = True
         first = without_names(updated_node.with_changes(module=module_node), names, keep)
-        self.c._extra_lines.extend(
-            import_line(build_dotted(parent), [a for _, a in group], [comments[i] for i, _ in group], indent)
-            for parent, group in moved.items()
-        )
+        if moved:
+            self.split_off.append(
+                (
+                    first,
+                    [
+                        import_line(
+                            build_dotted(parent),
+                            [a for _, a in group],
+                            [comments[i] for i, _ in group],
+                            indent,
+                        )
+                        for parent, group in moved.items()
+                    ],
+                )
+            )
         return first
 
     def _rename_function_imports(self, original: cst.ImportFrom, updated: cst.ImportFrom) -> cst.ImportFrom:

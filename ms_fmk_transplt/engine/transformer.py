@@ -58,7 +58,6 @@ class ModuleRewriter(SiteReports, CachedDispatch):
         self.imports_needed: set[str] = set()
         self.uses = NameUses(nodes)
         self._qualified: dict[cst.CSTNode, str | None] = {}
-        self._extra_lines: list[cst.SimpleStatementLine] = []
         self.anchor_updated: cst.SimpleStatementLine | None = None
         name_claims = NameClaims(nodes)  # which bare names the file spells, for renamed imports
         self.imports = plan_imports(tables, module, imports, self.aliases, name_claims)
@@ -312,7 +311,7 @@ class ModuleRewriter(SiteReports, CachedDispatch):
         return result
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
-        self._extra_lines = []
+        self.import_statements.enter_line()
         self.results.enter_statement(node)
         return True
 
@@ -321,11 +320,16 @@ class ModuleRewriter(SiteReports, CachedDispatch):
     ) -> cst.SimpleStatementLine | cst.FlattenSentinel[cst.SimpleStatementLine]:
         if original_node is self.imports.anchor_line:
             self.anchor_updated = updated_node
-        self.import_statements.leave_line(original_node, updated_node)
-        if not self._extra_lines:
-            return updated_node
-        lines, self._extra_lines = self._extra_lines, []
-        return cst.FlattenSentinel([updated_node, *lines])
+        return self.import_statements.leave_line(original_node, updated_node)
+
+    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> bool:
+        self.import_statements.enter_line()
+        return True
+
+    def leave_SimpleStatementSuite(
+        self, original_node: cst.SimpleStatementSuite, updated_node: cst.SimpleStatementSuite
+    ) -> cst.SimpleStatementSuite:
+        return self.import_statements.leave_suite(updated_node)
 
     # ---- module: the torch_npu import (engine/import_statements.py) ----------------------------
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
