@@ -157,6 +157,11 @@ def test_split_imports_parse_bind_the_same_names_and_keep_every_comment(builtin_
             id="before-another-statement-on-the-line",
         ),
         pytest.param(
+            "x = 1; from torch.cuda import nvtx, Stream;  # s\n",
+            "x = 1; from torch.cuda import nvtx; from torch.npu import Stream;  # s\n",
+            id="a-last-semicolon-stays-last",
+        ),
+        pytest.param(
             "try: from torch.cuda import nvtx, Stream  # s\nexcept ImportError: pass\n",
             "try: from torch.cuda import nvtx; from torch.npu import Stream  # s\nexcept ImportError: pass\n",
             id="one-line-try-body",

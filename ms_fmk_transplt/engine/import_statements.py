@@ -88,10 +88,13 @@ class ImportStatements:
         joined = cst.Semicolon(
             whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(" ")
         )
+        last = updated.body[-1]  # its `;`, if any, ends the line still
         body = [
-            small if isinstance(small.semicolon, cst.Semicolon) else small.with_changes(semicolon=joined)
+            small
+            if isinstance(small.semicolon, cst.Semicolon) and small is not last
+            else small.with_changes(semicolon=joined)
             for small in smalls[:-1]
-        ] + [smalls[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)]
+        ] + [smalls[-1].with_changes(semicolon=last.semicolon)]
         trailing = updated.trailing_whitespace
         texts = [note.value for note in notes if note is not None]
         if len(texts) > (trailing.comment is not None):
