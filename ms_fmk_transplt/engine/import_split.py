@@ -113,9 +113,9 @@ def import_from(
     """A fresh `from module import a, b` on one line; one name a line, in parentheses, to keep comments."""
     bare = [cst.ImportAlias(name=a.name, asname=a.asname) for a in names]
     if not any(comments):
-        commas = [cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) for _ in bare[:-1]]
+        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
         return cst.ImportFrom(
-            module=module, names=[a.with_changes(comma=c) for a, c in zip(bare, commas)] + bare[-1:]
+            module=module, names=[a.with_changes(comma=comma) for a in bare[:-1]] + bare[-1:]
         )
 
     def line_break(comment: cst.Comment | None, last: bool) -> cst.ParenthesizedWhitespace:

@@ -53,8 +53,20 @@ class _Joined:
     kept: set[int] = field(default_factory=set)  # cells CPython rejects: left as written
 
 
-def _load(path: str, data: bytes) -> FileResult | tuple[str, dict[str, Any], list[Any]]:
-    """The notebook's text, JSON and cells; or the result that ends it there (not JSON, not Python)."""
+@dataclass
+class _Loaded:
+    """A Python notebook read: its text, JSON, cells, and code cells joined into one module."""
+
+    text: str
+    notebook: dict[str, Any]
+    cells: list[Any]
+    sources: list[str | None]  # per cell: a code cell's source, else None
+    joined: _Joined
+
+
+def _load(path: str, data: bytes) -> FileResult | _Loaded:
+    """The notebook read and its code cells joined; or the result that ends it there (not JSON,
+    not Python)."""
     if not data.strip():
         return FileResult(path, Status.FAILED, reason="notebook is an empty file (not JSON)")
     try:
@@ -71,7 +83,8 @@ def _load(path: str, data: bytes) -> FileResult | tuple[str, dict[str, Any], lis
         return FileResult(path, Status.FAILED, reason="notebook has no 'cells' list (nbformat 4 expected)")
     if not _language(notebook).startswith(("python", "ipython")):  # an R or Julia notebook
         return FileResult(path, Status.UNCHANGED)
-    return text, notebook, cells
+    sources = [_source(cell) if _is_code(cell) else None for cell in cells]
+    return _Loaded(text, notebook, cells, sources, _join(sources))
 
 
 @dataclass(frozen=True)
@@ -84,10 +97,7 @@ class CodeCells:
 
     def place(self, line: int) -> tuple[int, str]:
         """A line of the module: the notebook file's line holding it, and ` (cell N, line M)`."""
-        cell, number = self.joined.where[min(max(line, 1), len(self.joined.where)) - 1]
-        return self.lines.get((cell, number)) or self.lines.get(
-            (cell, 0)
-        ) or 1, f" (cell {cell + 1}, line {number + 1})"
+        return _position(self.joined, self.lines, line)
 
 
 def code_cells(path: str, data: bytes) -> CodeCells | FileResult:
@@ -95,12 +105,9 @@ def code_cells(path: str, data: bytes) -> CodeCells | FileResult:
     loaded = _load(path, data)
     if isinstance(loaded, FileResult):
         return loaded
-    text, notebook, cells = loaded
-    sources = [_source(cell) if _is_code(cell) else None for cell in cells]
-    joined = _join(sources)
-    layout = _layout(notebook, text)
-    lines = _source_lines(notebook, sources, layout[0] if layout else None)
-    return CodeCells("".join(joined.text).encode(), joined, lines)
+    layout = _layout(loaded.notebook, loaded.text)
+    lines = _source_lines(loaded.notebook, loaded.sources, layout[0] if layout else None)
+    return CodeCells("".join(loaded.joined.text).encode(), loaded.joined, lines)
 
 
 def convert_notebook(path: str, data: bytes, convert: Callable[[str, bytes], FileResult]) -> FileResult:
@@ -108,9 +115,8 @@ def convert_notebook(path: str, data: bytes, convert: Callable[[str, bytes], Fil
     loaded = _load(path, data)
     if isinstance(loaded, FileResult):
         return loaded
-    text, notebook, cells = loaded
-    sources = [_source(cell) if _is_code(cell) else None for cell in cells]
-    joined = _join(sources)
+    text, notebook, cells = loaded.text, loaded.notebook, loaded.cells
+    sources, joined = loaded.sources, loaded.joined
     result = convert(path, "".join(joined.text).encode())
     if result.status is Status.FAILED:
         return FileResult(path, Status.FAILED, reason=result.reason, detail=result.detail)
@@ -334,10 +340,16 @@ def _source_lines(
     return found
 
 
+def _position(joined: _Joined, lines: dict[tuple[int, int], int], line: int) -> tuple[int, str]:
+    """A line of the joined module: the notebook file's line holding it, and ` (cell N, line M)`."""
+    cell, number = joined.where[min(max(line, 1), len(joined.where)) - 1]
+    file_line = lines.get((cell, number)) or lines.get((cell, 0)) or 1
+    return file_line, f" (cell {cell + 1}, line {number + 1})"
+
+
 def _placed(finding: Finding, joined: _Joined, lines: dict[tuple[int, int], int]) -> Finding:
     """The finding at its notebook position: the file's line, and the cell and line in its text."""
-    cells = CodeCells(b"", joined, lines)
-    start, where = cells.place(finding.start_line)
+    start, where = _position(joined, lines, finding.start_line)
     end_cell, end_number = joined.where[min(max(finding.end_line, 1), len(joined.where)) - 1]
     end = lines.get((end_cell, end_number)) or start
     return dataclasses.replace(
