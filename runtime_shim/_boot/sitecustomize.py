@@ -5,7 +5,8 @@ interpreter starts with RUNTIME_SHIM_ACTIVE=1, the ``torch_npu`` import hook is
 installed (cheap: torch is not imported until ``import torch_npu`` runs). Any
 other sitecustomize further along sys.path is run afterwards, so this one never
 hides it. With RUNTIME_SHIM_RECORD set (``ms_fmk_transplt verify``), the step
-recorder (diagnostics/step_record.py) is installed too, whether or not the NPU is active.
+recorder (diagnostics/step_record.py) is installed too, whether or not the NPU is active, with
+the hook that keeps the exception ending the process (diagnostics/failure_record.py).
 """
 
 import importlib.machinery
@@ -36,11 +37,13 @@ def _install_recorder() -> None:
     if not os.environ.get("RUNTIME_SHIM_RECORD"):
         return
     try:
+        from runtime_shim.diagnostics import failure_record
         from runtime_shim.diagnostics.step_record import install_when_torch_loads
     except ImportError as exc:
         sys.stderr.write(f"runtime_shim: cannot record steps in this process: {exc}\n")
         return
     install_when_torch_loads()
+    failure_record.install()  # the exception that ends the process, beside its steps
 
 
 def _run_next_sitecustomize() -> None:
