@@ -441,6 +441,20 @@ def distributed(ctx: click.Context, main: Path | None, model: str | None) -> Non
 @click.option("--force", is_flag=True, help="Replace an existing <name>_msft in -o.")
 @click.option("--timeout", type=float, default=None, help="Seconds each run may take.")
 @click.option("--fail-on-ops", is_flag=True, help="Exit 6 when the operator check finds anything.")
+@click.option(
+    "--reference",
+    type=click.Choice(["auto", "cpu", "transfer"], case_sensitive=False),
+    default="auto",
+    show_default=True,
+    help="Compare with the original on the CPU, under transfer_to_npu on the simulated NPU, or "
+    "the CPU unless the original needs CUDA there, makes no step or loses a CUDA feature.",
+)
+@click.option(
+    "--devices",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Simulated NPUs in the NPU runs (default: the runtime's, 8).",
+)
 @click.option("--work-dir", type=PATH, default=None, help="Keep the runs' output and records here.")
 @click.option("--report", type=PATH, default=None, help="Write the JSON report here (- for stdout).")
 @click.option("-q", "--quiet", is_flag=True, help="Only the result line.")
@@ -457,17 +471,20 @@ def verify(
     force: bool,
     timeout: float | None,
     fail_on_ops: bool,
+    reference: str,
+    devices: int | None,
     work_dir: Path | None,
     report: Path | None,
     quiet: bool,
 ) -> None:
-    """Run the original on the CPU and the converted script on the simulated NPU; compare every step.
+    """Run the original on the CPU (or under transfer_to_npu) and the converted script on the
+    simulated NPU; compare every step.
 
     Exit codes: 0 identical, 1 different (the first step and parameter are reported),
     2 usage error or failed conversion, 3 the converted script failed,
-    4 the original failed on the CPU, 5 the original needs CUDA (the port ran alone),
-    6 --fail-on-ops and the operator check found something, 7 no training step seen,
-    130 / 143 interrupted (SIGINT / SIGTERM).
+    4 the original failed on its reference, 5 the original needs CUDA even under transfer_to_npu
+    (the port ran alone), 6 --fail-on-ops and the operator check found something,
+    7 no training step seen in the original, 130 / 143 interrupted (SIGINT / SIGTERM).
     """
     from ms_fmk_transplt.verify import Request, VerifyError
     from ms_fmk_transplt.verify import verify as run_verify
@@ -489,6 +506,8 @@ def verify(
         force=force,
         work_dir=work_dir,
         fail_on_ops=fail_on_ops,
+        reference=reference.lower(),
+        devices=devices,
     )
     try:
         outcome = run_verify(

@@ -165,7 +165,7 @@ def _side(tmp_path, name, steps, returncode=0, end="limit", **kw):
             Status.CPU_FAILED,
             "the original exited 1 on the CPU after 0 step(s); the converted script exited 1 too",
         ),
-        ("cuda_late_npu_crash", Status.NPU_FAILED, "the original stopped at step 1 needing CUDA"),
+        ("cuda_late_npu_crash", Status.NPU_FAILED, "the original stopped on the CPU at step 1 needing CUDA"),
         ("nothing", Status.NO_STEPS, "no optimizer step or backward() was seen in either run"),
         ("teardown", Status.IDENTICAL, "identical"),
         ("npu_teardown", Status.NPU_FAILED, "exited 134"),

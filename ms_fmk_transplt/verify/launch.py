@@ -1,5 +1,6 @@
-"""The two runs of `verify` as subprocesses: the original on the CPU, the converted script on the
-simulated NPU, each recording its steps (runtime_shim/diagnostics/step_record.py) under torchrun or not.
+"""The runs of `verify` as subprocesses: the original on the CPU, or under the simulated NPU's
+transfer_to_npu when the CPU cannot be its reference, and the converted script on the simulated NPU,
+each recording its steps (runtime_shim/diagnostics/step_record.py) under torchrun or not.
 
 Nothing here imports torch or the runtime: the runs are other interpreters, told what to do
 through their command line and environment.
@@ -30,6 +31,13 @@ NEEDS_CUDA_MARKERS = (
     "Distributed package doesn't have NCCL built in",
     "ProcessGroupNCCL is only supported with GPUs",
     "CUDA driver initialization failed",
+)
+# Lines a CPU-only torch prints when it switches off a CUDA feature the script asked for and runs on
+# without it: the CPU run then trains otherwise than the script does on a GPU (fp32 for fp16).
+CUDA_DISABLED_MARKERS = (
+    "is enabled, but CUDA is not available.  Disabling",  # torch.cuda.amp / torch.amp GradScaler
+    "CUDA is not available or torch_xla is imported. Disabling autocast",
+    "User provided device_type of 'cuda', but CUDA is not available. Disabling",
 )
 # stock torch's gloo now and then aborts while a process tears its groups down on a loaded machine
 TEARDOWN_ABORT = "terminate called without an active exception"
@@ -83,6 +91,7 @@ class Settings:
     nproc: int
     timeout: float | None
     cwd: Path
+    devices: int | None = None  # simulated NPUs (RUNTIME_SHIM_DEVICE_COUNT); None: the runtime's own
 
 
 @dataclass(frozen=True)
@@ -113,6 +122,13 @@ class RunOutput:
                 return line.strip()
         return None
 
+    def cuda_disabled(self) -> str | None:
+        """The warning saying torch switched off a CUDA feature the script asked for, if any."""
+        for line in self.stderr_text().splitlines():
+            if any(marker in line for marker in CUDA_DISABLED_MARKERS):
+                return line.strip().rpartition("Warning: ")[2] or line.strip()
+        return None
+
 
 def _launcher(settings: Settings) -> list[str]:
     if settings.nproc <= 1:
@@ -137,6 +153,11 @@ def npu_command(script: Path, target: Target, settings: Settings) -> list[str]:
     return [*_launcher(settings), "-m", "runtime_shim", str(script), *target.args]
 
 
+def transfer_command(target: Target, settings: Settings) -> list[str]:
+    """The unmodified original under the simulated NPU's transfer_to_npu (torchrun with --nproc)."""
+    return [*_launcher(settings), "-m", "runtime_shim", "--transfer-to-npu", str(target.script), *target.args]
+
+
 def runtime_dir() -> Path:
     """runtime_shim's folder, found without importing it; CommandError when torch or it is missing."""
     spec = importlib.util.find_spec("runtime_shim")
@@ -145,8 +166,11 @@ def runtime_dir() -> Path:
     return Path(spec.origin).resolve().parent
 
 
-def environment(records: Path, settings: Settings, opcheck_report: Path | None) -> dict[str, str]:
-    """The run's environment: the recorder switched on, the CPU run kept off any GPU."""
+def environment(
+    records: Path, settings: Settings, opcheck_report: Path | None, side: str = ""
+) -> dict[str, str]:
+    """The run's environment: the recorder switched on, the CPU run (``side`` "cpu", or no
+    ``opcheck_report`` given) kept off any GPU, the simulated NPU's device count set."""
     env = dict(os.environ)
     package_parent, boot = str(runtime_dir().parent), str(runtime_dir() / "_boot")
     parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p not in (boot, package_parent)]
@@ -158,10 +182,19 @@ def environment(records: Path, settings: Settings, opcheck_report: Path | None) 
     else:
         env.pop("RUNTIME_SHIM_RECORD_SEED", None)
     env.setdefault("PYTHONHASHSEED", "0")
-    for name in ("RUNTIME_SHIM_ACTIVE", "RUNTIME_SHIM_OPCHECK_RUN", "TORCHELASTIC_RUN_ID"):
+    # TORCH_TRANSFER_TO_NPU: only the transfer reference patches torch.cuda, by its command line
+    for name in (
+        "RUNTIME_SHIM_ACTIVE",
+        "RUNTIME_SHIM_OPCHECK_RUN",
+        "TORCHELASTIC_RUN_ID",
+        "TORCH_TRANSFER_TO_NPU",
+    ):
         env.pop(name, None)
+    if side != "cpu" and settings.devices is not None:
+        env["RUNTIME_SHIM_DEVICE_COUNT"] = str(settings.devices)
     if opcheck_report is None:
-        env["CUDA_VISIBLE_DEVICES"] = ""  # "the original on the CPU", even on a machine with a GPU
+        if side in ("", "cpu"):
+            env["CUDA_VISIBLE_DEVICES"] = ""  # "the original on the CPU", even on a machine with a GPU
         env.pop("RUNTIME_SHIM_OPCHECK_REPORT", None)
     else:
         env["RUNTIME_SHIM_OPCHECK_REPORT"] = str(opcheck_report)

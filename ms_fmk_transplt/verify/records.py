@@ -119,7 +119,12 @@ def same_value(a: float | str, b: float | str) -> bool:
     return type(a) is type(b) and a == b
 
 
-def _param_difference(cpu: tuple[Param, ...], npu: tuple[Param, ...]) -> tuple[str, str] | None:
+SIDES = ("on the CPU", "on the simulated NPU")
+
+
+def _param_difference(
+    cpu: tuple[Param, ...], npu: tuple[Param, ...], sides: tuple[str, str] = SIDES
+) -> tuple[str, str] | None:
     """(parameter, why) of the first parameter that differs, or None."""
     by_name = {p.name: p for p in npu}
     for mine in cpu:
@@ -128,8 +133,8 @@ def _param_difference(cpu: tuple[Param, ...], npu: tuple[Param, ...]) -> tuple[s
             return mine.name, f"parameter {mine.name} is missing from the converted run's step"
         if (mine.shape, mine.dtype) != (theirs.shape, theirs.dtype):
             return mine.name, (
-                f"parameter {mine.name}: {mine.dtype}{list(mine.shape)} on the CPU, "
-                f"{theirs.dtype}{list(theirs.shape)} on the simulated NPU"
+                f"parameter {mine.name}: {mine.dtype}{list(mine.shape)} {sides[0]}, "
+                f"{theirs.dtype}{list(theirs.shape)} {sides[1]}"
             )
         if mine.digest != theirs.digest:
             return mine.name, f"parameter {mine.name} {mine.dtype}{list(mine.shape)} has different values"
@@ -139,18 +144,18 @@ def _param_difference(cpu: tuple[Param, ...], npu: tuple[Param, ...]) -> tuple[s
     return None
 
 
-def compare_step(cpu: Step, npu: Step) -> Difference | None:
+def compare_step(cpu: Step, npu: Step, sides: tuple[str, str] = SIDES) -> Difference | None:
     """How two runs' records of the same step and rank differ, or None when identical."""
     loss = None
     if len(cpu.losses) != len(npu.losses) or not all(map(same_value, cpu.losses, npu.losses)):
         pairs = [(a, b) for a, b in zip(cpu.losses, npu.losses) if not same_value(a, b)]
         loss = pairs[0] if pairs else (_losses_text(cpu.losses), _losses_text(npu.losses))
-    param = _param_difference(cpu.params, npu.params)
+    param = _param_difference(cpu.params, npu.params, sides)
     if loss is None and param is None:
         return None
     parts = []
     if loss is not None:
-        parts.append(f"loss {loss[0]!r} on the CPU, {loss[1]!r} on the simulated NPU")
+        parts.append(f"loss {loss[0]!r} {sides[0]}, {loss[1]!r} {sides[1]}")
     if param is not None:
         parts.append(param[1])
     return Difference(cpu.number, cpu.rank, "; ".join(parts), loss, param[0] if param else None)
@@ -160,19 +165,23 @@ def _losses_text(losses: tuple[float | str, ...]) -> str:
     return f"{len(losses)} backward() call(s)"
 
 
-def first_difference(cpu: dict[int, RankRecord], npu: dict[int, RankRecord]) -> Difference | None:
+def first_difference(
+    cpu: dict[int, RankRecord], npu: dict[int, RankRecord], sides: tuple[str, str] = SIDES
+) -> Difference | None:
     """The earliest step (then lowest rank) at which the runs differ, among steps both recorded."""
     found: list[Difference] = []
     for rank in sorted(set(cpu) & set(npu)):
         for mine, theirs in zip(cpu[rank].steps, npu[rank].steps):
-            difference = compare_step(mine, theirs)
+            difference = compare_step(mine, theirs, sides)
             if difference is not None:
                 found.append(difference)
                 break
     return min(found, key=lambda d: (d.step, d.rank)) if found else None
 
 
-def step_count_difference(cpu: dict[int, RankRecord], npu: dict[int, RankRecord]) -> Difference | None:
+def step_count_difference(
+    cpu: dict[int, RankRecord], npu: dict[int, RankRecord], sides: tuple[str, str] = SIDES
+) -> Difference | None:
     """The first rank whose two runs made different numbers of steps, or None."""
     for rank in sorted(set(cpu) | set(npu)):
         mine = len(cpu[rank].steps) if rank in cpu else 0
@@ -181,6 +190,6 @@ def step_count_difference(cpu: dict[int, RankRecord], npu: dict[int, RankRecord]
             return Difference(
                 min(mine, theirs) + 1,
                 rank,
-                f"rank {rank} made {mine} step(s) on the CPU and {theirs} on the simulated NPU",
+                f"rank {rank} made {mine} step(s) {sides[0]} and {theirs} {sides[1]}",
             )
     return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ms_fmk_transplt.verify.failures import Failure, failure_lines
 from ms_fmk_transplt.verify.launch import RunOutput
 from ms_fmk_transplt.verify.records import RankRecord
 from ms_fmk_transplt.verify.session import Outcome
@@ -49,15 +50,32 @@ def text_lines(outcome: Outcome) -> list[str]:
             f"{outcome.converted_script})" if outcome.converted_kept else "a temporary copy; -o OUT keeps it)"
         ),
         _side_line("original, CPU:", outcome.cpu, outcome.cpu_records),
+    ]
+    if outcome.transfer is not None:
+        lines.append(_side_line("original, transfer_to_npu:", outcome.transfer, outcome.transfer_records))
+    lines += [
         _side_line("converted, simulated NPU:", outcome.npu, outcome.npu_records),
         f"  result: {verdict.message}",
     ]
+    named = {
+        "cpu": "the original on the CPU",
+        "transfer": "the original under transfer_to_npu",
+        "npu": "the converted script",
+    }
+    for label, failures in outcome.failures.items():
+        causes = failure_lines(failures)
+        if len(causes) == 1:
+            lines.append(f"  {named.get(label, label)} failed: {causes[0]}")
+        elif causes:
+            lines.append(f"  {named.get(label, label)} failed:")
+            lines += [f"      {line}" for line in causes]
     difference = verdict.difference
     if difference is not None and (difference.loss is not None or difference.param is not None):
         lines.append(f"  first difference: step {difference.step}, rank {difference.rank}")
         if difference.loss is not None:
+            left = "CPU" if outcome.reference.kind == "cpu" else "transfer_to_npu"
             lines.append(
-                f"      loss: {difference.loss[0]!r} (CPU) vs {difference.loss[1]!r} (simulated NPU)"
+                f"      loss: {difference.loss[0]!r} ({left}) vs {difference.loss[1]!r} (simulated NPU)"
             )
         if difference.param is not None:
             lines.append(f"      first parameter that differs: {difference.param}")
@@ -80,9 +98,9 @@ def text_lines(outcome: Outcome) -> list[str]:
         )
         lines.append(f"  simulated NPU peak memory, rank {rank}: {shown}")
     lines += [f"  note: {note}" for note in (*outcome.conversion_notes, *verdict.notes)]
-    for output in (outcome.cpu, outcome.npu):
-        if output is outcome.cpu and verdict.status is Status.NEEDS_CUDA:
-            continue  # its reason is in the result line
+    for output in (outcome.cpu, outcome.transfer, outcome.npu):
+        if output is outcome.cpu and (verdict.status is Status.NEEDS_CUDA or outcome.transfer is not None):
+            continue  # its reason is in the result line, or its exception above: it is not the reference
         if output is not None and (output.returncode != 0 or output.timed_out):
             lines.append(f"  {output.label} run's stderr, last lines:")
             lines += _stderr_tail(output)
@@ -108,6 +126,10 @@ def _run_document(output: RunOutput | None, records: dict[int, RankRecord]) -> d
     }
 
 
+def _failure(failure: Failure) -> dict[str, Any]:
+    return {"exception": failure.exception, "site": failure.site, "ranks": list(failure.ranks)}
+
+
 def json_document(outcome: Outcome) -> bytes:
     """The report as JSON (status, exit code, first difference, both runs, operators, peak memory)."""
     verdict = outcome.verdict
@@ -127,8 +149,11 @@ def json_document(outcome: Outcome) -> bytes:
             "loss": list(difference.loss) if difference.loss is not None else None,
             "parameter": difference.param,
         },
+        "reference": {"kind": outcome.reference.kind, "why": outcome.reference.why},
         "cpu": _run_document(outcome.cpu, outcome.cpu_records),
+        "transfer": _run_document(outcome.transfer, outcome.transfer_records),
         "npu": _run_document(outcome.npu, outcome.npu_records),
+        "failures": {label: [_failure(f) for f in failures] for label, failures in outcome.failures.items()},
         "operator_check": None
         if outcome.ops is None
         else [

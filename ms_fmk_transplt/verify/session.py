@@ -1,5 +1,6 @@
-"""One verification, start to end: convert (or reuse a conversion), run the original on the CPU,
-run the converted script on the simulated NPU, read both runs' records and judge them."""
+"""One verification, start to end: convert (or reuse a conversion), run the original on the CPU
+(or under the simulated NPU's transfer_to_npu when the CPU cannot be its reference), run the
+converted script on the simulated NPU, read the runs' records and judge them."""
 
 from __future__ import annotations
 
@@ -10,9 +11,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ms_fmk_transplt.verify import launch
+from ms_fmk_transplt.verify.failures import Failure, project_test, read_failures
 from ms_fmk_transplt.verify.records import RankRecord, RecordError, read_records
 from ms_fmk_transplt.verify.sites import original_site
-from ms_fmk_transplt.verify.verdict import OpFinding, SideResult, Verdict, judge, read_opcheck
+from ms_fmk_transplt.verify.verdict import (
+    OpFinding,
+    Reference,
+    SideResult,
+    Verdict,
+    judge,
+    read_opcheck,
+)
+
+#: --reference: the CPU, transfer_to_npu on the simulated NPU, or the CPU unless it cannot be one
+REFERENCES = ("auto", "cpu", "transfer")
 
 
 class VerifyError(Exception):
@@ -36,6 +48,8 @@ class Request:
     force: bool = False
     work_dir: Path | None = None  # kept; default: a temporary folder removed at the end
     fail_on_ops: bool = False
+    reference: str = "auto"
+    devices: int | None = None  # simulated NPUs for the NPU runs; None: the runtime's default
     cwd: Path = field(default_factory=Path.cwd)
 
 
@@ -54,6 +68,10 @@ class Outcome:
     conversion_notes: tuple[str, ...]
     work_dir: Path | None
     converted_kept: bool = True  # False: the conversion was made in the temporary work folder, now gone
+    reference: Reference = field(default_factory=Reference)
+    transfer: launch.RunOutput | None = None  # the original under transfer_to_npu, when it was the reference
+    transfer_records: dict[int, RankRecord] = field(default_factory=dict)
+    failures: dict[str, list[Failure]] = field(default_factory=dict)  # run label -> why it failed
 
 
 def verify(request: Request, say: Callable[[str], None] = lambda line: None) -> Outcome:
@@ -65,6 +83,10 @@ def verify(request: Request, say: Callable[[str], None] = lambda line: None) -> 
         raise VerifyError(str(exc)) from None
     if request.steps < 0 or request.nproc < 1:
         raise VerifyError("--steps must be 0 (no limit) or more and --nproc 1 or more")
+    if request.reference not in REFERENCES:
+        raise VerifyError(f"--reference must be one of {', '.join(REFERENCES)}, not {request.reference!r}")
+    if request.devices is not None and request.devices < 1:
+        raise VerifyError("--devices must be 1 or more")
     keep = request.work_dir is not None
     work = request.work_dir or Path(tempfile.mkdtemp(prefix="ms_fmk_transplt_verify_"))
     try:
@@ -87,28 +109,66 @@ def _verify(
         nproc=request.nproc,
         timeout=request.timeout,
         cwd=request.cwd,
+        devices=request.devices,
     )
-    for side in ("cpu", "npu"):
+    for side in ("cpu", "transfer", "npu"):
         shutil.rmtree(work / side, ignore_errors=True)
     limit = f"{request.steps} step(s)" if request.steps else "the end"
-    say(f"running the original on the CPU to {limit}: {' '.join(launch.cpu_command(target, settings))}")
-    cpu_env = launch.environment(work / "cpu", settings, None)
-    cpu = launch.run("cpu", launch.cpu_command(target, settings), cpu_env, work, settings)
-    cpu_records = read_records(cpu.records)
-    cpu_result = _side(cpu, cpu_records)
-    if cpu_result.needs_cuda and not cpu_records:
+    cpu: launch.RunOutput | None = None
+    cpu_records: dict[int, RankRecord] = {}
+    cpu_result: SideResult | None = None
+    why: str | None = "asked for (--reference transfer)"  # why the CPU is not the reference
+    if request.reference != "transfer":
+        cpu_cmd = launch.cpu_command(target, settings)
+        say(f"running the original on the CPU to {limit}: {' '.join(cpu_cmd)}")
+        cpu = launch.run(
+            "cpu", cpu_cmd, launch.environment(work / "cpu", settings, None, "cpu"), work, settings
+        )
+        cpu_records = read_records(cpu.records)
+        cpu_result = _side(cpu, cpu_records)
+        why = _cpu_unfit(cpu_result, cpu)
+    transfer: launch.RunOutput | None = None
+    transfer_records: dict[int, RankRecord] = {}
+    reference_result = cpu_result
+    if why is not None and request.reference != "cpu":
+        transfer_cmd = launch.transfer_command(target, settings)
+        say(f"reference: the original under transfer_to_npu, {why}: {' '.join(transfer_cmd)}")
+        transfer_env = launch.environment(work / "transfer", settings, None, "transfer")
+        transfer = launch.run("transfer", transfer_cmd, transfer_env, work, settings)
+        transfer_records = read_records(transfer.records)
+        reference_result = _side(transfer, transfer_records)
+    elif cpu_result is not None and cpu_result.needs_cuda and not cpu_records:
         say(f"the original cannot run on the CPU ({cpu_result.needs_cuda}): the converted script runs alone")
+    reference = Reference(
+        "transfer" if transfer is not None else "cpu", why if transfer is not None else None, cpu_result
+    )
     opcheck = work / "opcheck.json"
     opcheck.unlink(missing_ok=True)
     npu_cmd = launch.npu_command(converted, target, settings)
     say(f"running the converted script on the simulated NPU: {' '.join(npu_cmd)}")
-    npu = launch.run("npu", npu_cmd, launch.environment(work / "npu", settings, opcheck), work, settings)
+    npu = launch.run(
+        "npu", npu_cmd, launch.environment(work / "npu", settings, opcheck, "npu"), work, settings
+    )
     npu_records = read_records(npu.records)
     ops = read_opcheck(opcheck)
-    if ops:  # while the converted copy still exists: it may be in the work folder
-        cwd = request.cwd.resolve()
-        ops = [replace(f, site=original_site(f.site, converted_root, source_root, cwd)) for f in ops]
-    verdict = judge(cpu_result, _side(npu, npu_records), ops, request.fail_on_ops)
+    cwd = request.cwd.resolve()
+
+    def back(site: str) -> str:  # while the converted copy still exists: it may be in the work folder
+        return original_site(site, converted_root, source_root, cwd)
+
+    if ops:
+        ops = [replace(f, site=back(f.site)) for f in ops]
+    failures = {}
+    for output, roots, mapping in (
+        (cpu, (source_root, cwd), _relative(cwd)),
+        (transfer, (source_root, cwd), _relative(cwd)),
+        (npu, (converted_root,), back),
+    ):
+        if output is not None and (output.returncode != 0 or output.timed_out):
+            failures[output.label] = read_failures(
+                output.records, output.stderr_text(), project_test(*roots), mapping
+            )
+    verdict = judge(reference_result, _side(npu, npu_records), ops, request.fail_on_ops, reference)
     return Outcome(
         verdict,
         target.script,
@@ -121,7 +181,37 @@ def _verify(
         notes,
         work if keep else None,
         keep or request.output is not None or request.converted is not None,
+        reference,
+        transfer,
+        transfer_records,
+        failures,
     )
+
+
+def _cpu_unfit(cpu: SideResult, output: launch.RunOutput) -> str | None:
+    """Why the original's CPU run cannot be the reference, or None when it can."""
+    if cpu.needs_cuda:
+        return f"the original needs CUDA on the CPU ({cpu.needs_cuda})"
+    if cpu.records:
+        disabled = output.cuda_disabled()
+        if disabled and cpu.completed(reference=True):
+            return f"on the CPU torch switched off a CUDA feature the script uses ({disabled})"
+        return None
+    if not cpu.completed(reference=True):
+        state = "timed out" if cpu.timed_out else f"exited {cpu.returncode}"
+        return f"the original {state} on the CPU before its first step"
+    return "the original made no optimizer step on the CPU"
+
+
+def _relative(cwd: Path) -> Callable[[str], str]:
+    def shown(site: str) -> str:
+        path, _, line = site.rpartition(":")
+        try:
+            return f"{Path(path).resolve().relative_to(cwd).as_posix()}:{line}"
+        except ValueError:
+            return site
+
+    return shown
 
 
 def _side(output: launch.RunOutput, records: dict[int, RankRecord]) -> SideResult:

@@ -61,6 +61,28 @@ class SideResult:
 
 
 @dataclass(frozen=True)
+class Reference:
+    """The run the converted script is compared with: the original on the CPU (``cpu``) or under
+    the simulated NPU's transfer_to_npu (``transfer``), why, and the CPU run when one was made."""
+
+    kind: str = "cpu"
+    why: str | None = None  # why the CPU is not the reference
+    cpu: SideResult | None = None
+
+    @property
+    def where(self) -> str:
+        """Where the reference ran, as the messages say it."""
+        return "on the CPU" if self.kind == "cpu" else "under transfer_to_npu"
+
+    @property
+    def sides(self) -> tuple[str, str]:
+        """The two runs of a comparison, as the messages say them."""
+        if self.kind == "cpu":
+            return "on the CPU", "on the simulated NPU"
+        return "under transfer_to_npu", "in the converted copy"
+
+
+@dataclass(frozen=True)
 class OpFinding:
     """An operator the operator check says a real NPU would not run as the script asks."""
 
@@ -110,9 +132,15 @@ def judge(
     npu: SideResult,
     ops: list[OpFinding] | None = None,
     fail_on_ops: bool = False,
+    reference: Reference | None = None,
 ) -> Verdict:
-    """The verdict on a CPU run (None: not run) and a simulated-NPU run of the converted script."""
-    verdict = _compare(cpu, npu)
+    """The verdict on a reference run (``cpu``; None: not run) of the original, on the CPU or as
+    ``reference`` says, and a simulated-NPU run of the converted script."""
+    reference = reference or Reference()
+    verdict = _compare(cpu, npu, reference)
+    if reference.why is not None:
+        note = f"reference: the original under transfer_to_npu on the simulated NPU, because {reference.why}"
+        verdict = Verdict(verdict.status, verdict.message, verdict.difference, (note, *verdict.notes))
     if fail_on_ops and ops and verdict.status in (Status.IDENTICAL, Status.NEEDS_CUDA):
         names = ", ".join(sorted({f.op for f in ops}))
         return Verdict(
@@ -125,12 +153,15 @@ def judge(
     return verdict
 
 
-def _compare(cpu: SideResult | None, npu: SideResult) -> Verdict:
+def _compare(cpu: SideResult | None, npu: SideResult, reference: Reference) -> Verdict:
     notes: list[str] = []
     npu_ok = npu.completed(reference=False)
     npu_failure = "timed out" if npu.timed_out else f"exited {npu.returncode}"
+    where = reference.where
     if cpu is None or (cpu.needs_cuda and not cpu.records):
         why = f" ({cpu.needs_cuda})" if cpu is not None and cpu.needs_cuda else ""
+        if reference.kind == "transfer":
+            why = f" nor under transfer_to_npu{why}"
         if not npu_ok:
             return Verdict(
                 Status.NPU_FAILED,
@@ -155,7 +186,7 @@ def _compare(cpu: SideResult | None, npu: SideResult) -> Verdict:
     )
     if unreadable:
         notes.append(f"parameters the recorder could not read, so not compared: {', '.join(unreadable[:5])}")
-    difference = first_difference(cpu.records, npu.records)
+    difference = first_difference(cpu.records, npu.records, reference.sides)
     if difference is not None:
         return Verdict(
             Status.DIFFERENT,
@@ -170,13 +201,13 @@ def _compare(cpu: SideResult | None, npu: SideResult) -> Verdict:
         if not npu_ok:
             return Verdict(
                 Status.NPU_FAILED,
-                f"the converted script {npu_failure} on the simulated NPU after {npu.steps} step(s); the original stopped at step {cpu.steps} needing CUDA ({cpu.needs_cuda})",
+                f"the converted script {npu_failure} on the simulated NPU after {npu.steps} step(s); the original stopped {where} at step {cpu.steps} needing CUDA ({cpu.needs_cuda})",
                 None,
                 tuple(notes),
             )
         return Verdict(
             Status.NEEDS_CUDA,
-            f"identical for the {common} step(s) the original made on the CPU before it needed CUDA ({cpu.needs_cuda})",
+            f"identical for the {common} step(s) the original made {where} before it needed CUDA ({cpu.needs_cuda})",
             None,
             tuple(notes),
         )
@@ -185,7 +216,7 @@ def _compare(cpu: SideResult | None, npu: SideResult) -> Verdict:
         also = f"; the converted script {npu_failure} too" if not npu_ok else ""
         return Verdict(
             Status.CPU_FAILED,
-            f"the original {cpu_failure} on the CPU after {cpu.steps} step(s){also}{alike}",
+            f"the original {cpu_failure} {where} after {cpu.steps} step(s){also}{alike}",
             None,
             tuple(notes),
         )
@@ -203,7 +234,20 @@ def _compare(cpu: SideResult | None, npu: SideResult) -> Verdict:
             None,
             tuple(notes),
         )
-    counts = step_count_difference(cpu.records, npu.records)
+    if not cpu.records:  # nothing to compare with: not a difference of the port
+        nowhere = (
+            "on the CPU nor under transfer_to_npu"
+            if reference.kind == "transfer" and reference.cpu
+            else where
+        )
+        return Verdict(
+            Status.NO_STEPS,
+            f"the original made no optimizer step {nowhere}: nothing to compare; the converted "
+            f"script made {npu.steps} step(s) on the simulated NPU",
+            None,
+            tuple(notes),
+        )
+    counts = step_count_difference(cpu.records, npu.records, reference.sides)
     if counts is not None:
         return Verdict(Status.DIFFERENT, f"different: {counts.what}", counts, tuple(notes))
     ranks = len(npu.records)
