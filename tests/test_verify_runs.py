@@ -21,7 +21,8 @@ TIMEOUT_S = 600
 CASES = {
     "identical": (["--steps", "6"], ["python", "train_mlp.py", "--epochs", "2"]),
     "different": (["--steps", "5"], ["python", "device_dependent.py"]),
-    "cuda_only": (["--steps", "4"], ["python", "cuda_only.py"]),
+    # the CPU kept as the reference (auto takes transfer_to_npu: tests/test_verify_transfer_runs.py)
+    "cuda_only": (["--steps", "4", "--reference", "cpu"], ["python", "cuda_only.py"]),
     "by_hand": (["--steps", "3", "--converted", "{converted}"], ["python", "manual_sgd.py"]),
     "ddp": (["--steps", "3", "--nproc", "2"], ["python", "ddp_train.py"]),
 }
@@ -75,6 +76,7 @@ def _check(runs, case, code):
 
 def test_identical(runs):
     done, document = _check(runs, "identical", 0)
+    assert document["reference"] == {"kind": "cpu", "why": None} and document["failures"] == {}
     assert "result: identical: 6 step(s), losses and every parameter bit for bit" in done.stdout
     assert document["cpu"]["losses"] == document["npu"]["losses"] and len(document["npu"]["losses"]["0"]) == 6
     assert document["operator_check"] == []
@@ -93,12 +95,13 @@ def test_device_dependent_script_is_reported_at_its_first_difference(runs):
     assert "      first parameter that differs: head.weight" in done.stdout
 
 
-def test_hard_coded_cuda_runs_the_converted_script_alone(runs):
+def test_hard_coded_cuda_with_the_cpu_reference_runs_the_converted_script_alone(runs):
     done, document = _check(runs, "cuda_only", 5)
     assert (
         "not compared: the original cannot run on the CPU (AssertionError: Torch not compiled" in done.stdout
     )
     assert document["npu"]["steps"] == {"0": 4} and document["cpu"]["steps"] == {}
+    assert document["reference"] == {"kind": "cpu", "why": None} and document["transfer"] is None
     mm = [row for row in document["operator_check"] if row["op"] == "mm"]
     assert mm == [
         {
