@@ -790,6 +790,11 @@ def rules_list(rule: tuple[Path, ...], kind: str | None) -> None:
         rules = load_rules(tuple(rule or ()))
     except RuleFileError as exc:
         _fail(str(exc))
+    kinds = sorted({r.kind for r in rules})
+    if kind is not None and kind not in kinds:
+        from ms_fmk_transplt.suggest import did_you_mean
+
+        _fail(f"--kind {kind}: no such rule kind{did_you_mean(kind, kinds)}; kinds: {', '.join(kinds)}")
     from rich.table import Table
 
     from ms_fmk_transplt.terminal import console

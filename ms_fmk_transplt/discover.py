@@ -12,6 +12,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from ms_fmk_transplt.suggest import closest
+
 LOG_NAME = "msFmkTranspltlog.txt"  # written into every output folder (run.py)
 # The folders a run writes (`<name>_msft`, `distributed`'s `<name>_msft_multi`) and its staging
 # siblings (`.<name>_msft.partial-PID`, `.old-PID`; pipeline.Staging) hold converted code: walked as
@@ -237,7 +239,36 @@ def apply_excludes(
                 warnings.append(f"--exclude {glob}: the input folder itself, excludes nothing")
             elif used.startswith("/") and not any(excluded(e.rel, (used,)) for e in entries):
                 warnings.append(f"--exclude {glob}: outside {base}, matches nothing")
+            elif not used.startswith("/") and not any(excluded(e.rel, (used,)) for e in entries):
+                warnings.append(f"--exclude {glob}: matches nothing in {base}{_glob_hint(used, entries)}")
     return marked
+
+
+def _glob_hint(glob: str, entries: list[Entry]) -> str:
+    """ " (did you mean tests/*?)" for a glob whose fixed part is one misspelt folder or file name."""
+    bare = normalised_glob(glob)
+    fixed = bare.split("/")
+    wild = [i for i, part in enumerate(fixed) if any(c in part for c in "*?[")]
+    if len(wild) == len(fixed) or fixed[0] == "**":
+        return ""  # nothing spelled out to correct (`*_pb2.py`), or at no fixed depth (`**/vendor`)
+    names = {p for e in entries for p in _prefixes(e.rel)}
+    for i, part in enumerate(fixed):
+        if i in wild or "/".join(fixed[: i + 1]) in names:
+            continue
+        parent = "/".join(fixed[:i])
+        siblings = {
+            n.rsplit("/", 1)[-1] for n in names if n.count("/") == i and (not i or n.startswith(parent + "/"))
+        }
+        found = closest(part, siblings)
+        if found is None:
+            return ""
+        return f" (did you mean {'/'.join([*fixed[:i], found, *fixed[i + 1 :]])}?)"
+    return ""
+
+
+def _prefixes(rel: str) -> list[str]:
+    parts = rel.split("/")
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
 def no_python_notice(entries: list[Entry], where: str) -> str | None:

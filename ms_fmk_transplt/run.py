@@ -22,7 +22,15 @@ from typing import TYPE_CHECKING, Protocol
 
 from ms_fmk_transplt import data, reports
 from ms_fmk_transplt.cache import ResultCache, default_cache_dir, rule_set_key
-from ms_fmk_transplt.discover import LOG_NAME, Entry, apply_excludes, discover, kept_aside, no_python_notice
+from ms_fmk_transplt.discover import (
+    LOG_NAME,
+    Entry,
+    apply_excludes,
+    converted,
+    discover,
+    kept_aside,
+    no_python_notice,
+)
 from ms_fmk_transplt.pipeline import Progress, Staging, StreamWriter, TableSource, map_files, write_tree
 from ms_fmk_transplt.records import FileResult, RunResult, Status
 from ms_fmk_transplt.reports.pieces import Piece
@@ -195,6 +203,10 @@ def _check_paths(options: Options) -> Path:
         raise UsageError(f"input not found: {source}")
     if not (source.is_file() or source.is_dir()):
         raise UsageError(f"input is neither a file nor a directory: {source}")
+    if source.is_file() and not converted(source.name):
+        raise UsageError(
+            f"input {source} is not a Python file or notebook (.py, .ipynb): give one, or a folder"
+        )
     if output.exists() and not output.is_dir():
         raise UsageError(f"output is not a directory: {output}")
     final = output_folder(source, output, options.suffix)

@@ -10,6 +10,7 @@ first use (a quiet run need not pay its start-up).
 from __future__ import annotations
 
 import functools
+import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -17,11 +18,20 @@ if TYPE_CHECKING:
     from rich.text import Text
 
 
+# the width of a console whose output is piped or redirected: wide enough that no path or message
+# is folded (a log reader or grep sees each on one line); COLUMNS, when set, still decides
+PIPED_WIDTH = 1000
+
+
 def console(**options: Any) -> Console:
-    """A rich console that prints strings literally: no markup, no emoji codes, no highlighting."""
+    """A rich console that prints strings literally: no markup, no emoji codes, no highlighting;
+    lines are not folded at 80 columns when the output is not a terminal."""
     from rich.console import Console
 
-    return Console(markup=False, emoji=False, highlight=False, **options)
+    made = Console(markup=False, emoji=False, highlight=False, **options)
+    if "width" not in options and not made.is_terminal and not os.environ.get("COLUMNS"):
+        made.width = PIPED_WIDTH
+    return made
 
 
 @functools.cache

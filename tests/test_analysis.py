@@ -217,7 +217,7 @@ def test_an_unknown_baseline_key_is_a_warning(project: Path, tmp_path: Path) -> 
     result = _analyse(project, "--baseline", str(baseline))
     assert result.exit_code == 0
     assert result.stderr == (
-        f"warning: {baseline}: /issues/0/cnt: unknown key ignored (valid: api, count, file, fingerprint, rule)\n"
+        f"warning: {baseline}: /issues/0/cnt: unknown key ignored (did you mean count?) (valid: api, count, file, fingerprint, rule)\n"
     )
 
 

@@ -462,14 +462,18 @@ def test_an_input_without_python_files_is_said(tmp_path: Path, monkeypatch: pyte
     (tmp_path / "notes.txt").write_text("hello\n")
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "t.py").write_text("import torch\n")
-    cases = {
-        "empty": "warning: no Python files found in empty\n",
-        "notes.txt": "warning: no Python files found in notes.txt\n",
-    }
-    for source, expected in cases.items():
-        for args in (["-i", source, "-o", "out", "-q", "--force"], ["analyse", source, "--no-xlsx", "-q"]):
-            result = _run(*args)
-            assert result.exit_code == 0 and result.stderr == expected, args
+    for args in (["-i", "empty", "-o", "out", "-q", "--force"], ["analyse", "empty", "--no-xlsx", "-q"]):
+        result = _run(*args)
+        assert result.exit_code == 0 and result.stderr == "warning: no Python files found in empty\n", args
+    # analyse takes the files a hook passes (a script with a python shebang and no suffix among them)
+    result = _run("analyse", "notes.txt", "--no-xlsx", "-q")
+    assert result.exit_code == 0 and result.stderr == "warning: no Python files found in notes.txt\n"
+    # a conversion of one such file is a mistake: refused, nothing written
+    result = _run("-i", "notes.txt", "-o", "out", "-q", "--force")
+    assert result.exit_code == 2 and not (tmp_path / "out" / "notes_msft").exists()
+    assert result.stderr == (
+        "error: input notes.txt is not a Python file or notebook (.py, .ipynb): give one, or a folder\n"
+    )
     excluded = _run("analyse", "tests", "--no-xlsx", "-q", "--exclude", "*.py")
     assert excluded.exit_code == 0
     assert excluded.stderr == "warning: no Python files to analyse in tests: every one matches --exclude\n"

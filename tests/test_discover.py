@@ -66,10 +66,35 @@ def test_an_absolute_exclude_outside_the_input_matches_nothing_and_says_so(tmp_p
 def test_relative_excludes_are_taken_as_before(tmp_path: Path) -> None:
     src = _tree(tmp_path)
     assert _kept(src, ("sub",)) == (["b.py"], [])
-    assert _kept(src, ("other",)) == (
+    # a relative glob that matches nothing excludes nothing, and is said
+    assert _kept(src, ("other",)) == (["b.py", "sub/a.py"], [f"--exclude other: matches nothing in {src}"])
+
+
+@pytest.mark.parametrize(
+    ("glob", "hint"),
+    [
+        ("sbu/*", " (did you mean sub/*?)"),  # a misspelt folder
+        ("./sbu/", " (did you mean sub?)"),
+        ("sub/A.py", " (did you mean sub/a.py?)"),  # a misspelt file in a folder that exists
+        ("bb.py", " (did you mean b.py?)"),
+        ("zzz/*", ""),  # nothing close
+        ("*_pb2.py", ""),  # nothing spelled out to correct
+        ("**/vendr/**", ""),  # at no fixed depth
+    ],
+)
+def test_an_exclude_that_matches_nothing_says_what_it_may_have_meant(
+    tmp_path: Path, glob: str, hint: str
+) -> None:
+    src = _tree(tmp_path)
+    assert _kept(src, (glob,)) == (
         ["b.py", "sub/a.py"],
-        [],
-    )  # a relative glob that matches nothing: as before
+        [f"--exclude {glob}: matches nothing in {src}{hint}"],
+    )
+
+
+def test_an_exclude_that_matches_is_not_said(tmp_path: Path) -> None:
+    src = _tree(tmp_path)
+    assert _kept(src, ("sub/*", "*.py", "**/a.py")) == ([], [])
 
 
 def test_an_absolute_name_matches_an_absolute_exclude_spelled_the_same() -> None:

@@ -50,7 +50,7 @@ def test_guide_example_loads(tmp_path: Path) -> None:
         ({"rules": []}, "FILE: /rules: [] is not an object"),
         (
             {"rules": {"RenameRule": []}},
-            'FILE: /rules: unknown rule kind "RenameRule"; valid kinds: '
+            'FILE: /rules: unknown rule kind "RenameRule" (did you mean MethodRenameRule?); valid kinds: '
             "ApiSupportRule, ArgValueRule, "
             "ArgsModifyRule, AttributeRenameRule, CudaSourceRule, EnvVarRule, FuncNameModifyRule, ImportInsertRule, KeywordDefaultRule, "
             "KeywordRenameRule, MapLocationRule, "
@@ -272,7 +272,7 @@ _ARGS = {"func_name": "f", "arg_new": "1"}
         # a key the schema closes is named itself, not its object
         ({"rules": {"FuncNameModifyRule": [{"old_name": "a.f", "new_name": "a.g",
                                             "examples": [{"before": "a.f()", "afer": "a.g()"}]}]}},
-         "FILE: /rules/FuncNameModifyRule/0/examples/0/afer: unknown key (valid: after, before, file, release)"),
+         "FILE: /rules/FuncNameModifyRule/0/examples/0/afer: unknown key (did you mean after?) (valid: after, before, file, release)"),
         # JSON Python reads but JSON has not: NaN, and a key given twice (Python keeps the last)
         ('{"rules": {"ArgsModifyRule": [{"func_name": "f", "arg_new": "1", "arg_idx": NaN}]}}',
          "FILE: invalid JSON: NaN is not a JSON value"),
@@ -317,7 +317,7 @@ def test_unknown_keys_warn_at_every_level(tmp_path: Path) -> None:
     assert [w.replace(str(tmp_path / "rules.json"), "FILE") for w in warnings] == [
         "FILE: /rules/FuncNameModifyRule/0/comment: unknown key ignored (valid: examples, id, message, "
         "needs_torch_npu, new_name, old_name, opt_in, suggestion, summary, tags)",
-        "FILE: /defaults/neds_torch_npu: unknown key ignored (valid: needs_torch_npu)",
+        "FILE: /defaults/neds_torch_npu: unknown key ignored (did you mean needs_torch_npu?) (valid: needs_torch_npu)",
         "FILE: /extra: unknown key ignored (valid: defaults, rules)",
     ]  # the calls of MapLocationRule are names the kind takes, not keys of the schema: no warning
 

@@ -42,6 +42,15 @@ def expression(value: str) -> str | None:
     return None
 
 
+def bare_name(value: str) -> str | None:
+    """A warning for source text that is one bare name (`hccl`): most often a string whose quotes
+    were forgotten, which the rewrite would write as a variable."""
+    name = value.strip()
+    if not name.isidentifier() or keyword.iskeyword(name) or name in ("True", "False", "None"):
+        return None
+    return f"{spell(value)} is the bare name {name}, written as a variable; for the string write {spell(repr(name))}"
+
+
 def regex(value: str) -> str | None:
     """A regular expression Python can compile."""
     try:

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from ms_fmk_transplt.engine.rule import Example, Rule
-from ms_fmk_transplt.ruleset.registry import all_kinds
+from ms_fmk_transplt.ruleset import checks
+from ms_fmk_transplt.ruleset.registry import Kind, all_kinds
 from ms_fmk_transplt.ruleset.schema import (
     decode,
     duplicate_key,
@@ -113,6 +114,10 @@ def parse_rule_document(
             where = pointer(["rules", kind_name, index])
             for key, problem in kind.check(entry):
                 raise RuleFileError(f"{origin}: {where}/{key}: {problem}")
+            if warnings is not None and not builtin:
+                warnings.extend(
+                    f"{origin}: {where}/{key}: {w}" for key, w in _expression_warnings(kind, entry)
+                )
             for i, example in enumerate(entry.get("examples", []) if validate else ()):
                 if "file" not in example and (
                     not _compiles(example["before"]) or not _compiles(example.get("after", example["before"]))
@@ -175,6 +180,15 @@ def _unique_ids(rules: list[Rule]) -> list[Rule]:
             raise RuleFileError(f"{rule.origin}: duplicate rule id {rule.id} (also at {ids[rule.id]})")
         ids[rule.id] = rule.origin
     return rules
+
+
+def _expression_warnings(kind: Kind, entry: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """Source-text values (schema format `python-expression`) that look like forgotten quotes."""
+    for key, sub in kind.schema.get("properties", {}).items():
+        if sub.get("format") == "python-expression" and isinstance(entry.get(key), str):
+            warning = checks.bare_name(entry[key])
+            if warning is not None:
+                yield key, warning
 
 
 def _compiles(code: str) -> bool:

@@ -15,6 +15,8 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from ms_fmk_transplt.suggest import closest, did_you_mean
+
 if TYPE_CHECKING:
     import jsonschema
 
@@ -137,16 +139,20 @@ def error_message(error: jsonschema.ValidationError, kinds: list[str]) -> str:
     """One line saying what is wrong with the value at `error_location(error)`."""
     value, limit = error.instance, error.validator_value
     if "propertyNames" in error.absolute_schema_path:
-        return f"unknown rule kind {spell(value)}; valid kinds: {', '.join(kinds)}"
+        hint = did_you_mean(str(value), kinds)
+        return f"unknown rule kind {spell(value)}{hint}; valid kinds: {', '.join(kinds)}"
     if error.validator == "type":
         return _type_message(value, limit)
     if error.validator == "required":
         missing = next(k for k in limit if isinstance(value, dict) and k not in value)
-        return f"{spell(missing)} is required"
+        known = set(error.schema.get("properties", {}))
+        typo = closest(missing, [k for k in value if k not in known]) if isinstance(value, dict) else None
+        return f"{spell(missing)} is required" + (f" (is {spell(typo)} a misspelling of it?)" if typo else "")
     if error.validator == "minimum":
         return f"{spell(value)} is less than the minimum of {limit}"
     if error.validator == "enum":
-        return f"{spell(value)} is not one of {', '.join(spell(v) for v in limit)}"
+        hint = did_you_mean(str(value), [str(v) for v in limit]) if isinstance(value, str) else ""
+        return f"{spell(value)} is not one of {', '.join(spell(v) for v in limit)}{hint}"
     if error.validator == "pattern":
         return f"{spell(value)} does not match the pattern {limit}"
     if error.validator == "minLength":
@@ -156,7 +162,9 @@ def error_message(error: jsonschema.ValidationError, kinds: list[str]) -> str:
     if error.validator == "minProperties":
         return _non_empty(spell(value), limit, "keys")
     if error.validator == "additionalProperties":
-        return f"unknown key (valid: {', '.join(sorted(error.schema.get('properties', {})))})"
+        properties = sorted(error.schema.get("properties", {}))
+        hint = did_you_mean(_extra_keys(error)[0], properties) if isinstance(value, dict) else ""
+        return f"unknown key{hint} (valid: {', '.join(properties)})"
     return error.message  # a keyword no rule schema uses yet
 
 
@@ -175,7 +183,8 @@ def unknown_keys(document: Any, schema: dict[str, Any], path: tuple[Any, ...] = 
             elif isinstance(extra, dict):
                 yield from unknown_keys(value, extra, (*path, key))
             elif open_object and properties:
-                yield f"{pointer((*path, key))}: unknown key ignored (valid: {', '.join(sorted(properties))})"
+                hint = did_you_mean(str(key), properties)
+                yield f"{pointer((*path, key))}: unknown key ignored{hint} (valid: {', '.join(sorted(properties))})"
     elif isinstance(document, list) and isinstance(schema.get("items"), dict):
         for index, item in enumerate(document):
             yield from unknown_keys(item, schema["items"], (*path, index))

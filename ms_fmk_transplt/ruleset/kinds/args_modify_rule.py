@@ -33,7 +33,7 @@ from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
         "properties": {
             "func_name": {"type": "string"},
             "arg_idx": {"type": "integer", "minimum": 0},
-            "arg_new": {"type": "string"},
+            "arg_new": {"type": "string", "format": "python-expression"},
             "arg_name": {"type": "string"},
         },
     },

@@ -29,7 +29,7 @@ from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
         "properties": {
             "func_name": {"type": "string"},
             "keyword": {"type": "string"},
-            "value": {"type": "string"},
+            "value": {"type": "string", "format": "python-expression"},
         },
     },
     message="{old}(...) -> {new}",
