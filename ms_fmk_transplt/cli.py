@@ -628,8 +628,9 @@ def _finish(run: RunResult, quiet: bool, gate: _Gate, strict: bool) -> None:
             _to_stdout(analysis.baseline_document(found))
         else:
             _write(gate.write_baseline, analysis.baseline_document(found))
-    if run.failed:
-        raise click.exceptions.Exit(EXIT_FAILED_FILES)
+    # every verdict is said before the exit code is chosen: a file that failed (a Python 2 script)
+    # must not hide what the gate found in the others
+    codes = [EXIT_FAILED_FILES] if run.failed else []
     unsupported = strict and [
         r for r in run.files for f in r.findings if f.operation is Operation.UNSUPPORTED and not f.noop
     ]
@@ -643,7 +644,7 @@ def _finish(run: RunResult, quiet: bool, gate: _Gate, strict: bool) -> None:
             ),
             soft_wrap=True,
         )
-        raise click.exceptions.Exit(EXIT_UNSUPPORTED)
+        codes.append(EXIT_UNSUPPORTED)
     failing = [issue for issue in found if analysis.fails(issue, gate.fail_on)]
     if failing:
         # printed even with -q: a failed gate (a pre-commit hook passes -q) must say where and why
@@ -656,7 +657,9 @@ def _finish(run: RunResult, quiet: bool, gate: _Gate, strict: bool) -> None:
         err.print(
             labelled("gate:", "bold red", f"{len(failing)} issue(s) at or above --fail-on {gate.fail_on}")
         )
-        raise click.exceptions.Exit(EXIT_GATE)
+        codes.append(EXIT_GATE)
+    if codes:  # the first in the order of the exit-code table: failed files, --strict, the gate
+        raise click.exceptions.Exit(codes[0])
 
 
 def _check_writable(path: Path) -> None:

@@ -67,21 +67,41 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def _link_entry(path: Path, rel: str, root: Path) -> Entry:
+    """A symlink is reproduced, never followed: inside the tree by its relative way there; to a
+    place outside the tree (`data -> /mnt/datasets`) by that place's absolute path, so the copy
+    still finds it; broken or looping as written. Only the last two kinds carry a `reason`, said
+    as a warning: a link is a project's layout, not a file the run failed on."""
+    try:
+        written = os.readlink(path)
+    except OSError as exc:
+        return Entry(rel, EntryKind.SKIP, path, reason=f"unreadable symlink ({exc.strerror})")
     try:
         target = path.resolve(strict=True)
     except RuntimeError:
-        return Entry(rel, EntryKind.SKIP, path, reason="symlink loop")
+        return Entry(rel, EntryKind.LINK, path, link=written, reason="symlink loop, linked as written")
     except FileNotFoundError:
-        return Entry(rel, EntryKind.SKIP, path, reason=f"broken symlink to {os.readlink(path)}")
+        return Entry(
+            rel, EntryKind.LINK, path, link=written, reason=f"broken symlink to {written}, linked as written"
+        )
     except OSError as exc:
-        reason = "symlink loop" if exc.errno == 40 else f"unreadable symlink ({exc.strerror})"
-        return Entry(rel, EntryKind.SKIP, path, reason=reason)
+        if exc.errno == 40:
+            return Entry(rel, EntryKind.LINK, path, link=written, reason="symlink loop, linked as written")
+        return Entry(rel, EntryKind.SKIP, path, reason=f"unreadable symlink ({exc.strerror})")
     if not _inside(target, root):
         return Entry(
-            rel, EntryKind.SKIP, path, reason=f"symlink points outside the input tree ({os.readlink(path)})"
+            rel,
+            EntryKind.LINK,
+            path,
+            link=str(target),
+            reason=f"symlink to {written} outside the input tree, linked to {target} and not analysed",
         )
     relative = os.path.relpath(target, path.parent.resolve())
     return Entry(rel, EntryKind.LINK, path, link=relative)
+
+
+def link_notes(entries: list[Entry]) -> list[str]:
+    """The warnings for symlinks reproduced but not followed (outside the tree, broken, looping)."""
+    return [f"{e.rel}: {e.reason}" for e in entries if e.kind is EntryKind.LINK and e.reason]
 
 
 def _identities(folders: tuple[Path, ...]) -> dict[int, set[tuple[int, int]]]:

@@ -241,7 +241,7 @@ def map_files(
         elif entry.kind is EntryKind.FILE:
             results.append(others[entry.rel])
         elif entry.kind is EntryKind.LINK:
-            results.append(FileResult(entry.rel, Status.LINKED))
+            results.append(FileResult(entry.rel, Status.LINKED, reason=entry.reason))
         elif entry.kind is EntryKind.SKIP:
             results.append(FileResult(entry.rel, Status.SKIPPED, reason=entry.reason))
     if cache is not None:

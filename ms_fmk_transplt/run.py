@@ -29,6 +29,7 @@ from ms_fmk_transplt.discover import (
     converted,
     discover,
     kept_aside,
+    link_notes,
     no_python_notice,
 )
 from ms_fmk_transplt.pipeline import Progress, Staging, StreamWriter, TableSource, map_files, write_tree
@@ -345,6 +346,7 @@ def convert_project(
             warnings,
         )
         warnings.extend(_left_out_notes(left_out))
+        warnings.extend(link_notes(entries))
         warnings.extend(filter(None, [no_python_notice(entries, str(options.source))]))
         if stage is not None:
             entries = stage.inputs(entries)
@@ -468,6 +470,7 @@ def analyse_project(
     with writing_to(report_folder) if report_folder is not None else contextlib.nullcontext():
         root, entries = _entries(sources, tuple(options.exclude), file_by_name, left_out, warnings)
         warnings.extend(_left_out_notes(left_out))
+        warnings.extend(link_notes(entries))
         warnings.extend(filter(None, [no_python_notice(entries, ", ".join(str(s) for s in sources))]))
 
         def drop_output(result: FileResult, data: bytes | None = None) -> FileResult:

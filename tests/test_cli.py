@@ -284,19 +284,42 @@ def test_done_when_tree_with_bad_files(tmp_path: Path) -> None:
     assert _snapshot(src) == before
 
 
-def test_symlink_out_of_tree_is_skipped(tmp_path: Path) -> None:
+def test_symlinks_out_of_the_tree_broken_or_looping_are_linked_and_said(tmp_path: Path) -> None:
+    """`data -> /mnt/datasets` is a project's layout, not a failure: the copy links to the same place
+    (absolute), nothing is read through it, the run says so and exits 0, the gate can pass."""
     src = tmp_path / "tree"
     src.mkdir()
-    (tmp_path / "secret.py").write_text("x = 1\n")
+    (tmp_path / "secret.py").write_text("import torch\ntorch.cuda.nvtx.range_push('x')\n")
+    (tmp_path / "datasets").mkdir()
     os.symlink(tmp_path / "secret.py", src / "leak.py")
+    os.symlink("../datasets", src / "data")  # relative, leaving the tree
+    os.symlink("/mnt/nowhere", src / "gone")
+    os.symlink("loop", src / "loop")
     (src / "ok.py").write_text("x = 2\n")
     result = _run("-i", str(src), "-o", str(tmp_path / "out"), "-q")
-    assert result.exit_code == 1
-    assert not (tmp_path / "out" / "tree_msft" / "leak.py").exists()
-    assert (
-        "leak.py: symlink points outside the input tree"
-        in (tmp_path / "out" / "tree_msft" / "msFmkTranspltlog.txt").read_text()
-    )
+    assert result.exit_code == 0, result.output
+    final = tmp_path / "out" / "tree_msft"
+    assert os.readlink(final / "leak.py") == str(tmp_path / "secret.py")
+    assert os.readlink(final / "data") == str(tmp_path / "datasets")
+    assert (os.readlink(final / "gone"), os.readlink(final / "loop")) == ("/mnt/nowhere", "loop")
+    assert result.stderr.splitlines() == [
+        f"warning: data: symlink to ../datasets outside the input tree, linked to {tmp_path / 'datasets'} and not analysed",
+        "warning: gone: broken symlink to /mnt/nowhere, linked as written",
+        f"warning: leak.py: symlink to {tmp_path / 'secret.py'} outside the input tree, linked to {tmp_path / 'secret.py'} and not analysed",
+        "warning: loop: symlink loop, linked as written",
+    ]
+    log = (final / "msFmkTranspltlog.txt").read_text()
+    assert "== symlinks reproduced, not followed ==\ndata: symlink to ../datasets outside" in log
+    # the gate sees nothing through the link: the file outside is not analysed
+    gate = _run("analyse", str(src), "--no-xlsx", "-q", "--fail-on", "unsupported")
+    assert gate.exit_code == 0, gate.output
+    # the twin: a link inside the tree is reproduced relative, with nothing said
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.py").write_text("x = 1\n")
+    os.symlink("a.py", tmp_path / "in" / "b.py")
+    inside = _run("-i", str(tmp_path / "in"), "-o", str(tmp_path / "out"), "-q")
+    assert inside.exit_code == 0 and inside.stderr == ""
+    assert os.readlink(tmp_path / "out" / "in_msft" / "b.py") == "a.py"
 
 
 def test_strict_exit_code_for_unsupported(tmp_path: Path) -> None:
@@ -532,3 +555,26 @@ def test_verify_interrupted_exits_with_the_signals_code(
     result = _run("verify", "--", "python", "t.py")
     assert result.exit_code == code
     assert result.stderr == "interrupted\n"
+
+
+def test_a_failed_file_does_not_hide_the_gate_or_strict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Python 2 file fails; the gate's and --strict's findings in the other files are still said
+    (exit 1, the failed files' code, first in the table), and without it the gate's code is 4."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text("import torch\nimport cupy\n")
+    (tmp_path / "src" / "py2.py").write_text('print "hello"\n')
+    gated = _run("analyse", "src", "--no-xlsx", "-q", "--fail-on", "unsupported")
+    assert gated.exit_code == 1
+    assert gated.stderr.splitlines()[0].startswith("failed: py2.py: syntax error at line 1")
+    assert "a.py:2:1: unsupported [TP531] cupy has no NPU counterpart" in gated.stderr
+    assert "gate: 1 issue(s) at or above --fail-on unsupported" in gated.stderr
+    strict = _run("-i", "src", "-o", "out", "-q", "--strict")
+    assert (
+        strict.exit_code == 1
+        and "strict: 1 use(s) of APIs Ascend does not support in 1 file(s)" in strict.stderr
+    )
+    (tmp_path / "src" / "py2.py").unlink()
+    assert _run("analyse", "src", "--no-xlsx", "-q", "--fail-on", "unsupported").exit_code == 4

@@ -77,6 +77,10 @@ def log_body(run: RunResult) -> bytearray:
     for result in run.files:
         if result.status is Status.SKIPPED:
             out.write(f"{result.path}: {result.reason}\n")
+    links = [r for r in run.files if r.status is Status.LINKED and r.reason]
+    if links:  # a section only when there is one: most inputs link nothing outside themselves
+        out.write("\n== symlinks reproduced, not followed ==\n")
+        out.write("".join(f"{r.path}: {r.reason}\n" for r in links))
     if run.left_out:  # a section only when there is one: most inputs hold no earlier output
         out.write("\n== not walked: output of an earlier ms_fmk_transplt run ==\n")
         out.write("".join(f"{rel}\n" for rel in run.left_out))
