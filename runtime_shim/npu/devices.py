@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any
 
 import torch
 
+from runtime_shim.not_simulated import module_getattr as _module_getattr
 from runtime_shim.runtime.allocator import MemoryTracker
 from runtime_shim.runtime.state import DEVICE_TYPE, STATE
 
@@ -142,3 +144,7 @@ def get_device_capability(device: Any = None) -> None:
 def _tracker() -> MemoryTracker:
     assert STATE.tracker is not None, "the simulated device is installed before torch.npu is used"
     return STATE.tracker
+
+
+if not _TYPE_CHECKING:  # hidden from mypy, which then still checks every name read from here
+    __getattr__ = _module_getattr("torch.npu.devices")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any
 
 import torch
 
+from runtime_shim.not_simulated import module_getattr as _module_getattr
 from runtime_shim.npu.devices import device_count
 
 # The simulated device draws random numbers from the host default generator:
@@ -58,3 +60,7 @@ def set_rng_state_all(new_states: list[torch.Tensor]) -> None:
     """Restore states from get_rng_state_all (devices share one generator)."""
     for state in new_states:
         set_rng_state(state)
+
+
+if not _TYPE_CHECKING:  # hidden from mypy, which then still checks every name read from here
+    __getattr__ = _module_getattr("torch.npu.random")
