@@ -137,3 +137,24 @@ def test_a_checkpoint_in_a_temporary_folder_is_loaded_by_every_rank(tmp_path: Pa
     folder = Path(reloaded[0].removeprefix("reloaded checkpoint from ")).parent
     assert folder.name.startswith("mnist_mlp_") and (folder / "mnist_cnn.pt").is_file()
     shutil.rmtree(folder)
+
+
+def test_a_whole_model_rank_zero_saved_is_loaded_onto_each_ranks_device(tmp_path: Path) -> None:
+    """word_language_model saves the model whole and loads it back: rank 1 loads it onto npu:1,
+    not onto npu:0 where rank 0 saved it (which failed its forward on two devices)."""
+    source = tmp_path / "source"
+    source.mkdir()
+    shutil.copy(ROOT / "tests" / "data" / "distributed" / "save_whole_model.py", source / "train.py")
+    stage = DistributedStage(source, Path("train.py"), None)
+    try:
+        run = convert_project(
+            Options(source=source, output=tmp_path, use_cache=False, suffix=stage.suffix), stage=stage
+        )
+    finally:
+        stage.close()
+    converted = Path(run.output_root)
+    assert "map_location=" in (converted / "train.py").read_text()
+    _run(converted, [], torchrun=True, shim=True)
+    lines = [(converted / f"loaded.{rank}.txt").read_text() for rank in (0, 1)]
+    assert [line.split(" test=")[0] for line in lines] == ["loaded on npu:0", "loaded on npu:1"]
+    assert len({line.split(" test=")[1] for line in lines}) == 1  # the same model on both ranks

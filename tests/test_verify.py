@@ -127,6 +127,27 @@ def test_compare_step_shape_and_missing_parameters(tmp_path):
     assert compare_step(cpu, cpu) is None
 
 
+def test_parameters_are_matched_by_position_not_by_a_name_that_repeats(tmp_path):
+    # records of a step whose parameters come from root modules made apart, named without their
+    # owner (as before the recorder prefixed them): two `weight`s of one shape
+    params = [
+        ["weight", [10, 6], "float32", "embedding"],
+        ["weight_ih_l0", [24, 6], "float32", "lstm"],
+        ["weight", [10, 6], "float32", "decoder"],
+    ]
+    cpu = _records(tmp_path, "cpu", [_step(1, params=params)])
+    assert first_difference(cpu, _records(tmp_path, "npu", [_step(1, params=params)])) is None
+    changed = [*params[:2], ["weight", [10, 6], "float32", "changed"]]
+    difference = first_difference(cpu, _records(tmp_path, "other", [_step(1, params=changed)]))
+    assert difference is not None and difference.param == "weight"
+    assert difference.what == "parameter weight (parameter 3 of the step) float32[10, 6] has different values"
+    # the same parameters in another order are different parameters at each position
+    swapped = [params[2], params[1], params[0]]
+    difference = first_difference(cpu, _records(tmp_path, "swapped", [_step(1, params=swapped)]))
+    assert difference is not None
+    assert difference.what == "parameter weight (parameter 1 of the step) float32[10, 6] has different values"
+
+
 def _side(tmp_path, name, steps, returncode=0, end="limit", **kw):
     records = _records(tmp_path, name, steps, end) if steps else {}
     return SideResult(returncode, records, **kw)

@@ -25,6 +25,7 @@ CASES = {
     "cuda_only": (["--steps", "4", "--reference", "cpu"], ["python", "cuda_only.py"]),
     "by_hand": (["--steps", "3", "--converted", "{converted}"], ["python", "manual_sgd.py"]),
     "ddp": (["--steps", "3", "--nproc", "2"], ["python", "ddp_train.py"]),
+    "separate_modules": (["--steps", "3"], ["python", "separate_modules.py"]),
 }
 
 
@@ -125,3 +126,9 @@ def test_two_ranks_under_torchrun(runs):
     assert "identical: 3 step(s) on each of 2 ranks" in done.stdout
     assert document["npu"]["steps"] == document["cpu"]["steps"] == {"0": 3, "1": 3}
     assert set(document["npu_peak_memory"]) == {"0", "1"}
+
+
+def test_parameters_of_modules_without_a_common_root_are_compared_each_with_itself(runs):
+    """Two parameters named `weight` of one shape (an Embedding's and a Linear's): no false difference."""
+    done, _ = _check(runs, "separate_modules", 0)
+    assert "result: identical: 3 step(s), losses and every parameter bit for bit" in done.stdout

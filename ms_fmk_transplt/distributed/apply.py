@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ms_fmk_transplt.distributed import snippets
+from ms_fmk_transplt.distributed.map_location import with_map_location
 from ms_fmk_transplt.records import Finding
 
 
@@ -17,6 +18,7 @@ class Plan:
     before: dict[int, list[cst.BaseStatement]] = field(default_factory=dict)
     after: dict[int, list[cst.BaseStatement]] = field(default_factory=dict)
     calls: dict[int, cst.BaseExpression] = field(default_factory=dict)
+    map_location: dict[int, cst.BaseExpression] = field(default_factory=dict)  # torch.load calls
     guard: set[int] = field(default_factory=set)
     delete: set[int] = field(default_factory=set)
     unwrap: set[int] = field(default_factory=set)
@@ -92,6 +94,9 @@ class Apply(cst.CSTTransformer):
         return self._around(original_node, updated_node)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        value = self.plan.map_location.get(id(original_node))
+        if value is not None:
+            updated_node = with_map_location(updated_node, value)
         return self.plan.calls.get(id(original_node), updated_node)
 
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:

@@ -18,6 +18,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from ms_fmk_transplt.distributed import snippets
 from ms_fmk_transplt.distributed.apply import Apply, Plan
 from ms_fmk_transplt.distributed.loader_args import LoaderArgs
+from ms_fmk_transplt.distributed.map_location import rank_map_location
 from ms_fmk_transplt.distributed.policy import Policy, policy
 from ms_fmk_transplt.distributed.shared_temp import MKDTEMP, mkdtemp_sources
 from ms_fmk_transplt.distributed.survey import Loader, Survey, survey
@@ -264,11 +265,18 @@ class _Planner:
         first_save = min((self.lines(c)[0] for c in self.found.save_lines), default=None)
         seen: set[int] = set()
         for path, call in self.found.loads:
+            if first_save is None or self.lines(call)[0] <= first_save:
+                continue
+            # every rank loads what rank 0 saved: onto its own device, not the one rank 0 saved from
+            value = rank_map_location(call, self.names.local_rank)
+            if value is not None:
+                self.plan_.map_location[id(call)] = value
+                self.report("DS012", MODIFY, call)
             depth = len(path) - 1
             while depth > 0 and isinstance(path[depth - 1], cst.With):
                 depth -= 1
             anchor = path[depth]
-            if first_save is None or self.lines(call)[0] <= first_save or id(anchor) in seen:
+            if id(anchor) in seen:
                 continue
             seen.add(id(anchor))
             self.plan_.before.setdefault(id(anchor), []).extend(snippets.statements(snippets.BARRIER))

@@ -125,22 +125,32 @@ SIDES = ("on the CPU", "on the simulated NPU")
 def _param_difference(
     cpu: tuple[Param, ...], npu: tuple[Param, ...], sides: tuple[str, str] = SIDES
 ) -> tuple[str, str] | None:
-    """(parameter, why) of the first parameter that differs, or None."""
-    by_name = {p.name: p for p in npu}
-    for mine in cpu:
-        theirs = by_name.get(mine.name)
-        if theirs is None:
-            return mine.name, f"parameter {mine.name} is missing from the converted run's step"
+    """(parameter, why) of the first parameter that differs, or None.
+
+    Parameters are matched by position (an optimizer's groups in order, each group's parameters in
+    order: the same in both runs of one script), never by name: names can repeat (two root
+    modules, each with a ``weight``), and a name is only what the message shows.
+    """
+    names = [p.name for p in cpu]
+    for position, (mine, theirs) in enumerate(zip(cpu, npu)):
+        label = (
+            mine.name
+            if names.count(mine.name) == 1
+            else f"{mine.name} (parameter {position + 1} of the step)"
+        )
         if (mine.shape, mine.dtype) != (theirs.shape, theirs.dtype):
             return mine.name, (
-                f"parameter {mine.name}: {mine.dtype}{list(mine.shape)} {sides[0]}, "
+                f"parameter {label}: {mine.dtype}{list(mine.shape)} {sides[0]}, "
                 f"{theirs.dtype}{list(theirs.shape)} {sides[1]}"
             )
         if mine.digest != theirs.digest:
-            return mine.name, f"parameter {mine.name} {mine.dtype}{list(mine.shape)} has different values"
-    extra = [p.name for p in npu if p.name not in {q.name for q in cpu}]
-    if extra:
-        return extra[0], f"parameter {extra[0]} is only in the converted run's step"
+            return mine.name, f"parameter {label} {mine.dtype}{list(mine.shape)} has different values"
+    if len(cpu) > len(npu):
+        missing = cpu[len(npu)].name
+        return missing, f"parameter {missing} is missing from the converted run's step"
+    if len(npu) > len(cpu):
+        extra = npu[len(cpu)].name
+        return extra, f"parameter {extra} is only in the converted run's step"
     return None
 
 

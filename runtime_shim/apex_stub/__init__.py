@@ -7,9 +7,10 @@ O0-O3, static or dynamic loss scaling, ``combine_grad``, and the NPU fused optim
 
 from __future__ import annotations
 
-from typing import NoReturn as _NoReturn
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 import runtime_shim as _runtime_shim
+from runtime_shim.not_simulated import module_getattr as _module_getattr
 
 _runtime_shim.activate()
 
@@ -19,7 +20,5 @@ __runtime_shim__ = True
 __all__ = ["amp", "optimizers"]
 
 
-def __getattr__(name: str) -> _NoReturn:
-    if name.startswith("__"):
-        raise AttributeError(name)
-    raise NotImplementedError(f"apex.{name} is not simulated by runtime_shim")
+if not _TYPE_CHECKING:  # hidden from mypy, which then still checks every name read from here
+    __getattr__ = _module_getattr("apex")

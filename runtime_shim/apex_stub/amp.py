@@ -17,9 +17,12 @@ import functools
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any
 
 import torch
+
+from runtime_shim.not_simulated import module_getattr as _module_getattr
 
 __all__ = ["initialize", "load_state_dict", "master_params", "scale_loss", "state_dict"]
 
@@ -360,3 +363,7 @@ def load_state_dict(state: dict) -> None:
             raise KeyError(f"amp.load_state_dict: no {key!r} in the checkpoint (keys: {', '.join(state)})")
         scaler._loss_scale = float(state[key]["loss_scale"])
         scaler._unskipped = int(state[key]["unskipped"])
+
+
+if not _TYPE_CHECKING:  # hidden from mypy, which then still checks every name read from here
+    __getattr__ = _module_getattr("apex.amp")

@@ -7,8 +7,9 @@ offers (``NpuFusedLamb``, with no PyTorch counterpart, is LAMB from torch ops th
 
 from __future__ import annotations
 
-from typing import NoReturn as _NoReturn
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
+from runtime_shim.not_simulated import module_getattr as _module_getattr
 from runtime_shim.torch_npu_stub.optim import (
     NpuFusedAdadelta,
     NpuFusedAdam,
@@ -28,7 +29,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> _NoReturn:
-    if name.startswith("__"):
-        raise AttributeError(name)
-    raise NotImplementedError(f"apex.optimizers.{name} is not simulated by runtime_shim")
+if not _TYPE_CHECKING:  # hidden from mypy, which then still checks every name read from here
+    __getattr__ = _module_getattr("apex.optimizers")

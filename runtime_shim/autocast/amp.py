@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any
 
 import torch
+
+from runtime_shim.not_simulated import module_getattr as _module_getattr
 
 DEVICE_TYPE = "npu"
 
@@ -66,3 +69,7 @@ def custom_bwd(bwd: Callable[..., Any] | None = None) -> Callable[..., Any]:
     if bwd is None:
         return custom_bwd
     return torch.amp.custom_bwd(bwd, device_type=DEVICE_TYPE)
+
+
+if not _TYPE_CHECKING:  # hidden from mypy, which then still checks every name read from here
+    __getattr__ = _module_getattr("torch.npu.amp")

@@ -39,6 +39,7 @@ import json
 import os
 import sys
 import weakref
+from dataclasses import dataclass
 from typing import Any
 
 ENV_DIR = "RUNTIME_SHIM_RECORD"
@@ -79,25 +80,49 @@ def _loss_value(tensor: Any) -> float | str:
     return "digest:" + _digest_or_why(tensor)
 
 
+@dataclass(frozen=True)
+class Owner:
+    """The root module a parameter belongs to (its id in this process, its class) and its name there."""
+
+    root: int
+    root_class: str
+    name: str
+
+
 class ParameterNames:
     """Names of parameters, by the root modules that own them (found by a heap walk, on demand)."""
 
     def __init__(self) -> None:
-        self._names: dict[int, tuple[weakref.ref, str]] = {}
+        self._owners: dict[int, tuple[weakref.ref, Owner]] = {}
         self._unnamed: set[int] = set()
 
-    def name(self, param: Any) -> str | None:
-        """The parameter's dotted name in its root module, or None if no module owns it."""
-        known = self._names.get(id(param))
+    def owner(self, param: Any) -> Owner | None:
+        """The root module that owns the parameter and its dotted name there, or None if none does."""
+        known = self._owners.get(id(param))
         if known is not None and known[0]() is param:
             return known[1]
         if id(param) not in self._unnamed:
             self._rebuild()
-            known = self._names.get(id(param))
+            known = self._owners.get(id(param))
             if known is not None and known[0]() is param:
                 return known[1]
             self._unnamed.add(id(param))
         return None
+
+    def step_names(self, params: list[Any]) -> list[str | None]:
+        """The names one step records for ``params``: the dotted name in the owning root module, and,
+        when they have several roots (an Embedding, an LSTM and a Linear made apart, no common
+        module), the root's class first (``Linear:weight``; ``Linear#1:weight`` for a second
+        Linear root), so that no two parameters of a step share a name."""
+        owners = [self.owner(param) for param in params]
+        roots: dict[int, str] = {}
+        for found in owners:
+            if found is not None and found.root not in roots:
+                same_class = sum(1 for label in roots.values() if label.split("#")[0] == found.root_class)
+                roots[found.root] = found.root_class + (f"#{same_class}" if same_class else "")
+        if len(roots) <= 1:
+            return [None if found is None else found.name for found in owners]
+        return [None if found is None else f"{roots[found.root]}:{found.name}" for found in owners]
 
     def _rebuild(self) -> None:
         import torch
@@ -105,17 +130,17 @@ class ParameterNames:
         modules = _live(torch.nn.Module)
         children = {id(child) for module in modules for child in module.children()}
         roots = [module for module in modules if id(module) not in children]
-        owners: dict[int, list[tuple[str, str, Any]]] = {}
+        owners: dict[int, list[tuple[Owner, Any]]] = {}
         for root in roots:
             for name, param in root.named_parameters(remove_duplicate=False):
-                owners.setdefault(id(param), []).append((type(root).__name__, name, param))
-        self._names.clear()
+                owners.setdefault(id(param), []).append((Owner(id(root), type(root).__name__, name), param))
+        self._owners.clear()
         self._unnamed.clear()
         for key, found in owners.items():
             # several roots holding one parameter (an EMA copy sharing it, a module kept beside
             # its wrapper): the shortest name wins, so both runs pick the same one
-            found.sort(key=lambda item: (len(item[1]), item[1], item[0]))
-            self._names[key] = (weakref.ref(found[0][2]), found[0][1])
+            found.sort(key=lambda item: (len(item[0].name), item[0].name, item[0].root_class))
+            self._owners[key] = (weakref.ref(found[0][1]), found[0][0])
 
     def module_parameters(self) -> list[tuple[str, Any]]:
         """Every parameter of every root module, named, in a stable order (hand-written updates)."""
@@ -166,11 +191,16 @@ class Recorder:
         """After an optimizer's step: record its parameters and the losses since the last step."""
         if self.by_hand:
             return
-        named = []
-        for group_index, group in enumerate(optimizer.param_groups):
-            for index, param in enumerate(group["params"]):
-                name = self.names.name(param)
-                named.append((name or f"param_groups[{group_index}][{index}]", param))
+        positions = [
+            (group_index, index, param)
+            for group_index, group in enumerate(optimizer.param_groups)
+            for index, param in enumerate(group["params"])
+        ]
+        names = self.names.step_names([param for _, _, param in positions])
+        named = [
+            (name or f"param_groups[{group_index}][{index}]", param)
+            for name, (group_index, index, param) in zip(names, positions)
+        ]
         number = self.optimizers.setdefault(id(optimizer), len(self.optimizers))
         self._write_step(number, named)
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any, NoReturn
 
 from runtime_shim.autocast.flags import *  # noqa: F403
+from runtime_shim.not_simulated import module_getattr as _module_getattr
 from runtime_shim.npu.devices import *  # noqa: F403
 from runtime_shim.npu.devices import _index, _is_in_bad_fork, _lazy_init  # noqa: F401  (torch calls these)
 from runtime_shim.npu.memory import *  # noqa: F403
@@ -56,3 +58,6 @@ del _name
 from runtime_shim.autocast import amp  # noqa: E402,F401
 from runtime_shim.npu import rng as random  # noqa: E402,F401
 from runtime_shim.npu import utils  # noqa: E402,F401
+
+if not _TYPE_CHECKING:  # hidden from mypy, which then still checks every name read from here
+    __getattr__ = _module_getattr("torch.npu")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any
 
 import torch
 
+from runtime_shim.not_simulated import module_getattr as _module_getattr
 from runtime_shim.runtime.allocator import MemoryTracker
 from runtime_shim.runtime.state import DEVICE_TYPE, STATE
 
@@ -40,21 +42,55 @@ def device_count() -> int:
     return STATE.device_count
 
 
-def _index(device: Any = None, *, optional: bool = True) -> int:
+def _resolve(device: Any) -> int:
+    """The index ``device`` names, by torch's ``_get_device_index`` rules for the npu (optional=True).
+
+    An int as is (negative too: each caller decides what that means), ``"npu:1"`` or
+    ``torch.device("npu", 1)``, a ``torch.npu.device`` context object (its index), and ``None`` or an
+    npu device without an index: the current device.
+    """
     if device is None:
         return STATE.current
+    if isinstance(device, _DeviceContext):
+        return device.idx
     if isinstance(device, int):
-        index = device
-    else:
+        return device
+    if isinstance(device, str):
         device = torch.device(device)
+    if isinstance(device, torch.device):
         if device.type != DEVICE_TYPE:
             raise ValueError(f"Expected a {DEVICE_TYPE} device, but got: {device}")
-        index = STATE.current if device.index is None else device.index
+        return STATE.current if device.index is None else device.index
+    raise TypeError(
+        f"Expected an npu device (an index, 'npu:N', torch.device or torch.npu.device), but got: {device!r}"
+    )
+
+
+def _check_range(index: int) -> int:
     if not 0 <= index < STATE.device_count:
         raise RuntimeError(
             f"Invalid device id {index}: the simulated NPU has {STATE.device_count} devices "
             "(set RUNTIME_SHIM_DEVICE_COUNT to change)"
         )
+    return index
+
+
+def _index(device: Any = None) -> int:
+    """The index ``device`` names (see :func:`_resolve`), which must be one of the simulated devices."""
+    return _check_range(_resolve(device))
+
+
+def _index_or_current(device: Any) -> int:
+    """As :func:`_index`, but -1 means the current device (what CUDA's stream functions do)."""
+    index = _resolve(device)
+    return STATE.current if index == -1 else _check_range(index)
+
+
+def _property_index(device: Any) -> int:
+    """The index for the device-property functions, which torch_npu checks with an AssertionError."""
+    index = _resolve(device)
+    if not 0 <= index < STATE.device_count:
+        raise AssertionError("Invalid device id")
     return index
 
 
@@ -64,15 +100,18 @@ def current_device() -> int:
 
 
 def set_device(device: Any) -> None:
-    """Make ``device`` (index, "npu:N" or torch.device) the current npu device."""
-    STATE.current = _index(device)
+    """Make ``device`` (index, "npu:N", torch.device, torch.npu.device) current; a negative index is a no-op."""
+    index = _resolve(device)
+    if index >= 0:
+        STATE.current = _check_range(index)
 
 
 class device:
-    """Context manager that changes the current npu device."""
+    """Context manager that changes the current npu device (a no-op for a negative index)."""
 
     def __init__(self, device: Any) -> None:
-        self.idx = -1 if device is None else _index(device)
+        index = _resolve(device)
+        self.idx = -1 if index < 0 else _check_range(index)
         self.prev_idx = -1
 
     def __enter__(self) -> device:
@@ -85,23 +124,29 @@ class device:
         STATE.current = self.prev_idx
 
 
+_DeviceContext = device
+
+
 class device_of(device):
     """Context manager that makes the device of tensor ``obj`` current."""
 
     def __init__(self, obj: Any) -> None:
         idx = obj.get_device() if obj.device.type == DEVICE_TYPE else -1
-        super().__init__(idx if idx >= 0 else None)
+        super().__init__(idx)
 
 
 def synchronize(device: Any = None) -> None:
-    """Wait for all work on the device: the simulated device is synchronous."""
-    _index(device)
+    """Wait for all work on the device: the simulated device is synchronous (a negative index: none)."""
+    index = _resolve(device)
+    if index >= 0:
+        _check_range(index)
 
 
 def can_device_access_peer(device: Any, peer_device: Any) -> bool:
     """All simulated devices share host memory, so peers are always reachable."""
-    _index(device)
-    _index(peer_device)
+    _property_index(device)
+    if not 0 <= _resolve(peer_device) < STATE.device_count:
+        raise AssertionError("Invalid peer device id")
     return True
 
 
@@ -123,22 +168,26 @@ class _NPUDeviceProperties:
 
 def get_device_name(device: Any = None) -> str:
     """Name of the simulated device (RUNTIME_SHIM_DEVICE_NAME overrides it)."""
-    _index(device)
+    _property_index(device)
     return os.environ.get("RUNTIME_SHIM_DEVICE_NAME", "Ascend910B2 (simulated by runtime_shim)")
 
 
 def get_device_properties(device: Any = None) -> _NPUDeviceProperties:
     """Properties of the simulated device; total_memory is the configured capacity."""
-    index = _index(device)
+    index = _property_index(device)
     return _NPUDeviceProperties(get_device_name(index), _tracker().devices[index].capacity)
 
 
 def get_device_capability(device: Any = None) -> None:
     """torch_npu reports no CUDA-style capability; neither does the simulation."""
-    _index(device)
+    _property_index(device)
     return None
 
 
 def _tracker() -> MemoryTracker:
     assert STATE.tracker is not None, "the simulated device is installed before torch.npu is used"
     return STATE.tracker
+
+
+if not _TYPE_CHECKING:  # hidden from mypy, which then still checks every name read from here
+    __getattr__ = _module_getattr("torch.npu.devices")

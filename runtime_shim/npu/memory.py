@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any
 
+from runtime_shim.not_simulated import module_getattr as _module_getattr
 from runtime_shim.npu.devices import _index, _tracker
 from runtime_shim.runtime.allocator import DeviceMemory
 
@@ -114,3 +116,7 @@ def get_per_process_memory_fraction(device: Any = None) -> float:
     """The fraction set by set_per_process_memory_fraction (1.0 by default)."""
     mem = _memory(device)
     return mem.capacity / mem.full_capacity
+
+
+if not _TYPE_CHECKING:  # hidden from mypy, which then still checks every name read from here
+    __getattr__ = _module_getattr("torch.npu.memory")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any
+
+from runtime_shim.not_simulated import module_getattr as _module_getattr
 
 _options: dict[str, Any] = {}
 
@@ -49,3 +52,7 @@ class _HF32Flags:
 
 matmul = _HF32Flags(False)
 conv = _HF32Flags(True)
+
+
+if not _TYPE_CHECKING:  # hidden from mypy, which then still checks every name read from here
+    __getattr__ = _module_getattr("torch.npu.options")

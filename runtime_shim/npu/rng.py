@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any
 
 import torch
 
-from runtime_shim.npu.devices import device_count
+from runtime_shim.not_simulated import module_getattr as _module_getattr
+from runtime_shim.npu.devices import _index, device_count
 
 # The simulated device draws random numbers from the host default generator:
 # that is what makes a converted script bit-identical to the original run on
@@ -41,11 +43,13 @@ def initial_seed() -> int:
 
 def get_rng_state(device: Any = "npu") -> torch.Tensor:
     """State of the npu generator (a CPU ByteTensor, as torch_npu returns)."""
+    _index(device)
     return torch.default_generator.get_state()
 
 
 def set_rng_state(new_state: torch.Tensor, device: Any = "npu") -> None:
     """Restore a state returned by get_rng_state."""
+    _index(device)
     torch.default_generator.set_state(new_state.cpu())
 
 
@@ -58,3 +62,7 @@ def set_rng_state_all(new_states: list[torch.Tensor]) -> None:
     """Restore states from get_rng_state_all (devices share one generator)."""
     for state in new_states:
         set_rng_state(state)
+
+
+if not _TYPE_CHECKING:  # hidden from mypy, which then still checks every name read from here
+    __getattr__ = _module_getattr("torch.npu.random")

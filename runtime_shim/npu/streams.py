@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any
 
 import torch
 
-from runtime_shim.npu.devices import _index
+from runtime_shim.not_simulated import module_getattr as _module_getattr
+from runtime_shim.npu.devices import _check_range, _index_or_current, _resolve
 from runtime_shim.runtime.state import DEVICE_TYPE, STATE
 
 
@@ -17,7 +19,9 @@ class Stream:
     so every stream is always complete and ordering between streams holds."""
 
     def __init__(self, device: Any = None, priority: int = 0, **kwargs: Any) -> None:
-        self.device = torch.device(DEVICE_TYPE, _index(device))
+        # None or a negative index: the current device, as torch.cuda.Stream takes it
+        index = _resolve(device)
+        self.device = torch.device(DEVICE_TYPE, STATE.current if index < 0 else _check_range(index))
         self.priority = priority
         self.npu_stream = id(self)
 
@@ -55,8 +59,8 @@ _default_streams: dict[int, Stream] = {}
 
 
 def default_stream(device: Any = None) -> Stream:
-    """The default stream of the device."""
-    index = _index(device)
+    """The default stream of the device (-1: the current device's)."""
+    index = _index_or_current(device)
     stream_obj = _default_streams.get(index)
     if stream_obj is None:
         stream_obj = _default_streams[index] = Stream(index)
@@ -64,8 +68,8 @@ def default_stream(device: Any = None) -> Stream:
 
 
 def current_stream(device: Any = None) -> Stream:
-    """The stream selected by ``torch.npu.stream``/``set_stream``, else the default one."""
-    index = _index(device)
+    """The stream selected by ``torch.npu.stream``/``set_stream``, else the default one (-1: current device)."""
+    index = _index_or_current(device)
     selected = getattr(_streams, "by_device", {}).get(index)
     return selected or default_stream(index)
 
@@ -137,3 +141,7 @@ class Event:
         if self._time is None or end_event._time is None:
             raise RuntimeError("Both events must be recorded before calculating elapsed time.")
         return (end_event._time - self._time) * 1000.0
+
+
+if not _TYPE_CHECKING:  # hidden from mypy, which then still checks every name read from here
+    __getattr__ = _module_getattr("torch.npu.streams")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any
 
 import torch
 
+from runtime_shim.not_simulated import module_getattr as _module_getattr
 from runtime_shim.runtime.state import DEVICE_TYPE, STATE
 
 
@@ -43,3 +45,7 @@ ShortTensor = _typed("ShortTensor", torch.int16)
 IntTensor = _typed("IntTensor", torch.int32)
 LongTensor = _typed("LongTensor", torch.int64)
 BoolTensor = _typed("BoolTensor", torch.bool)
+
+
+if not _TYPE_CHECKING:  # hidden from mypy, which then still checks every name read from here
+    __getattr__ = _module_getattr("torch.npu.typed_tensors")

@@ -7,9 +7,11 @@ same objects as ``torch.npu.X`` (simulated, or raising "not simulated" when call
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any, NoReturn
 
 import runtime_shim.npu as _npu
+from runtime_shim.not_simulated import module_getattr as _module_getattr
 
 # torch_npu.npu.utils.__all__ (torch_npu 26.1), less the names simulated differently below.
 _FROM_NPU = (
@@ -62,3 +64,7 @@ npu_check_overflow = _not_simulated("npu_check_overflow")
 get_cann_version = _not_simulated("get_cann_version")
 
 __all__ = [*_FROM_NPU, "is_support_inf_nan", "npu_check_overflow", "get_cann_version"]
+
+
+if not _TYPE_CHECKING:  # hidden from mypy, which then still checks every name read from here
+    __getattr__ = _module_getattr("torch.npu.utils")

@@ -164,12 +164,14 @@ def _make_kernel(op: torch._ops.OpOverload) -> Callable[..., Any]:
     group_index = next(i for i, a in enumerate(op._schema.arguments) if a.name == "process_group")
 
     def kernel(*args: Any) -> Any:
+        # Kernels receive the group in its TorchScript box, which has no size() of its own.
+        group = dist.ProcessGroup.unbox(args[group_index])
         if strict_enabled():
-            check_strict(name, args, args[group_index].size())
-        _serve_cpu_kernel(args[group_index])
+            check_strict(name, args, group.size())
+        _serve_cpu_kernel(group)
         hosts = [_host(a) for a in args]
         if name in _FLAT_BUFFER_OPS:
-            hosts = _as_gloo_shapes(name, hosts, dist.ProcessGroup.unbox(args[group_index]).size())
+            hosts = _as_gloo_shapes(name, hosts, group.size())
         result = op.redispatch(_CPU_KEYSET, *hosts)
         return _swap_back(result, list(args), hosts)
 
@@ -214,14 +216,13 @@ def _gloo_pair(whole: torch.Tensor, part: torch.Tensor, world: int) -> tuple[tor
     return whole.view(wanted), part
 
 
-def _serve_cpu_kernel(group: Any) -> None:
+def _serve_cpu_kernel(group: dist.ProcessGroup) -> None:
     """Let the CPU kernel that the npu kernels redispatch to find the group's hccl backend.
 
     A group made for the npu alone (``"npu:hccl"``: what ``init_device_mesh("npu", ...)``
     and a bare ``init_process_group()`` create) has no CPU backend, and the CPU kernel
     asks for one; the group's own hccl backend is registered for the CPU too.
     """
-    group = dist.ProcessGroup.unbox(group)  # kernels receive the TorchScript box
     try:
         group._get_backend(_CPU_DEVICE)
     except RuntimeError:

@@ -8,11 +8,12 @@ simulated: they are an AttributeError that names them (feature probes take their
 from __future__ import annotations
 
 import os as _os
-from typing import NoReturn as _NoReturn
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 import torch
 
 import runtime_shim as _runtime_shim
+from runtime_shim.not_simulated import module_getattr as _module_getattr
 
 _runtime_shim.activate()
 
@@ -25,10 +26,8 @@ __runtime_shim__ = True
 __version__ = torch.__version__.split("+", 1)[0] + "+runtime_shim"
 
 
-def __getattr__(name: str) -> _NoReturn:
-    # An AttributeError (not NotImplementedError): hasattr / getattr(..., None) / `from torch_npu
-    # import X` are how clients probe for optional torch_npu features.
-    raise AttributeError(f"torch_npu.{name} is not simulated by runtime_shim")
+if not _TYPE_CHECKING:  # hidden from mypy, which then still checks every name read from here
+    __getattr__ = _module_getattr("torch_npu")
 
 
 def _transfer_to_npu_if_asked() -> None:

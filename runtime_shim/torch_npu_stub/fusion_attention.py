@@ -20,8 +20,12 @@ dropout mask: the simulated dropout draws from the host generator, so seed and o
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
 import torch
 import torch.nn.functional as F
+
+from runtime_shim.not_simulated import module_getattr as _module_getattr
 
 _NO_BAND = 2147483647
 _LAYOUTS = ("BSH", "SBH", "BSND", "BNSD", "TND")
@@ -212,3 +216,7 @@ def npu_fusion_attention(
         numels = row_max.numel() // _STAT_WIDTH * (key.shape[0] if input_layout == "TND" else k.shape[2])
     softmax_out = torch.empty(0, dtype=query.dtype, device=query.device)
     return out, row_max, row_sum, softmax_out, 0, 0, numels
+
+
+if not _TYPE_CHECKING:  # hidden from mypy, which then still checks every name read from here
+    __getattr__ = _module_getattr("torch_npu.fusion_attention")

@@ -9,10 +9,12 @@ the PyTorch optimizer of the same name, which is what runs on the simulated devi
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any
-from typing import NoReturn as _NoReturn
 
 import torch
+
+from runtime_shim.not_simulated import module_getattr as _module_getattr
 
 __all__ = [
     "NpuFusedAdadelta",
@@ -112,7 +114,5 @@ class NpuFusedLamb(torch.optim.Optimizer):
         return loss
 
 
-def __getattr__(name: str) -> _NoReturn:
-    if name.startswith("__"):
-        raise AttributeError(name)  # the import system probes __path__ and the like
-    raise NotImplementedError(f"torch_npu.optim.{name} is not simulated by runtime_shim")
+if not _TYPE_CHECKING:  # hidden from mypy, which then still checks every name read from here
+    __getattr__ = _module_getattr("torch_npu.optim")

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any
 
 import torch.profiler as _tp
 from torch.profiler import ProfilerAction, record_function, schedule, tensorboard_trace_handler
+
+from runtime_shim.not_simulated import module_getattr as _module_getattr
 
 __all__ = [
     "ProfilerAction",
@@ -50,3 +53,7 @@ class profile(_tp.profile):
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, activities=_host_activities(activities), **kwargs)
+
+
+if not _TYPE_CHECKING:  # hidden from mypy, which then still checks every name read from here
+    __getattr__ = _module_getattr("torch_npu.profiler")

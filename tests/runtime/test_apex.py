@@ -162,8 +162,26 @@ def test_bad_arguments_are_named():
     amp.initialize(model, opt_level="O0")
     with pytest.raises(KeyError, match="no 'loss_scaler0' in the checkpoint"):
         amp.load_state_dict({"scaler": {}})
-    with pytest.raises(NotImplementedError, match=r"apex\.parallel is not simulated"):
+    with pytest.raises(AttributeError, match=r"^apex\.parallel is not simulated by runtime_shim$"):
         apex.parallel  # noqa: B018
+
+
+def test_an_unsimulated_fused_optimizer_takes_the_scripts_fallback():
+    # the form apex-using scripts probe with: the fallback runs instead of a crash
+    try:
+        from apex.optimizers import FusedNovoGrad  # type: ignore[attr-defined]
+    except ImportError:
+        FusedNovoGrad = None
+    assert FusedNovoGrad is None
+    with pytest.raises(
+        AttributeError, match=r"^apex\.optimizers\.FusedLAMB is not simulated by runtime_shim$"
+    ):
+        apex.optimizers.FusedLAMB  # noqa: B018
+    assert getattr(apex.amp, "half_function", None) is None
+    # must not change: the simulated optimizers still import
+    from apex.optimizers import NpuFusedAdam
+
+    assert NpuFusedAdam is fused.NpuFusedAdam
 
 
 _TORCH_PAIRS = [

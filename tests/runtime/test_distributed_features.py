@@ -146,6 +146,35 @@ def test_strict_mode_rejects_what_hccl_refuses(monkeypatch):
         distributed._create(None, 0, 3, None)
 
 
+def test_strict_mode_checks_the_group_the_kernels_receive_boxed(monkeypatch):
+    """The npu kernels get the group in its TorchScript box: strict mode reads its size unboxed."""
+    import datetime
+
+    import torch.distributed as dist
+
+    monkeypatch.setenv(distributed.STRICT_ENV, "1")
+    store = dist.HashStore()
+    group = dist.ProcessGroup(store, 0, 1)
+    backend = distributed._create(store, 0, 1, datetime.timedelta(seconds=30))
+    for device in ("npu", "cpu"):
+        group._register_backend(torch.device(device), dist.ProcessGroup.BackendType.GLOO, backend)
+    t = torch.full((2,), 3.0, device="npu:0")
+    group.allreduce([t]).wait()
+    group.broadcast([t]).wait()
+    out = [[torch.empty(2, device="npu:0")]]
+    group.allgather(out, [t]).wait()
+    whole = torch.empty(2, device="npu:0")
+    group._allgather_base(whole, t).wait()
+    part = torch.empty(2, device="npu:0")
+    group._reduce_scatter_base(part, t).wait()
+    group.barrier().wait()
+    assert t.tolist() == out[0][0].tolist() == whole.tolist() == part.tolist() == [3.0, 3.0]
+    with pytest.raises(
+        distributed.HcclRestrictionError, match=r"allreduce_ does not support dtype torch\.float64"
+    ):
+        group.allreduce([t.double()]).wait()
+
+
 @pytest.mark.slow
 def test_strict_mode_fails_a_three_process_run(tmp_path):
     code = (
@@ -187,3 +216,26 @@ def test_attention_sharded_over_a_mesh_equals_unsharded_attention(tmp_path):
     # two processes share the pipe: one rank's line may land in the middle of the other's
     lines = sorted(re.findall(r"rank=\d+ forward=(?:True|False) backward=(?:True|False)", proc.stdout))
     assert lines == ["rank=0 forward=True backward=True", "rank=1 forward=True backward=True"]
+
+
+@pytest.mark.slow
+def test_strict_mode_runs_every_collective_on_two_processes(tmp_path):
+    """Strict mode checks each collective against HCCL's rules and lets the allowed ones run."""
+    script = HERE / "scripts" / "strict_collectives.py"
+    out = tmp_path / "strict"
+    args = [*TORCHRUN, "2", "--master-port", str(_free_port()), "-m", "runtime_shim", str(script), str(out)]
+    proc = run_python(args, env_extra={"RUNTIME_SHIM_STRICT": "1"}, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    ranks = [json.loads((tmp_path / f"strict.{r}").read_text()) for r in range(2)]
+    for rank, got in enumerate(ranks):
+        assert got == {
+            "rank": rank,
+            "all_reduce": [3.0, 3.0],
+            "broadcast": [10.0, 10.0],
+            "all_gather": [[0.0, 0.0], [1.0, 1.0]],
+            "all_gather_into_tensor": [0.0, 0.0, 1.0, 1.0],
+            "reduce_scatter": [2.0 * rank + 1.0] * 2,
+            "reduce_scatter_tensor": [4.0 * rank, 4.0 * rank + 2.0],
+            "barrier": True,
+            "send_recv": [5.0, 5.0],
+        }

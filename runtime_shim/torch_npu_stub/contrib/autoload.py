@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import importlib
 import os
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
+from runtime_shim.not_simulated import module_getattr as _module_getattr
 
 ENV = "TORCH_TRANSFER_TO_NPU"
 MODULE = "torch_npu.contrib.transfer_to_npu"
@@ -20,3 +23,7 @@ def enable() -> None:
     """Apply transfer_to_npu in this process and ask child processes to do the same."""
     os.environ[ENV] = "1"
     importlib.import_module(MODULE)
+
+
+if not _TYPE_CHECKING:  # hidden from mypy, which then still checks every name read from here
+    __getattr__ = _module_getattr("torch_npu.contrib.autoload")

@@ -8,9 +8,16 @@ and runtime_shim/README.md.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
+from runtime_shim.not_simulated import module_getattr as _module_getattr
 from runtime_shim.patches.transfer_to_npu.transfer import install
 
 __all__: list[str] = []
 
 #: The patches made at import (``PATCHES.restore()`` undoes them; only tests need that).
 PATCHES = install()
+
+
+if not _TYPE_CHECKING:  # hidden from mypy, which then still checks every name read from here
+    __getattr__ = _module_getattr("torch_npu.contrib.transfer_to_npu")
