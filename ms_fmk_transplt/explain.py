@@ -18,6 +18,7 @@ from pathlib import Path
 
 import libcst as cst
 
+from ms_fmk_transplt.analysis import status_of
 from ms_fmk_transplt.engine.convert import convert_source
 from ms_fmk_transplt.engine.notebook import CodeCells, code_cells, is_notebook
 from ms_fmk_transplt.engine.positions import positions
@@ -92,7 +93,10 @@ def explain(path: str, data: bytes, tables: Tables, line: int | None = None) -> 
     out.append("rewrites and reports (rule):" if findings else "no rewrite or report here")
     for f in findings:
         heuristic = " (heuristic)" if f.heuristic else ""
-        out.append(f"  {f.start_line}:{f.column}  {f.rule_id} {f.operation.value}{heuristic}  {f.message}")
+        # the word the log gives it: an issue's status (PARTIAL, NO-EFFECT...), else the change's operation
+        status = status_of(f)
+        word = status.value.upper() if status is not None else f.operation.value
+        out.append(f"  {f.start_line}:{f.column}  {f.rule_id} {word}{heuristic}  {f.message}")
     return out
 
 

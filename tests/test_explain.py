@@ -125,3 +125,39 @@ def init(device_type):
         "  4:23  TP103 CHECK  'cuda' kept: the code already has an NPU alternative ('npu', line 6)"
         " beside this CUDA one",
     ]
+
+
+def test_explain_says_each_finding_with_the_logs_word(tmp_path: Path) -> None:
+    """INSERT / MODIFY for a change, the issue's status (UNSUPPORTED-DTYPE, PARTIAL, NO-EFFECT,
+    UNSUPPORTED, NOT-VERIFIED) for an issue: the same word the log gives the same finding."""
+    import re
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "m.py").write_text(
+        "import torch\nimport torch.nn.functional as F\nx = torch.randn(4, 4).cuda()\n"
+        "y = torch.matmul(x.double(), x.double())\nz = F.gelu(x)\ntorch.backends.cudnn.benchmark = True\n"
+        "torch.cuda.nvtx.range_push('a')\nw = torch.linalg.svd(x)\n"
+    )
+    done = CliRunner().invoke(app, ["-i", str(src), "-o", str(tmp_path / "out"), "-q"])
+    assert done.exit_code == 0, done.output
+    log = (tmp_path / "out" / "src_msft" / "msFmkTranspltlog.txt").read_text()
+    logged = {
+        (int(m[1]), m[2], m[4]): m[3]
+        for m in re.finditer(r"^m\.py:(\d+) \[(\w+)\] ([A-Z-]+) (.*?)(?: \(heuristic\))?$", log, re.M)
+    }
+    explained = CliRunner().invoke(app, ["explain", str(src / "m.py")]).output
+    said = {
+        (int(m[1]), m[2], m[4]): m[3]
+        for m in re.finditer(r"^  (\d+):\d+  (\w+) ([A-Z-]+)(?: \(heuristic\))?  (.*)$", explained, re.M)
+    }
+    assert said == logged
+    assert set(said.values()) == {
+        "INSERT",
+        "MODIFY",
+        "UNSUPPORTED-DTYPE",
+        "PARTIAL",
+        "NO-EFFECT",
+        "UNSUPPORTED",
+        "NOT-VERIFIED",
+    }
