@@ -10,7 +10,8 @@ torch's test base classes (`DistributedTestBase.create_pg`), by method name. Pyt
 (`torch/_C/__init__.pyi`, `torch/_C/_VariableFunctions.pyi`), every overload merged. A public
 name counts only when it is the object the stub or module defines (`torch.zeros is
 torch._C._VariableFunctions.zeros`). The converter reads the JSON; it never imports torch.
-`--check` exits 1 when the committed file differs from what this torch gives.
+Under "members", the names (all but dunders) of the torch.cuda modules whose members a rule moves
+one by one. `--check` exits 1 when the committed file differs from what this torch gives.
 """
 
 from __future__ import annotations
@@ -139,6 +140,25 @@ def _from_test_bases(found: dict[str, dict[str, set]]) -> None:
                         _add(found, member.name, _stub_params(member))
 
 
+# modules whose every member a rule moves to torch.npu one by one (ModuleMemberRule): their own
+# names, so a member that torch does not have (`torch.cuda.synchronise`) is told from one the NPU lacks
+MEMBER_MODULES = (
+    "torch.cuda",
+    "torch.cuda.amp",
+    "torch.cuda.random",
+    "torch.cuda.memory",
+    "torch.cuda.streams",
+    "torch.cuda.graphs",
+)
+
+
+def _members() -> dict[str, list[str]]:
+    return {
+        name: sorted(n for n in dir(importlib.import_module(name)) if not n.startswith("__"))
+        for name in MEMBER_MODULES
+    }
+
+
 def derive() -> dict[str, Any]:
     """The document: the torch version and, per qualified name, positions and keywords."""
     import torch
@@ -153,6 +173,7 @@ def derive() -> dict[str, Any]:
         "torch": torch.__version__.split("+")[0],
         "calls": _listed(found),
         "methods": _listed(methods),
+        "members": _members(),
     }
 
 

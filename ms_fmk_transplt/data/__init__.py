@@ -42,6 +42,13 @@ def members(list_name: str, version: str | None = None) -> list[str]:
     return list(release(version)[MEMBER_LISTS[list_name]])
 
 
+def torch_members(module: str) -> tuple[str, frozenset[str]]:
+    """The pinned torch's version and the names of one of its torch.cuda modules (empty when the
+    data does not list that module)."""
+    apis = torch_device_apis()
+    return str(apis["torch"]), frozenset(apis.get("members", {}).get(module, ()))
+
+
 @lru_cache(maxsize=1)
 def torch_device_apis() -> dict[str, Any]:
     """The torch callables that take a device (tools/derive_device_apis.py)."""

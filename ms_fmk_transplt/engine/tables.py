@@ -27,6 +27,7 @@ from ms_fmk_transplt.engine.hooks import (
 )
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.records import Support
+from ms_fmk_transplt.suggest import closest
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,18 @@ class ModuleMembers:
     new_module: str
     suggestion: str = ""
     itself: str | None = None  # what a reference to the module itself becomes (default new_module)
+    # the old module's own names in the pinned torch, and its version: a member outside them is
+    # a misspelling or another torch's API, said so (with the nearest name), not "the NPU lacks it"
+    known: frozenset[str] = frozenset()
+    torch: str = ""
+
+    def missing(self, module: str, member: str) -> str | None:
+        """The suggestion for a member the old module does not have, or None when it has it."""
+        if not self.known or member in self.known:
+            return None
+        near = closest(member, (n for n in self.known if not n.startswith("_")), cutoff=0.8)
+        hint = f": did you mean {module}.{near}?" if near else ""
+        return f"{module} of torch {self.torch} has no {member}{hint}"
 
 
 @dataclass(frozen=True)
@@ -133,7 +146,8 @@ class Tables:
                 if not rest:
                     return Match(members.rule, name, prefix, members.itself or members.new_module)
                 member = f"{prefix}.{rest[0]}"
-                return Match(members.rule, name, member, None, members.suggestion)
+                missing = members.missing(prefix, rest[0])
+                return Match(members.rule, name, member, None, missing or members.suggestion)
         if self.module_glob is not None and self.module_glob.fullmatch(parts[0]):
             return self._glob_match(name, parts[0])
         return None

@@ -79,8 +79,9 @@ class ModuleMemberRule:
                 members += data.members(p["members_from"], tables.release)
             suggestion = rule.params.get("suggestion", "")
             if p.get("others", "unsupported") == "unsupported":
+                torch, known = data.torch_members(p["module"])
                 tables.modules[p["module"]] = ModuleMembers(
-                    rule, p["new_module"], suggestion, p.get("module_itself")
+                    rule, p["new_module"], suggestion, p.get("module_itself"), known, torch
                 )
             for member in members:
                 tables.renames.setdefault(
