@@ -78,6 +78,12 @@ def _gate_options(command: Callable[..., None]) -> Callable[..., None]:
                 help="Record the run's issues as a baseline (- for stdout).",
             ),
             click.option(
+                "--sarif-level",
+                default="warning",
+                show_default=True,
+                help="Lowest level in the SARIF report: error, warning, note (notes are partial and unlisted APIs).",
+            ),
+            click.option(
                 "--runtime-report",
                 type=PATH,
                 default=None,
@@ -190,6 +196,7 @@ def app(
     fail_on: str,
     baseline: Path | None,
     write_baseline: Path | None,
+    sarif_level: str,
     runtime_report: Path | None,
 ) -> None:
     """Convert SRC into OUT/<name>_msft/ with msFmkTranspltlog.txt, change_list.csv, unsupported_op.xlsx."""
@@ -197,7 +204,7 @@ def app(
         return
     if input is None or (output is None and not diff):
         _fail("both -i/--input and -o/--output are required (see --help)")
-    gate = _Gate.checked(report_format, report, fail_on, baseline, write_baseline)
+    gate = _Gate.checked(report_format, report, fail_on, baseline, write_baseline, sarif_level)
     if diff and gate.on_stdout():
         _fail(f"--diff prints the diff to stdout, and so would {gate.on_stdout()[0]}: give it a file")
     from ms_fmk_transplt.run import Options, UsageError, analyse_project, convert_project, unified_diff
@@ -275,6 +282,7 @@ def _analyse(
     fail_on: str,
     baseline: Path | None,
     write_baseline: Path | None,
+    sarif_level: str,
     runtime_report: Path | None,
     no_files: bool,
     strict: bool,
@@ -286,7 +294,7 @@ def _analyse(
     sources = [*(input or ()), *(paths or ())]
     if not sources:
         _fail("nothing to analyse: give files or folders, or -i (see --help)")
-    gate = _Gate.checked(report_format, report, fail_on, baseline, write_baseline)
+    gate = _Gate.checked(report_format, report, fail_on, baseline, write_baseline, sarif_level)
     from ms_fmk_transplt.run import Options, UsageError, analyse_project
 
     options = Options(
@@ -363,6 +371,7 @@ def distributed(ctx: click.Context, main: Path | None, model: str | None) -> Non
         top["fail_on"],
         top.get("baseline"),
         top.get("write_baseline"),
+        top.get("sarif_level", "warning"),
     )
     from ms_fmk_transplt.distributed.stage import DistributedStage, MainScriptError
     from ms_fmk_transplt.run import Options, UsageError, convert_project
@@ -540,9 +549,11 @@ class _Gate:
         fail_on: str,
         baseline: Path | None,
         write_baseline: Path | None,
+        sarif_level: str = "warning",
     ) -> None:
         self.report_format, self.report, self.fail_on = report_format, report, fail_on
         self.baseline, self.write_baseline = baseline, write_baseline
+        self.sarif_level = sarif_level
         self.baseline_counts: Counter[tuple[str, str, str, str]] | None = None
 
     @classmethod
@@ -553,13 +564,19 @@ class _Gate:
         fail_on: str,
         baseline: Path | None,
         write_baseline: Path | None,
+        sarif_level: str = "warning",
     ) -> _Gate:
         from ms_fmk_transplt.analysis import FAIL_ON
-        from ms_fmk_transplt.reports.findings import FORMATS
+        from ms_fmk_transplt.reports.findings import FORMATS, SARIF_LEVELS
+        from ms_fmk_transplt.suggest import did_you_mean
 
         fail_on = fail_on.lower()
         if fail_on not in FAIL_ON:
-            _fail(f"--fail-on {fail_on}: not one of {', '.join(FAIL_ON)}")
+            _fail(f"--fail-on {fail_on}: not one of {', '.join(FAIL_ON)}{did_you_mean(fail_on, FAIL_ON)}")
+        sarif_level = sarif_level.lower()
+        if sarif_level not in SARIF_LEVELS:
+            hint = did_you_mean(sarif_level, SARIF_LEVELS)
+            _fail(f"--sarif-level {sarif_level}: not one of {', '.join(SARIF_LEVELS)}{hint}")
         if report is not None and report_format is None:
             report_format = {".sarif": "sarif", ".json": "json", ".csv": "csv"}.get(report.suffix.lower())
             if report_format is None:
@@ -567,10 +584,12 @@ class _Gate:
         if report_format is not None:  # JSON or json, as a report's suffix may be written either way
             report_format = report_format.lower()
         if report_format is not None and report_format not in FORMATS:
-            _fail(f"--report-format {report_format}: not one of {', '.join(FORMATS)}")
+            _fail(
+                f"--report-format {report_format}: not one of {', '.join(FORMATS)}{did_you_mean(report_format, FORMATS)}"
+            )
         if baseline is not None and not baseline.is_file():
             _fail(f"baseline file not found: {baseline}")
-        gate = cls(report_format, report, fail_on, baseline, write_baseline)
+        gate = cls(report_format, report, fail_on, baseline, write_baseline, sarif_level)
         if baseline is not None:  # read now: a bad baseline must stop the run before anything is written
             from ms_fmk_transplt.analysis import BaselineError, load_baseline
 
@@ -618,7 +637,12 @@ def _finish(run: RunResult, quiet: bool, gate: _Gate, strict: bool) -> None:
             labelled(f"{result.status.value}:", "red", f"{result.path}: {result.reason}"), soft_wrap=True
         )
     if gate.report_format is not None:
-        content = FORMATS[gate.report_format](run, found)
+        if gate.report_format == "sarif":
+            from ms_fmk_transplt.reports.findings import issues_sarif
+
+            content: bytes | bytearray = issues_sarif(run, found, gate.sarif_level)
+        else:
+            content = FORMATS[gate.report_format](run, found)
         if gate.report is None or str(gate.report) == "-":
             _to_stdout(content)
         else:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -470,7 +472,7 @@ def test_sarif_levels_follow_what_will_not_run(tmp_path: Path) -> None:
         "import torch\ntorch.backends.cudnn.benchmark = True\nc = torch.matmul(x.double(), y)\n"
         "d = torch.matmul(x, y)\ne = torch.jit.load(p, map_location='cpu')\ns = x.to_sparse()\n"
     )
-    sarif = json.loads(_analyse(root, "--report-format", "sarif").stdout)
+    sarif = json.loads(_analyse(root, "--report-format", "sarif", "--sarif-level", "note").stdout)
     jsonschema.validate(sarif, SCHEMA, cls=jsonschema.Draft4Validator)
     levels = [(r["properties"]["status"], r["level"]) for r in sarif["runs"][0]["results"]]
     assert levels == [
@@ -481,6 +483,44 @@ def test_sarif_levels_follow_what_will_not_run(tmp_path: Path) -> None:
         ("not-verified", "note"),
         ("unsupported", "error"),
     ]
+    # by default the notes (what to check) are left out: code scanning shows every result as an alert
+    default = json.loads(_analyse(root, "--report-format", "sarif").stdout)
+    assert [r["level"] for r in default["runs"][0]["results"]] == ["warning", "warning", "error"]
+    errors = json.loads(_analyse(root, "--report-format", "sarif", "--sarif-level", "ERROR").stdout)
+    assert [r["level"] for r in errors["runs"][0]["results"]] == ["error"]
+    assert len(errors["runs"][0]["tool"]["driver"]["rules"]) == 1  # the rules of the results kept
+
+
+def test_sarif_paths_are_relative_to_the_repository_root(tmp_path: Path, monkeypatch) -> None:
+    """GitHub ignores originalUriBaseIds: a subfolder analysed from anywhere names files from the
+    git top level, so alerts land on the right path; with no repository, from the analysed folder."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "src" / "pkg").mkdir(parents=True)
+    (repo / "src" / "pkg" / "a.py").write_text("import torch\nimport cupy\n")
+    for cwd, target in ((tmp_path, repo / "src"), (repo / "src" / "pkg", Path("a.py")), (repo, Path("src"))):
+        monkeypatch.chdir(cwd)
+        done = subprocess.run(
+            [sys.executable, "-m", "ms_fmk_transplt", "analyse", str(target), "--no-xlsx", "-q",
+             "--report-format", "sarif", "--no-cache"],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        run = json.loads(done.stdout)["runs"][0]
+        uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in run["results"]}
+        assert uris == {"src/pkg/a.py"}, (cwd, target)
+        assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == repo.as_uri() + "/"
+    # the twin: no repository above, paths stay relative to the analysed folder
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "b.py").write_text("import cupy\n")
+    monkeypatch.chdir(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "ms_fmk_transplt", "analyse", "plain", "--no-xlsx", "-q", "--report-format", "sarif"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    run = json.loads(done.stdout)["runs"][0]
+    assert {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in run["results"]} == {
+        "b.py"
+    }
 
 
 def _runtime_report(path: Path) -> Path:

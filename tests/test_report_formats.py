@@ -19,7 +19,7 @@ import pytest
 
 from ms_fmk_transplt import analysis
 from ms_fmk_transplt.records import RunResult
-from ms_fmk_transplt.reports.findings import FORMATS
+from ms_fmk_transplt.reports.findings import FORMATS, repository_root
 from ms_fmk_transplt.run import LOG_NAME, Options, convert_project
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,12 +52,16 @@ def _from_issues(run: RunResult, found: list) -> dict[str, Counter[Key]]:
     sarif = json.loads(FORMATS["sarif"](run, found))
     jsonschema.validate(sarif, SCHEMA, cls=jsonschema.Draft4Validator)
     results = sarif["runs"][0]["results"]
+    # SARIF names files from the repository's top (code scanning's paths), the others from the input
+    root = Path(run.input_root).resolve()
+    inside = root.relative_to(repository_root(root)).as_posix()
+    prefix = "" if inside == "." else f"{inside}/"
     return {
         "json": Counter((i["file"], i["line"], i["rule"], i["status"]) for i in as_json),
         "csv": Counter((r["file"], int(r["line"]), r["rule"], r["status"]) for r in as_csv),
         "sarif": Counter(
             (
-                r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+                r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].removeprefix(prefix),
                 r["locations"][0]["physicalLocation"]["region"]["startLine"],
                 r["ruleId"],
                 r["properties"]["status"],

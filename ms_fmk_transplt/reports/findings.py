@@ -32,6 +32,7 @@ FIELDS = [
 ]
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 # what will not run is an error, what runs but not as meant a warning, what to check a note
+SARIF_LEVELS = ("error", "warning", "note")  # highest first: --sarif-level keeps it and those above
 _LEVEL = {
     Support.UNSUPPORTED: "error",
     Support.DTYPE: "warning",
@@ -78,8 +79,12 @@ def issues_csv(run: RunResult, found: list[Issue]) -> bytearray:
     return csv_text(FIELDS, (_row(issue) for issue in found))
 
 
-def issues_sarif(run: RunResult, found: list[Issue]) -> bytes:
-    """A SARIF 2.1.0 log: rule metadata from the rules' summaries, locations relative to the input."""
+def issues_sarif(run: RunResult, found: list[Issue], level: str = "note") -> bytes:
+    """A SARIF 2.1.0 log of the issues at ``level`` or above: rule metadata from the rules'
+    summaries, locations relative to the repository holding the input (the git top level; the
+    input's folder when there is none), as code scanning reads them."""
+    lowest = SARIF_LEVELS.index(level)
+    found = [issue for issue in found if SARIF_LEVELS.index(_LEVEL[issue.status]) <= lowest]
     summaries = {rule_id: (kind, summary) for rule_id, kind, summary in run.rules}
     used = sorted({issue.finding.rule_id for issue in found})
     index = {rule_id: i for i, rule_id in enumerate(used)}
@@ -95,7 +100,8 @@ def issues_sarif(run: RunResult, found: list[Issue]) -> bytes:
             }
         )
     root = Path(run.input_root).resolve()
-    base = root if root.is_dir() else root.parent
+    folder = root if root.is_dir() else root.parent
+    base = repository_root(folder)
     results = []
     for issue in found:
         f = issue.finding
@@ -107,7 +113,7 @@ def issues_sarif(run: RunResult, found: list[Issue]) -> bytes:
             "locations": [
                 {
                     "physicalLocation": {
-                        "artifactLocation": {"uri": issue.path, "uriBaseId": "%SRCROOT%"},
+                        "artifactLocation": {"uri": _uri(folder, base, issue.path), "uriBaseId": "%SRCROOT%"},
                         "region": {
                             "startLine": f.start_line,
                             "startColumn": f.column or 1,
@@ -152,6 +158,23 @@ def issues_sarif(run: RunResult, found: list[Issue]) -> bytes:
         ],
     }
     return (json.dumps(document, indent=1) + "\n").encode()
+
+
+def repository_root(folder: Path) -> Path:
+    """The top of the git work tree holding ``folder`` (a `.git` folder or file), else ``folder``."""
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return folder
+
+
+def _uri(folder: Path, base: Path, path: str) -> str:
+    """An issue's path (relative to the analysed folder, or absolute) relative to ``base``."""
+    full = Path(path) if Path(path).is_absolute() else folder / path
+    try:
+        return full.relative_to(base).as_posix()
+    except ValueError:
+        return full.as_posix()
 
 
 FORMATS: dict[str, Callable[[RunResult, list[Issue]], bytes | bytearray]] = {
