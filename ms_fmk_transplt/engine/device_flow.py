@@ -103,6 +103,12 @@ def returns(function: cst.FunctionDef) -> Iterator[cst.Return]:
             stack.extend(children(current))
 
 
+def _positional(function: cst.FunctionDef) -> list[str]:
+    """A function's positional parameters as a call passes them (a method's receiver left out)."""
+    params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+    return params[1:] if params and params[0] in _RECEIVERS else params
+
+
 class DeviceFlow:
     """The module's device-holding names, attributes, callable aliases and function parameters."""
 
@@ -141,13 +147,17 @@ class DeviceFlow:
         return None
 
     def scan_params(self, nodes: NodeIndex) -> None:
-        """The positional parameters of every function the module defines, by its name; and the
+        """The positional parameters of every function (a class: its `__init__`) the module defines, by its name; and the
         string literals every variable and parameter is bound to (`accelerator = "gpu"`)."""
         for function in nodes.of(cst.FunctionDef):
-            params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
-            if params and params[0] in _RECEIVERS:
-                params = params[1:]
-            self.params.setdefault(function.name.value, params)
+            self.params.setdefault(function.name.value, _positional(function))
+        for cls in nodes.of(cst.ClassDef):  # `Runner("cuda")` is `Runner.__init__(self, device)`
+            init = next(
+                (f for f in cls.body.body if isinstance(f, cst.FunctionDef) and f.name.value == "__init__"),
+                None,
+            )
+            if init is not None:
+                self.params.setdefault(cls.name.value, _positional(init))
         bound: list[tuple[cst.BaseExpression, cst.BaseExpression | None]] = [
             (t.target, a.value) for a in nodes.of(cst.Assign) for t in a.targets
         ]
