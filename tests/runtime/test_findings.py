@@ -1,0 +1,245 @@
+"""Runtime findings (runtime_shim/diagnostics/findings.py, shapes.py): CUDA a dependency still
+touches and operators whose shapes change per step, each at the dependency's and the script's line."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import run_python
+
+from runtime_shim.diagnostics.findings import TOP_KEY, Sites, merge_rows, short_path
+from runtime_shim.diagnostics.shapes import ShapeRecorder, signature, signature_text
+
+FAKELIB = {
+    "fakelib/__init__.py": "",
+    "fakelib/amp_utils.py": """\
+        import torch
+
+
+        def make_scaler():
+            return torch.cuda.amp.GradScaler()
+
+
+        def make_scaler_new_style():
+            return torch.amp.GradScaler("cuda")
+
+
+        def pick_device():
+            return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+        def try_cuda_tensor():
+            try:
+                return torch.zeros(2, device="cuda")
+            except (RuntimeError, AssertionError):
+                return None
+        """,
+}
+
+CUDA_SCRIPT = """\
+    import torch
+    import torch_npu  # noqa: F401
+    from fakelib import amp_utils
+
+    model = torch.nn.Linear(4, 2).to("npu")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = amp_utils.make_scaler()
+    for _ in range(3):
+        amp_utils.make_scaler_new_style()
+    device = amp_utils.pick_device()
+    amp_utils.try_cuda_tensor()
+    with torch.autocast("cuda"):
+        y = model(torch.ones(3, 4, device="npu"))
+    y.sum().backward()
+    opt.step()
+    """
+
+NCCL_SCRIPT = """\
+    import os
+
+    import torch.distributed as dist
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29571", RANK="0", WORLD_SIZE="1")
+    try:
+        dist.init_process_group("nccl")
+    except Exception as exc:
+        print("init failed:", type(exc).__name__)
+    else:
+        dist.destroy_process_group()
+    """
+
+TRAIN_SCRIPT = """\
+    import sys
+
+    import torch
+
+    torch.manual_seed(0)
+    emb = torch.nn.Embedding(50, 8).to("npu")
+    head = torch.nn.Linear(8, 50).to("npu")
+    opt = torch.optim.SGD([*emb.parameters(), *head.parameters()], lr=0.1)
+    varying = sys.argv[1] == "varying"
+    for step in range(4):
+        length = 5 + step if varying else 6
+        tokens = torch.randint(0, 50, (2, length)).to("npu")
+        hidden = emb(tokens)
+        logits = head(hidden)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, 50), tokens.reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    """
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+
+
+def _run(tmp_path: Path, script: str, *args: str) -> list[dict]:
+    project, deps = tmp_path / "project", tmp_path / "deps"
+    _write(deps, FAKELIB)
+    _write(project, {"main.py": script})
+    report = tmp_path / "findings.json"
+    from conftest import ROOT
+
+    done = run_python(
+        ["-m", "runtime_shim", str(project / "main.py"), *args],
+        env_extra={"RUNTIME_SHIM_FINDINGS_REPORT": str(report), "PYTHONPATH": f"{ROOT}:{deps}"},
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(report.read_text(encoding="utf-8"))[TOP_KEY]["findings"]
+
+
+def _line(text: str, needle: str) -> int:
+    lines = textwrap.dedent(text).splitlines()
+    return next(i for i, line in enumerate(lines, 1) if needle in line)
+
+
+@pytest.mark.slow
+def test_a_dependency_touching_cuda_is_named_with_the_scripts_line(tmp_path: Path) -> None:
+    rows = _run(tmp_path, CUDA_SCRIPT)
+    lib = textwrap.dedent(FAKELIB["fakelib/amp_utils.py"])
+    main = str(tmp_path / "project" / "main.py")
+
+    def found(kind: str, lib_needle: str | None, main_needle: str) -> dict:
+        dep = f"deps/fakelib/amp_utils.py:{_line(lib, lib_needle)}" if lib_needle else None
+        user = f"{main}:{_line(CUDA_SCRIPT, main_needle)}"
+        matches = [
+            r for r in rows if r["kind"] == kind and r["dependency_site"] == dep and r["user_site"] == user
+        ]
+        assert len(matches) == 1, (kind, dep, user, rows)
+        return matches[0]
+
+    scaler = found("amp_disabled", "torch.cuda.amp.GradScaler()", "make_scaler()")
+    assert "GradScaler" in scaler["what"] and scaler["count"] == 1
+    assert found("amp_disabled", 'GradScaler("cuda")', "make_scaler_new_style()")["count"] == 3
+    assert (
+        found("cuda_call", "torch.cuda.is_available()", "pick_device()")["what"] == "torch.cuda.is_available"
+    )
+    assert found("cuda_device", 'device="cuda"', "try_cuda_tensor()")["count"] == 1
+    assert "autocast" in found("amp_disabled", None, 'torch.autocast("cuda")')["what"]
+    # torch's own calls into torch.cuda (the GradScaler asking is_available) are not findings
+    assert not [r for r in rows if r["kind"] == "dynamic_shapes"]
+    assert len(rows) == 5, rows
+
+
+@pytest.mark.slow
+def test_a_nccl_request_is_a_finding(tmp_path: Path) -> None:
+    rows = _run(tmp_path, NCCL_SCRIPT)
+    main = str(tmp_path / "project" / "main.py")
+    assert [(r["kind"], r["what"], r["dependency_site"], r["user_site"]) for r in rows] == [
+        ("nccl", "init_process_group(backend='nccl')", None, f"{main}:{_line(NCCL_SCRIPT, 'nccl')}")
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dispatch", ["1", "0"])
+def test_shapes_that_change_per_step_are_found_and_fixed_ones_are_not(
+    tmp_path: Path, dispatch: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RUNTIME_SHIM_NATIVE_DISPATCH", dispatch)  # both dispatch paths (run_python keeps it)
+    assert _run(tmp_path, TRAIN_SCRIPT, "fixed") == []
+    rows = _run(tmp_path, TRAIN_SCRIPT, "varying")
+    main = str(tmp_path / "project" / "main.py")
+    sites = {(r["what"], r["user_site"].rpartition(":")[2]) for r in rows}
+    assert {r["kind"] for r in rows} == {"dynamic_shapes"}
+    assert all(r["user_site"].startswith(main + ":") for r in rows)
+    # the head's matmul at its line, with the shapes of each step
+    head = str(_line(TRAIN_SCRIPT, "logits = head(hidden)"))
+    assert ("aten::addmm", head) in sites or ("aten::mm", head) in sites, sites
+    mm = next(
+        r for r in rows if r["user_site"].endswith(":" + head) and r["what"] in ("aten::addmm", "aten::mm")
+    )
+    assert mm["distinct_shapes"] == 4 and len(mm["shapes"]) == 4
+    assert any("[10, 8]" in shape for shape in mm["shapes"]) and any(
+        "[16, 8]" in shape for shape in mm["shapes"]
+    )
+    assert ("aten::embedding", str(_line(TRAIN_SCRIPT, "hidden = emb(tokens)"))) in sites
+
+
+def test_recorder_compares_each_steps_shapes_with_the_first(tmp_path: Path) -> None:
+    script = tmp_path / "script.py"
+    script.write_text("x = 1\n")
+    sites = Sites(str(tmp_path))
+    recorder = ShapeRecorder(sites)
+    npu = torch.device("npu", 0)
+    code = compile("a @ b\n(a + 1) @ b\n", str(script), "exec")
+    for rows in (4, 4, 4):
+        with recorder:
+            exec(code, {"a": torch.ones(rows, 3, device=npu), "b": torch.ones(3, 2, device=npu)})
+        recorder.close_step()
+    assert recorder.rows() == []
+    with recorder:
+        exec(code, {"a": torch.ones(5, 3, device=npu), "b": torch.ones(3, 2, device=npu)})
+    recorder.close_step()
+    rows = recorder.rows()
+    assert {(r["what"], r["user_site"]) for r in rows} == {
+        ("aten::mm", f"{script}:1"),
+        ("aten::mm", f"{script}:2"),
+        ("aten::add.Tensor", f"{script}:2"),
+    }
+    assert next(r for r in rows if r["what"] == "aten::mm")["shapes"] == [
+        "[4, 3] x [3, 2]",
+        "[5, 3] x [3, 2]",
+    ]
+
+
+def test_signatures_see_only_npu_tensors() -> None:
+    npu = torch.ones(2, 3, device="npu")
+    assert signature((torch.ones(4), 1), {}) is None
+    shapes = signature(([npu, npu], npu), {"other": torch.ones(1)})
+    assert shapes == (((2, 3), (2, 3)), (2, 3))
+    assert signature_text(shapes) == "([2, 3], [2, 3]) x [2, 3]"
+
+
+def test_rows_of_processes_merge() -> None:
+    row = {
+        "kind": "cuda_call",
+        "what": "torch.cuda.is_available",
+        "dependency_path": "/l.py:3",
+        "user_site": "/m.py:1",
+    }
+    shaped = {"kind": "dynamic_shapes", "what": "aten::mm", "dependency_path": None, "user_site": "/m.py:4"}
+    merged = merge_rows(
+        [{**row, "count": 2}, {**shaped, "count": 3, "shapes": ["[1]", "[2]"], "distinct_shapes": 2}],
+        [{**row, "count": 1}, {**shaped, "count": 3, "shapes": ["[2]", "[3]"], "distinct_shapes": 2}],
+    )
+    assert [(r["kind"], r["count"], r["shapes"]) for r in merged] == [
+        ("cuda_call", 3, []),
+        ("dynamic_shapes", 6, ["[1]", "[2]", "[3]"]),
+    ]
+
+
+def test_short_path_names_the_path_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path / "site-packages"))
+    assert (
+        short_path(f"{tmp_path}/site-packages/timm/utils/cuda.py:40") == "site-packages/timm/utils/cuda.py:40"
+    )
+    assert short_path(None) is None
