@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ms_fmk_transplt.verify import launch
+from ms_fmk_transplt.verify import launch, runtime_findings
 from ms_fmk_transplt.verify.records import RankRecord, RecordError, read_records
 from ms_fmk_transplt.verify.sites import original_site
 from ms_fmk_transplt.verify.verdict import OpFinding, SideResult, Verdict, judge, read_opcheck
@@ -54,6 +54,7 @@ class Outcome:
     conversion_notes: tuple[str, ...]
     work_dir: Path | None
     converted_kept: bool = True  # False: the conversion was made in the temporary work folder, now gone
+    findings: list[runtime_findings.RuntimeFinding] | None = None  # the NPU run's; never in the verdict
 
 
 def verify(request: Request, say: Callable[[str], None] = lambda line: None) -> Outcome:
@@ -102,8 +103,12 @@ def _verify(
     opcheck.unlink(missing_ok=True)
     npu_cmd = launch.npu_command(converted, target, settings)
     say(f"running the converted script on the simulated NPU: {' '.join(npu_cmd)}")
-    npu = launch.run("npu", npu_cmd, launch.environment(work / "npu", settings, opcheck), work, settings)
+    npu_env = launch.environment(work / "npu", settings, opcheck)
+    npu_env.update(runtime_findings.environment(work / "findings.json", converted_root))
+    (work / "findings.json").unlink(missing_ok=True)
+    npu = launch.run("npu", npu_cmd, npu_env, work, settings)
     npu_records = read_records(npu.records)
+    findings = runtime_findings.read(work / "findings.json", converted_root, source_root, request.cwd)
     ops = read_opcheck(opcheck)
     if ops:  # while the converted copy still exists: it may be in the work folder
         cwd = request.cwd.resolve()
@@ -121,6 +126,7 @@ def _verify(
         notes,
         work if keep else None,
         keep or request.output is not None or request.converted is not None,
+        findings,
     )
 
 
