@@ -12,7 +12,8 @@ converted run on the simulated NPU and reports, at exit, to ``RUNTIME_SHIM_FINDI
   warning), so the script trains without loss scaling or mixed precision;
 * ``nccl``: ``init_process_group`` / ``new_group`` asked for the nccl backend;
 * ``dynamic_shapes``: an operator whose npu input shapes at one line of the script differ from
-  one optimizer step to the next (diagnostics/shapes.py).
+  one optimizer step to the next (diagnostics/shapes.py), in the first
+  ``RUNTIME_SHIM_FINDINGS_SHAPE_STEPS`` steps (default 20; 0: every step).
 
 Each finding names the frame that made the call outside torch and runtime_shim (the dependency)
 and the innermost frame under the project folder (``RUNTIME_SHIM_FINDINGS_PROJECT``, default the
@@ -34,6 +35,7 @@ from typing import Any
 
 ENV_REPORT = "RUNTIME_SHIM_FINDINGS_REPORT"
 ENV_PROJECT = "RUNTIME_SHIM_FINDINGS_PROJECT"
+ENV_SHAPE_STEPS = "RUNTIME_SHIM_FINDINGS_SHAPE_STEPS"
 #: the report's top-level key (``ms_fmk_transplt --runtime-report`` recognises the file by it)
 TOP_KEY = "runtime_findings"
 KINDS = ("cuda_call", "cuda_device", "amp_disabled", "nccl", "dynamic_shapes")
@@ -221,8 +223,9 @@ def merge_rows(earlier: list[dict[str, Any]], mine: list[dict[str, Any]]) -> lis
 FINDINGS: Findings | None = None
 
 
-def configure(report: str | None, project: str | None = None, shapes: bool = True) -> Findings:
-    """Start watching this process (once); the report is written at exit when ``report`` is set."""
+def configure(report: str | None, project: str | None = None, shape_steps: int | None = 20) -> Findings:
+    """Start watching this process (once); the report is written at exit when ``report`` is set.
+    Shapes are watched for ``shape_steps`` optimizer steps (0: all of them; None: not at all)."""
     global FINDINGS
     if FINDINGS is not None:
         return FINDINGS
@@ -230,10 +233,10 @@ def configure(report: str | None, project: str | None = None, shapes: bool = Tru
     from runtime_shim.patches import findings as patch
 
     patch.install(findings)
-    if shapes:
+    if shape_steps is not None:
         from runtime_shim.diagnostics.shapes import ShapeRecorder
 
-        findings.shapes = ShapeRecorder(findings.sites)
+        findings.shapes = ShapeRecorder(findings.sites, shape_steps)
         findings.shapes.start()
     if report:
         atexit.register(_write_at_exit, findings)
@@ -252,4 +255,5 @@ def configure_from_env() -> Findings | None:
     report = os.environ.get(ENV_REPORT)
     if not report:
         return None
-    return configure(report, os.environ.get(ENV_PROJECT) or None)
+    steps = os.environ.get(ENV_SHAPE_STEPS, "").strip()
+    return configure(report, os.environ.get(ENV_PROJECT) or None, int(steps) if steps.isdigit() else 20)

@@ -9,7 +9,9 @@ current optimizer step; at each step's end (torch.optim's global post hook) that
 with the first step's. A pair whose set differs in any step is a finding, with the first
 SHAPES_KEPT signatures seen. Operators with no project line on the stack (the autograd engine's
 backward, on its own thread) are not recorded: their forward's line carries the finding. What
-runs after the last step is not compared.
+runs after the last step is not compared. The mode costs every operator a round trip through
+Python (about 2x a small model's step time): ``RUNTIME_SHIM_FINDINGS_SHAPE_STEPS=N`` (default 20)
+stops watching after N steps; 0 watches every step.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode
 
 from runtime_shim.diagnostics.findings import SHAPES_KEPT, Sites
 
@@ -32,14 +34,13 @@ def signature(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Signature | None
     shapes: list[Any] = []
     found = False
     for value in (*args, *kwargs.values()):
+        # is_cpu costs a fifth of device.type; no cuda tensor exists in a run on the simulated npu
         if isinstance(value, torch.Tensor):
-            if value.device.type == "npu":
+            if not value.is_cpu:
                 shapes.append(tuple(value.shape))
                 found = True
         elif isinstance(value, (list, tuple)) and value and isinstance(value[0], torch.Tensor):
-            listed = tuple(
-                tuple(t.shape) for t in value if isinstance(t, torch.Tensor) and t.device.type == "npu"
-            )
+            listed = tuple(tuple(t.shape) for t in value if isinstance(t, torch.Tensor) and not t.is_cpu)
             if listed:
                 shapes.append(listed)
                 found = True
@@ -70,9 +71,11 @@ class _Seen:
 class ShapeRecorder(TorchDispatchMode):
     """Records shape signatures per (operator, project line) and step."""
 
-    def __init__(self, sites: Sites) -> None:
+    def __init__(self, sites: Sites, steps: int = 0) -> None:
         super().__init__()
         self.sites = sites
+        self.steps_left = steps  # 0: every step; else the mode leaves after that many steps
+        self.watching = False
         self.current: dict[tuple[Any, str, int], set[Signature]] = {}
         self.seen: dict[tuple[Any, str, int], _Seen] = {}
 
@@ -84,12 +87,14 @@ class ShapeRecorder(TorchDispatchMode):
             # before the step recorder's hook, which may end the process at its step limit
             hooks.move_to_end(handle.id, last=False)
         self.__enter__()
+        self.watching = True
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
-        shapes = signature(args, kwargs)
-        if shapes is not None:
-            self._see(func, shapes)
+        if self.watching:
+            shapes = signature(args, kwargs)
+            if shapes is not None:
+                self._see(func, shapes)
         return func(*args, **kwargs)
 
     def _see(self, func: Any, shapes: Signature) -> None:
@@ -113,7 +118,12 @@ class ShapeRecorder(TorchDispatchMode):
 
     def close_step(self) -> None:
         """End of a step: compare each (operator, line)'s signatures with its first step's."""
+        if not self.watching:
+            return
         current, self.current = self.current, {}
+        self.steps_left -= 1
+        if self.steps_left == 0:
+            self._stop()
         for key, signatures in current.items():
             seen = self.seen.get(key)
             if seen is None:
@@ -126,6 +136,13 @@ class ShapeRecorder(TorchDispatchMode):
             seen.steps += 1
             for shapes in signatures:
                 seen.signatures.setdefault(shapes, None)
+
+    def _stop(self) -> None:
+        # leave the thread's mode stack when on top of it (the run is then at full speed again);
+        # under another mode, stay as a pass-through
+        self.watching = False
+        if _get_current_dispatch_mode() is self:
+            self.__exit__(None, None, None)
 
     def rows(self) -> list[dict[str, Any]]:
         """Report rows of the (operator, line) pairs whose shapes changed between steps."""

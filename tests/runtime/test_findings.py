@@ -189,6 +189,7 @@ def test_recorder_compares_each_steps_shapes_with_the_first(tmp_path: Path) -> N
     script.write_text("x = 1\n")
     sites = Sites(str(tmp_path))
     recorder = ShapeRecorder(sites)
+    recorder.watching = True  # start() would also enter the mode for good and hook the optimizers
     npu = torch.device("npu", 0)
     code = compile("a @ b\n(a + 1) @ b\n", str(script), "exec")
     for rows in (4, 4, 4):
@@ -243,3 +244,15 @@ def test_short_path_names_the_path_entry(tmp_path: Path, monkeypatch: pytest.Mon
         short_path(f"{tmp_path}/site-packages/timm/utils/cuda.py:40") == "site-packages/timm/utils/cuda.py:40"
     )
     assert short_path(None) is None
+
+
+def test_recorder_stops_watching_after_its_steps(tmp_path: Path) -> None:
+    recorder = ShapeRecorder(Sites(str(tmp_path)), steps=2)
+    recorder.watching = True  # as start() leaves it, without entering the mode here
+    script = str(tmp_path / "s.py")
+    for step in range(4):
+        recorder.current[(torch.ops.aten.mm.default, script, 1)] = {((step, 2),)}
+        recorder.close_step()
+    assert not recorder.watching
+    # the first two steps were compared; what came after the limit is not
+    assert [r["shapes"] for r in recorder.rows()] == [["[0, 2]", "[1, 2]"]]
