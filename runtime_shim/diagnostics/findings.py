@@ -67,16 +67,25 @@ class Sites:
         known = self._kinds.get(filename)
         if known is None:
             path = os.path.abspath(filename)
-            if self._project is None:  # the script's folder, read once the script runs
-                self._project = os.path.dirname(os.path.abspath(sys.argv[0] or ".")) + os.sep
+            project = self._project or self._script_folder()
             if filename.startswith("<") or path.startswith(self.internal):
                 known = 0
-            elif path.startswith(self._project) and "site-packages" not in path:
+            elif project is not None and path.startswith(project) and "site-packages" not in path:
                 known = 1
             else:
                 known = 2
-            self._kinds[filename] = known
+            if project is not None:  # before the script runs, nothing is cached
+                self._kinds[filename] = known
         return known
+
+    def _script_folder(self) -> str | None:
+        # the default project: the script's folder, known once `python -m runtime_shim` has handed
+        # sys.argv to the script (until then sys.argv[0] is runtime_shim's own __main__)
+        folder = os.path.dirname(os.path.abspath(sys.argv[0] or ".")) + os.sep
+        if folder.startswith(_PACKAGE_ROOT):
+            return None
+        self._project = folder
+        return folder
 
     def of_stack(self, depth: int = 1) -> tuple[str | None, str | None]:
         """(dependency site, user site) of the current stack: the innermost frame outside torch and

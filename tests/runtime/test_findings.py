@@ -256,3 +256,19 @@ def test_recorder_stops_watching_after_its_steps(tmp_path: Path) -> None:
     assert not recorder.watching
     # the first two steps were compared; what came after the limit is not
     assert [r["shapes"] for r in recorder.rows()] == [["[0, 2]", "[1, 2]"]]
+
+
+def test_the_default_project_is_the_scripts_folder_once_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import runtime_shim
+
+    (tmp_path / "lib").mkdir()
+    monkeypatch.setattr("sys.argv", [str(Path(runtime_shim.__file__).parent / "__main__.py"), "train.py"])
+    sites = Sites(None)
+    assert sites.kind(str(tmp_path / "train.py")) == 2  # not yet known: not cached either
+    monkeypatch.setattr("sys.argv", [str(tmp_path / "train.py")])
+    assert sites.kind(str(tmp_path / "train.py")) == 1
+    assert sites.kind(str(tmp_path / "lib" / "x.py")) == 1
+    assert sites.kind(torch.__file__) == 0
+    assert sites.kind(str(tmp_path.parent / "elsewhere.py")) == 2
