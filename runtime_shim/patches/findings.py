@@ -3,7 +3,7 @@ a finding, then does what it did before.
 
 * every public function of ``torch.cuda`` and ``torch.cuda.amp`` (classes are left alone:
   replacing them would break ``isinstance``; a CUDA GradScaler or autocast shows as
-  ``amp_disabled``, a CUDA stream or event as ``cuda_device``);
+  ``amp_disabled``);
 * ``torch.cuda._lazy_init``, which torch calls (from C++ too) whenever a cuda device is used;
 * the ``warnings`` module as torch's GradScaler and autocast modules see it, for their
   "CUDA is not available ... Disabling" warnings (the process's own ``warnings`` is untouched);
