@@ -27,6 +27,8 @@ from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatc
 from runtime_shim.diagnostics.findings import SHAPES_KEPT, Sites
 
 Signature = tuple[Any, ...]
+#: distinct signatures counted per (operator, line): memory stays bounded when every step differs
+SIGNATURES_COUNTED = 1000
 
 
 def signature(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Signature | None:
@@ -135,7 +137,8 @@ class ShapeRecorder(TorchDispatchMode):
                 seen.dynamic = True
             seen.steps += 1
             for shapes in signatures:
-                seen.signatures.setdefault(shapes, None)
+                if len(seen.signatures) < SIGNATURES_COUNTED:
+                    seen.signatures.setdefault(shapes, None)
 
     def _stop(self) -> None:
         # leave the thread's mode stack when on top of it (the run is then at full speed again);

@@ -272,3 +272,16 @@ def test_the_default_project_is_the_scripts_folder_once_it_runs(
     assert sites.kind(str(tmp_path / "lib" / "x.py")) == 1
     assert sites.kind(torch.__file__) == 0
     assert sites.kind(str(tmp_path.parent / "elsewhere.py")) == 2
+
+
+def test_distinct_signatures_counted_are_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from runtime_shim.diagnostics import shapes
+
+    monkeypatch.setattr(shapes, "SIGNATURES_COUNTED", 3)
+    recorder = ShapeRecorder(Sites(str(tmp_path)))
+    recorder.watching = True
+    for step in range(6):
+        recorder.current[(torch.ops.aten.mm.default, str(tmp_path / "s.py"), 1)] = {((step,),)}
+        recorder.close_step()
+    (row,) = recorder.rows()
+    assert row["distinct_shapes"] == 3 and row["count"] == 6
