@@ -33,6 +33,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from runtime_shim.diagnostics.opcheck import _directory_lock, run_key
+
 ENV_REPORT = "RUNTIME_SHIM_FINDINGS_REPORT"
 ENV_PROJECT = "RUNTIME_SHIM_FINDINGS_PROJECT"
 ENV_SHAPE_STEPS = "RUNTIME_SHIM_FINDINGS_SHAPE_STEPS"
@@ -130,6 +132,8 @@ class Findings:
     def __init__(self, project: str | None, report: str | None) -> None:
         self.sites = Sites(project)
         self.report = report
+        # now, before any child starts: children inherit the run's key and merge into its report
+        self.run = run_key() if report else ""
         self.counts: dict[tuple[str, str, str | None, str | None], int] = {}
         self.shapes: Any = None  # a shapes.ShapeRecorder once installed
         self._lock = threading.Lock()
@@ -173,14 +177,12 @@ class Findings:
 
     def write_report(self, path: str | None = None) -> Path | None:
         """Write the JSON report, merged with what earlier processes of the same run wrote there."""
-        from runtime_shim.diagnostics.opcheck import _directory_lock, run_key
-
         target = path or self.report
         if not target:
             return None
         out = Path(target)
         out.parent.mkdir(parents=True, exist_ok=True)
-        run = run_key()
+        run = self.run or run_key()
         with _directory_lock(out.parent):
             earlier = _document_of_run(out, run)
             document = {

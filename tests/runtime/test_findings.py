@@ -285,3 +285,55 @@ def test_distinct_signatures_counted_are_capped(tmp_path: Path, monkeypatch: pyt
         recorder.close_step()
     (row,) = recorder.rows()
     assert row["distinct_shapes"] == 3 and row["count"] == 6
+
+
+SPAWNING_SCRIPT = """\
+    import sys
+
+    import torch.multiprocessing as mp
+    import torch_npu  # noqa: F401
+    from fakelib import amp_utils
+
+
+    def work(rank):
+        amp_utils.pick_device()
+
+
+    if __name__ == "__main__":
+        if sys.argv[1] == "spawn":
+            mp.spawn(work, nprocs=2)
+        else:
+            amp_utils.make_scaler()
+    """
+
+
+@pytest.mark.slow
+def test_processes_of_one_run_merge_their_findings_and_a_new_run_replaces_them(tmp_path: Path) -> None:
+    from conftest import ROOT
+
+    project, deps = tmp_path / "project", tmp_path / "deps"
+    _write(deps, FAKELIB)
+    _write(project, {"main.py": SPAWNING_SCRIPT})
+    report = tmp_path / "findings.json"
+    env = {
+        "RUNTIME_SHIM_FINDINGS_REPORT": str(report),
+        "RUNTIME_SHIM_FINDINGS_PROJECT": str(project),
+        "PYTHONPATH": f"{ROOT}:{deps}",
+    }
+    done = run_python(["-m", "runtime_shim", str(project / "main.py"), "spawn"], env_extra=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    document = json.loads(report.read_text(encoding="utf-8"))[TOP_KEY]
+    assert len(document["pids"]) == 3
+    (row,) = document["findings"]
+    work_line = _line(SPAWNING_SCRIPT, "amp_utils.pick_device()")
+    assert (row["kind"], row["count"], row["user_site"]) == (
+        "cuda_call",
+        2,
+        f"{project / 'main.py'}:{work_line}",
+    )
+    done = run_python(["-m", "runtime_shim", str(project / "main.py"), "single"], env_extra=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert [r["kind"] for r in json.loads(report.read_text(encoding="utf-8"))[TOP_KEY]["findings"]] == [
+        "amp_disabled"
+    ]
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".partial")] == []
