@@ -27,6 +27,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import re
 import sys
 import sysconfig
 import threading
@@ -46,6 +47,7 @@ SHAPES_KEPT = 6
 
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _TRANSFER_MODULE = "runtime_shim.torch_npu_stub.contrib.transfer_to_npu"
+_INSTALLED = re.compile(r"[\\/](site|dist)-packages[\\/]")
 
 
 def _stdlib_roots() -> tuple[str, ...]:
@@ -61,7 +63,8 @@ class Sites:
 
         self._project = os.path.abspath(project) + os.sep if project else None
         torch_root = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
-        self.internal = (_PACKAGE_ROOT, torch_root, *_stdlib_roots())
+        self.internal = (_PACKAGE_ROOT, torch_root)
+        self.stdlib = _stdlib_roots()
         self._kinds: dict[str, int] = {}  # filename -> 0 internal, 1 project, 2 other
 
     def kind(self, filename: str) -> int:
@@ -72,7 +75,13 @@ class Sites:
             project = self._project or self._script_folder()
             if filename.startswith("<") or path.startswith(self.internal):
                 known = 0
-            elif project is not None and path.startswith(project) and "site-packages" not in path:
+            elif _INSTALLED.search(
+                path
+            ):  # a library, even where site-packages is under the stdlib (pyenv, conda)
+                known = 2
+            elif path.startswith(self.stdlib):
+                known = 0
+            elif project is not None and path.startswith(project):
                 known = 1
             else:
                 known = 2

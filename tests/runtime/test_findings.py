@@ -337,3 +337,15 @@ def test_processes_of_one_run_merge_their_findings_and_a_new_run_replaces_them(t
         "amp_disabled"
     ]
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".partial")] == []
+
+
+def test_libraries_are_never_the_standard_library_or_the_project(tmp_path: Path) -> None:
+    import sysconfig
+
+    sites = Sites(str(tmp_path))
+    stdlib = sysconfig.get_paths()["stdlib"]
+    assert sites.kind(f"{stdlib}/contextlib.py") == 0
+    # pyenv and conda without a venv install libraries under the standard library's folder
+    assert sites.kind(f"{stdlib}/site-packages/timm/utils/cuda.py") == 2
+    assert sites.kind(str(tmp_path / ".venv" / "lib" / "site-packages" / "lib" / "x.py")) == 2
+    assert sites.kind(str(tmp_path / "train.py")) == 1
