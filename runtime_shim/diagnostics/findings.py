@@ -47,6 +47,9 @@ SHAPES_KEPT = 6
 
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _TRANSFER_MODULE = "runtime_shim.torch_npu_stub.contrib.transfer_to_npu"
+#: libraries whose frames only pass a call on (typing_extensions' @deprecated wraps torch.cuda.amp's
+#: classes): never the dependency that made it
+_PLUMBING = re.compile(r"[\\/](typing_extensions\.py|wrapt[\\/])")
 _INSTALLED = re.compile(r"[\\/](site|dist)-packages[\\/]")
 
 
@@ -73,7 +76,7 @@ class Sites:
         if known is None:
             path = os.path.abspath(filename)
             project = self._project or self._script_folder()
-            if filename.startswith("<") or path.startswith(self.internal):
+            if filename.startswith("<") or path.startswith(self.internal) or _PLUMBING.search(path):
                 known = 0
             elif _INSTALLED.search(
                 path
