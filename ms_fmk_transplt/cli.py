@@ -87,7 +87,8 @@ def _gate_options(command: Callable[..., None]) -> Callable[..., None]:
                 "--runtime-report",
                 type=PATH,
                 default=None,
-                help="Merge the simulated NPU's operator-check report (JSON or CSV) into unsupported_op.xlsx.",
+                help="Merge the simulated NPU's operator-check report (JSON or CSV) or findings report"
+                " (JSON) into unsupported_op.xlsx.",
             ),
         )
     ):

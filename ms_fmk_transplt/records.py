@@ -216,6 +216,19 @@ class RuntimeOp:
 
 
 @dataclass(frozen=True)
+class RuntimeFinding:
+    """One finding of a converted run on the simulated NPU (its findings report): CUDA a dependency
+    still touches, or an operator whose input shapes change per step."""
+
+    kind: str  # cuda_call, cuda_device, amp_disabled, nccl, dynamic_shapes
+    what: str
+    count: int
+    dependency_site: str = ""  # file:line of the library that made the call
+    user_site: str = ""  # file:line in the user's code
+    shapes: tuple[str, ...] = ()  # dynamic_shapes: the input shape signatures seen (the first few)
+
+
+@dataclass(frozen=True)
 class RunResult:
     """Everything a report writer needs to know about one conversion run."""
 
@@ -229,6 +242,7 @@ class RunResult:
     rules: tuple[tuple[str, str, str], ...] = ()  # (id, kind, summary) of every rule in effect
     runtime_ops: tuple[RuntimeOp, ...] = ()  # a runtime operator-check report merged in (--runtime-report)
     runtime_report: str = ""  # where that report was read from
+    runtime_findings: tuple[RuntimeFinding, ...] | None = None  # a findings report (--runtime-report)
     left_out: tuple[str, ...] = ()  # folders of the input holding an earlier run's output, not walked
 
     @property

@@ -157,7 +157,7 @@ class Options:
     cache_dir: Path | None = None  # None: default_cache_dir()
     use_cache: bool = True
     exclude: Sequence[str] = ()  # globs of files to copy unchanged and not analyse
-    runtime_report: Path | None = None  # the simulated NPU's operator-check report, merged into the xlsx
+    runtime_report: Path | None = None  # the simulated NPU's operator-check or findings report, for the xlsx
     suffix: str = "_msft"  # of the output folder's name
 
 
@@ -165,13 +165,13 @@ def _runtime(options: Options) -> dict:
     """The RunResult fields of a runtime report, read before any work (a bad one is a UsageError)."""
     if options.runtime_report is None:
         return {}
-    from ms_fmk_transplt.reports.runtime import RuntimeReportError, load_runtime_report
+    from ms_fmk_transplt.reports.runtime import RuntimeReportError, load_runtime_evidence
 
     try:
-        ops = load_runtime_report(options.runtime_report)
+        evidence = load_runtime_evidence(options.runtime_report)
     except RuntimeReportError as exc:
         raise UsageError(str(exc)) from None
-    return {"runtime_ops": ops, "runtime_report": str(options.runtime_report)}
+    return {**evidence, "runtime_report": str(options.runtime_report)}
 
 
 class Stage(Protocol):

@@ -63,7 +63,7 @@ def activate() -> bool:
         check_torch_version()
         from runtime_shim import npu, patches
         from runtime_shim.backend import attention, registration
-        from runtime_shim.diagnostics import opcheck
+        from runtime_shim.diagnostics import findings, opcheck
         from runtime_shim.runtime import ipc
 
         registration.install(npu)
@@ -74,6 +74,7 @@ def activate() -> bool:
         # The CPU's attention and dropout choice, over any operator-check recorder of those ops.
         attention.install()
         patches.install()
+        findings.configure_from_env()
         ipc.install()
         install_import_hook()
         _export_to_children()

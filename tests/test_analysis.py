@@ -648,6 +648,104 @@ def test_a_bad_runtime_report_stops_the_run_before_any_work(
     assert not (tmp_path / "r").exists()
 
 
+def _findings_report(path: Path, findings: list) -> Path:
+    path.write_text(
+        json.dumps({"runtime_findings": {"version": 1, "run": "r", "pids": [1], "findings": findings}})
+    )
+    return path
+
+
+_FINDINGS = [
+    {"kind": "amp_disabled", "what": "torch GradScaler('cuda') disabled", "dependency_site": "deps/lib/amp.py:5",
+     "dependency_path": "/x/deps/lib/amp.py:5", "user_site": "train.py:8", "count": 3, "shapes": []},
+    {"kind": "dynamic_shapes", "what": "aten::mm", "dependency_site": None, "dependency_path": None,
+     "user_site": "train.py:30", "count": 4, "shapes": ["[2, 5] x [5, 4]", "[2, 6] x [6, 4]"],
+     "distinct_shapes": 2},
+]  # fmt: skip
+
+
+def test_a_runtime_findings_report_is_merged_as_its_own_sheet(project: Path, tmp_path: Path) -> None:
+    report = _findings_report(tmp_path / "findings.json", _FINDINGS)
+    out = tmp_path / "r"
+    result = _run(
+        "analyse", str(project), "-o", str(out), "-q", "--no-cache", "--runtime-report", str(report)
+    )
+    assert result.exit_code == 0, result.output
+    book = openpyxl.load_workbook(out / "unsupported_op.xlsx")
+    assert book.sheetnames == ["Summary", "Unsupported", "Check on NPU", "Changes", "Runtime findings"]
+    assert list(book["Runtime findings"].iter_rows(values_only=True)) == [
+        ("Kind", "What", "Dependency site", "User site", "Count", "Shapes"),
+        ("amp_disabled", "torch GradScaler('cuda') disabled", "deps/lib/amp.py:5", "train.py:8", 3, None),
+        ("dynamic_shapes", "aten::mm", None, "train.py:30", 4, "[2, 5] x [5, 4] / [2, 6] x [6, 4]"),
+    ]
+    summary = dict(book["Summary"].iter_rows(values_only=True))
+    assert summary["runtime findings"].startswith(
+        "2 findings (amp_disabled, dynamic_shapes) (sheet Runtime findings"
+    )
+    # a run that found nothing: the sheet is there, empty
+    _findings_report(report, [])
+    assert _run("analyse", str(project), "-o", str(out), "-q", "--no-cache", "--runtime-report",
+                str(report)).exit_code == 0  # fmt: skip
+    book = openpyxl.load_workbook(out / "unsupported_op.xlsx")
+    assert [r[0] for r in book["Runtime findings"].iter_rows(values_only=True)] == ["Kind"]
+    assert "Runtime ops" not in book.sheetnames
+
+
+def test_the_findings_report_format_is_the_runtimes() -> None:
+    """The converter and verify read what runtime_shim/diagnostics/findings.py writes (never imported)."""
+    import ast
+
+    from ms_fmk_transplt.reports.runtime import FINDING_KINDS, FINDINGS_KEY
+    from ms_fmk_transplt.verify import runtime_findings
+
+    source = (Path(__file__).parent.parent / "runtime_shim" / "diagnostics" / "findings.py").read_text()
+    values = {
+        target.id: ast.literal_eval(node.value)
+        for node in ast.parse(source).body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name) and isinstance(node.value, (ast.Constant, ast.Tuple))
+    }
+    assert values["TOP_KEY"] == FINDINGS_KEY == runtime_findings.TOP_KEY
+    assert values["KINDS"] == FINDING_KINDS == tuple(runtime_findings.LABELS)
+    assert values["ENV_REPORT"] == runtime_findings.ENV_REPORT
+    assert values["ENV_PROJECT"] == runtime_findings.ENV_PROJECT
+
+
+_GOOD = {"kind": "nccl", "what": "init_process_group(backend='nccl')", "count": 1}
+
+
+@pytest.mark.parametrize(
+    "document, message",
+    [
+        ({"runtime_findings": []}, "/runtime_findings/findings: a findings report lists its findings under"),
+        ({"runtime_findings": {"findings": [3]}}, "/runtime_findings/findings/0: not an object"),
+        ({"runtime_findings": {"findings": [_GOOD, {**_GOOD, "kind": "gpu"}]}},
+         '/runtime_findings/findings/1/kind: "gpu" is not one of cuda_call, cuda_device, amp_disabled, nccl, '
+         "dynamic_shapes"),
+        ({"runtime_findings": {"findings": [{**_GOOD, "what": ""}]}},
+         "/runtime_findings/findings/0/what: needs a text saying what was found"),
+        ({"runtime_findings": {"findings": [{**_GOOD, "count": "2"}]}},
+         '/runtime_findings/findings/0/count: not a count (0 or more): "2"'),
+        ({"runtime_findings": {"findings": [{**_GOOD, "user_site": 12}]}},
+         "/runtime_findings/findings/0/user_site: not a file:line text or null: 12"),
+        ({"runtime_findings": {"findings": [{**_GOOD, "shapes": "[1]"}]}},
+         '/runtime_findings/findings/0/shapes: not a list of texts: "[1]"'),
+    ],
+)  # fmt: skip
+def test_a_bad_runtime_findings_report_stops_the_run_before_any_work(
+    project: Path, tmp_path: Path, document: dict, message: str
+) -> None:
+    report = tmp_path / "findings.json"
+    report.write_text(json.dumps(document))
+    result = _run("analyse", str(project), "-o", str(tmp_path / "r"), "-q", "--no-cache", "--runtime-report",
+                  str(report))  # fmt: skip
+    assert result.exit_code == EXIT_USAGE
+    assert f"{report}: {message}" in " ".join(result.output.split())
+    assert len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "r").exists()
+
+
 def test_the_console_table_leads_with_what_will_not_run_and_says_where_the_reports_are(
     project: Path, tmp_path: Path
 ) -> None:

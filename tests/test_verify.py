@@ -386,6 +386,63 @@ def test_reports(tmp_path):
     assert size_text(1536) == "1.50 KiB" and size_text(12) == "12 bytes"
 
 
+def test_runtime_findings_are_mapped_to_the_original_and_reported(tmp_path):
+    from dataclasses import replace
+
+    from ms_fmk_transplt.verify import runtime_findings
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "out").mkdir()
+    (tmp_path / "src" / "t.py").write_text("import torch\nfrom lib import amp\ns = amp.scaler()\ny = m(x)\n")
+    (tmp_path / "out" / "t.py").write_text(
+        "import torch\nimport torch_npu\nfrom lib import amp\ns = amp.scaler()\ny = m(x)\n"
+    )
+    report = tmp_path / "findings.json"
+    rows = [
+        {"kind": "amp_disabled", "what": "torch GradScaler('cuda') disabled", "dependency_site": "deps/lib/amp.py:5",
+         "dependency_path": "/d/deps/lib/amp.py:5", "user_site": f"{tmp_path / 'out' / 't.py'}:4", "count": 3,
+         "shapes": []},
+        {"kind": "dynamic_shapes", "what": "aten::mm", "dependency_site": None, "user_site":
+         f"{tmp_path / 'out' / 't.py'}:5", "count": 4, "shapes": ["[1, 2]", "[2, 2]", "[3, 2]", "[4, 2]"],
+         "distinct_shapes": 5},
+        {"kind": "dynamic_shapes", "what": "aten::t", "user_site": f"{tmp_path / 'out' / 't.py'}:5", "count": 4,
+         "shapes": ["[1, 2]", "[2, 2]"], "distinct_shapes": 2},
+    ]  # fmt: skip
+    report.write_text(json.dumps({"runtime_findings": {"findings": rows}}))
+    env = runtime_findings.environment(report, tmp_path / "out")
+    assert env == {
+        "RUNTIME_SHIM_FINDINGS_REPORT": str(report),
+        "RUNTIME_SHIM_FINDINGS_PROJECT": str(tmp_path / "out"),
+    }
+    found = runtime_findings.read(report, tmp_path / "out", tmp_path / "src", tmp_path)
+    assert found is not None and [f.user_site for f in found] == ["src/t.py:3", "src/t.py:4", "src/t.py:4"]
+    assert runtime_findings.read(tmp_path / "none.json", tmp_path, tmp_path, tmp_path) is None
+    cpu_records = _records(tmp_path, "c", [_step(1)])
+    verdict = judge(SideResult(0, cpu_records), SideResult(0, cpu_records), [])
+    outcome = Outcome(
+        verdict, Path("t.py"), Path("out/t.py"), _output(tmp_path, "cpu"), _output(tmp_path, "npu"),
+        cpu_records, cpu_records, [], (), None, findings=found,
+    )  # fmt: skip
+    text = text_lines(outcome)
+    assert (
+        "  CUDA still touched: torch GradScaler('cuda') disabled at deps/lib/amp.py:5 <- src/t.py:3 (x3)"
+        in text
+    )
+    # one line per script line: its first operator's shapes, then the others
+    assert (
+        "  dynamic shapes: aten::mm at src/t.py:4, shapes [1, 2] / [2, 2] / [3, 2] (+2 more); also aten::t"
+        in text
+    )
+    assert text[-1] == "exit 0"  # findings never change the verdict
+    document = json.loads(json_document(outcome))
+    assert document["exit_code"] == 0
+    assert document["runtime_findings"][0] == {
+        "kind": "amp_disabled", "what": "torch GradScaler('cuda') disabled", "dependency_site": "deps/lib/amp.py:5",
+        "user_site": "src/t.py:3", "count": 3, "shapes": [], "distinct_shapes": 0,
+    }  # fmt: skip
+    assert json.loads(json_document(replace(outcome, findings=None)))["runtime_findings"] is None
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -132,3 +132,69 @@ def test_parameters_of_modules_without_a_common_root_are_compared_each_with_itse
     """Two parameters named `weight` of one shape (an Embedding's and a Linear's): no false difference."""
     done, _ = _check(runs, "separate_modules", 0)
     assert "result: identical: 3 step(s), losses and every parameter bit for bit" in done.stdout
+
+
+FINDINGS_LIB = """\
+import torch
+
+
+def make_scaler():
+    return torch.cuda.amp.GradScaler()
+"""
+
+FINDINGS_SCRIPT = """\
+import torch
+from fakelib import amp_utils
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+torch.manual_seed(0)
+model = torch.nn.Linear(8, 4).to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+scaler = amp_utils.make_scaler()
+for step in range(4):
+    x = torch.randn(2 + step, 8).to(device)
+    loss = model(x).pow(2).mean()
+    opt.zero_grad()
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()
+"""
+
+
+VERIFY = [sys.executable, "-m", "ms_fmk_transplt", "verify"]
+
+
+def test_runtime_findings_name_the_dependency_and_the_original_line(tmp_path):
+    """A library's CUDA GradScaler and a batch that grows per step: reported, mapped to train.py's
+    own lines, and the verdict stays identical."""
+    (tmp_path / "deps" / "fakelib").mkdir(parents=True)
+    (tmp_path / "deps" / "fakelib" / "__init__.py").write_text("")
+    (tmp_path / "deps" / "fakelib" / "amp_utils.py").write_text(FINDINGS_LIB)
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "train.py").write_text(FINDINGS_SCRIPT)
+    report = tmp_path / "report.json"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(tmp_path / "deps")}
+    done = subprocess.run(
+        [*VERIFY, "--steps", "4", "--report", str(report), "--", "python", "project/train.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = done.stdout
+    assert (
+        "  CUDA still touched: torch GradScaler('cuda') disabled: CUDA is not available (no loss scaling)"
+        " at deps/fakelib/amp_utils.py:5 <- project/train.py:8 (x1)"
+    ) in text, text
+    assert "  dynamic shapes: aten::addmm at project/train.py:11, shapes [4] x [2, 8] x [8, 4] / " in text, (
+        text
+    )
+    document = json.loads(report.read_text())
+    assert document["exit_code"] == 0
+    kinds = {(f["kind"], f["user_site"]) for f in document["runtime_findings"]}
+    assert ("amp_disabled", "project/train.py:8") in kinds and (
+        "dynamic_shapes",
+        "project/train.py:11",
+    ) in kinds

@@ -122,7 +122,16 @@ def headline(
     supported = sum(r.supported for r in run.files)
     by_kernel = sum(r.supported_by_kernel for r in run.files)
     rows.append(("supported uses (counted)", f"{supported} by the lists, {by_kernel} by an NPU kernel alone"))
-    if run.runtime_report:
+    if run.runtime_findings is not None:
+        found_kinds = sorted({f.kind for f in run.runtime_findings})
+        rows.append(
+            (
+                "runtime findings",
+                f"{_n(len(run.runtime_findings), 'finding')}{' (' + ', '.join(found_kinds) + ')' if found_kinds else ''}"
+                f" (sheet Runtime findings, from {run.runtime_report})",
+            )
+        )
+    elif run.runtime_report:
         failing = [o for o in run.runtime_ops if o.status in ("unsupported", "unsupported_dtype")]
         rows.append(
             (

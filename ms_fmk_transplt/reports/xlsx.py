@@ -70,6 +70,7 @@ CHECK_HEADER = [
     "Heuristic uses",
 ]
 RUNTIME_HEADER = ["Op", "Calls", "Status", "Unsupported dtypes", "First call site"]
+FINDINGS_HEADER = ["Kind", "What", "Dependency site", "User site", "Count", "Shapes"]
 CHANGES_HEADER = ["File", "Start Line", "End Line", "Operation", "Rule", "Message", "Heuristic"]
 NOTES_HEADER = ["File", "Start Line", "End Line", "Rule", "Message", "What to do"]
 
@@ -77,8 +78,8 @@ NOTES_HEADER = ["File", "Start Line", "End Line", "Rule", "Message", "What to do
 def unsupported_xlsx(run: RunResult) -> bytes:
     """Sheets: Summary (read first), Unsupported (what will not run, one row per use, by file and
     line), Check on NPU (partial and not verified, one row per API), Changes (every rewrite), Notes
-    (findings that are neither, when there are any) and Runtime ops when a runtime operator-check
-    report was merged in."""
+    (findings that are neither, when there are any) and Runtime ops or Runtime findings when a
+    runtime operator-check or findings report was merged in."""
     from ms_fmk_transplt import __version__
     from ms_fmk_transplt.analysis import is_change, issues, notes
 
@@ -127,7 +128,13 @@ def unsupported_xlsx(run: RunResult) -> bytes:
     if left:  # what the conversion could not do for the user (the distributed mode's DS1xx)
         tables["Notes"] = [(p, f.start_line, f.end_line, f.rule_id, f.message, f.suggestion) for p, f in left]
         headers["Notes"] = NOTES_HEADER
-    if run.runtime_report:  # the run-time evidence beside the static findings; no ops is news too
+    if run.runtime_findings is not None:  # a findings report; none found is news too
+        tables["Runtime findings"] = [
+            (f.kind, f.what, f.dependency_site, f.user_site, f.count, " / ".join(f.shapes))
+            for f in run.runtime_findings
+        ]
+        headers["Runtime findings"] = FINDINGS_HEADER
+    elif run.runtime_report:  # the run-time evidence beside the static findings; no ops is news too
         tables["Runtime ops"] = [
             (o.op, o.count, o.status, o.unsupported_dtypes, o.first_call_site) for o in run.runtime_ops
         ]

@@ -7,8 +7,9 @@ parameter where they part is reported, with the operator check's findings and th
 device's peak memory. The runs are subprocesses: this package never imports torch.
 
 ``launch.py`` builds and runs the two commands, ``records.py`` reads and compares the records,
-``verdict.py`` turns them into a status and exit code, ``report.py`` renders text and JSON, and
-``session.py`` drives one verification.
+``verdict.py`` turns them into a status and exit code, ``runtime_findings.py`` reads the converted
+run's runtime findings, ``report.py`` renders text and JSON, and ``session.py`` drives one
+verification.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ms_fmk_transplt.verify import runtime_findings
 from ms_fmk_transplt.verify.failures import Failure, failure_lines
 from ms_fmk_transplt.verify.launch import RunOutput
 from ms_fmk_transplt.verify.records import RankRecord
@@ -90,6 +91,7 @@ def text_lines(outcome: Outcome) -> list[str]:
             lines.append(
                 f"      aten::{finding.op} x{finding.count} {finding.status}{dtypes} at {finding.site}"
             )
+    lines += runtime_findings.text_lines(outcome.findings)
     peaks = peak_memory(outcome.npu_records)
     for rank, devices in peaks.items():
         shown = ", ".join(
@@ -160,6 +162,7 @@ def json_document(outcome: Outcome) -> bytes:
             {"op": f.op, "count": f.count, "status": f.status, "dtypes": f.dtypes, "first_call_site": f.site}
             for f in outcome.ops
         ],
+        "runtime_findings": runtime_findings.document(outcome.findings),
         "npu_peak_memory": {
             str(rank): {device: {"allocated": a, "reserved": r} for device, (a, r) in devices.items()}
             for rank, devices in peak_memory(outcome.npu_records).items()

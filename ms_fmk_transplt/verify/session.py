@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ms_fmk_transplt.verify import launch
+from ms_fmk_transplt.verify import launch, runtime_findings
 from ms_fmk_transplt.verify.failures import Failure, project_test, read_failures
 from ms_fmk_transplt.verify.records import RankRecord, RecordError, read_records
 from ms_fmk_transplt.verify.sites import original_site
@@ -72,6 +72,7 @@ class Outcome:
     transfer: launch.RunOutput | None = None  # the original under transfer_to_npu, when it was the reference
     transfer_records: dict[int, RankRecord] = field(default_factory=dict)
     failures: dict[str, list[Failure]] = field(default_factory=dict)  # run label -> why it failed
+    findings: list[runtime_findings.RuntimeFinding] | None = None  # the NPU run's; never in the verdict
 
 
 def verify(request: Request, say: Callable[[str], None] = lambda line: None) -> Outcome:
@@ -146,10 +147,12 @@ def _verify(
     opcheck.unlink(missing_ok=True)
     npu_cmd = launch.npu_command(converted, target, settings)
     say(f"running the converted script on the simulated NPU: {' '.join(npu_cmd)}")
-    npu = launch.run(
-        "npu", npu_cmd, launch.environment(work / "npu", settings, opcheck, "npu"), work, settings
-    )
+    npu_env = launch.environment(work / "npu", settings, opcheck, "npu")
+    npu_env.update(runtime_findings.environment(work / "findings.json", converted_root))
+    (work / "findings.json").unlink(missing_ok=True)
+    npu = launch.run("npu", npu_cmd, npu_env, work, settings)
     npu_records = read_records(npu.records)
+    findings = runtime_findings.read(work / "findings.json", converted_root, source_root, request.cwd)
     ops = read_opcheck(opcheck)
     cwd = request.cwd.resolve()
 
@@ -185,6 +188,7 @@ def _verify(
         transfer,
         transfer_records,
         failures,
+        findings,
     )
 
 
