@@ -166,24 +166,34 @@ VERIFY = [sys.executable, "-m", "ms_fmk_transplt", "verify"]
 
 def test_runtime_findings_name_the_dependency_and_the_original_line(tmp_path):
     """A library's CUDA GradScaler and a batch that grows per step: reported, mapped to train.py's
-    own lines, and the verdict stays identical."""
+    own lines. The library is not the user's to convert: its scaler disables itself on the NPU.
+    Against transfer_to_npu (the reference the CPU's disabled scaler calls for) the port trains
+    without loss scaling, so it differs at step 1, and the finding says why; against the CPU
+    (whose scaler is off too) it is identical."""
     (tmp_path / "deps" / "fakelib").mkdir(parents=True)
     (tmp_path / "deps" / "fakelib" / "__init__.py").write_text("")
     (tmp_path / "deps" / "fakelib" / "amp_utils.py").write_text(FINDINGS_LIB)
     (tmp_path / "project").mkdir()
     (tmp_path / "project" / "train.py").write_text(FINDINGS_SCRIPT)
-    report = tmp_path / "report.json"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(tmp_path / "deps")}
-    done = subprocess.run(
-        [*VERIFY, "--steps", "4", "--report", str(report), "--", "python", "project/train.py"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+
+    def verify(*options: str) -> tuple[subprocess.CompletedProcess, dict]:
+        report = tmp_path / "report.json"
+        done = subprocess.run(
+            [*VERIFY, "--steps", "4", *options, "--report", str(report), "--", "python", "project/train.py"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+        )
+        return done, json.loads(report.read_text())
+
+    done, document = verify()
+    assert done.returncode == 1, done.stdout + done.stderr
     text = done.stdout
+    assert document["reference"]["kind"] == "transfer"
+    assert document["first_difference"]["step"] == 1 and document["first_difference"]["parameter"] is None
     assert (
         "  CUDA still touched: torch GradScaler('cuda') disabled: CUDA is not available (no loss scaling)"
         " at deps/fakelib/amp_utils.py:5 <- project/train.py:8 (x1)"
@@ -191,10 +201,13 @@ def test_runtime_findings_name_the_dependency_and_the_original_line(tmp_path):
     assert "  dynamic shapes: aten::addmm at project/train.py:11, shapes [4] x [2, 8] x [8, 4] / " in text, (
         text
     )
-    document = json.loads(report.read_text())
-    assert document["exit_code"] == 0
     kinds = {(f["kind"], f["user_site"]) for f in document["runtime_findings"]}
     assert ("amp_disabled", "project/train.py:8") in kinds and (
         "dynamic_shapes",
         "project/train.py:11",
     ) in kinds
+    done, document = verify("--reference", "cpu")
+    assert done.returncode == 0 and document["reference"]["kind"] == "cpu", done.stdout + done.stderr
+    assert ("amp_disabled", "project/train.py:8") in {
+        (f["kind"], f["user_site"]) for f in document["runtime_findings"]
+    }
