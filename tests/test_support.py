@@ -151,7 +151,7 @@ def test_advice_is_the_rules_own_per_api(builtin_tables) -> None:
     }
     assert len(set(advice.values())) == len(advice), "one sentence for all"
     assert "DistributedDataParallel" in advice["torch.nn.DataParallel"]
-    assert "2.12.0" in advice["torch.distributed.tensor.parallel.parallelize_module"]  # {release} filled
+    assert "2.13.0" in advice["torch.distributed.tensor.parallel.parallelize_module"]  # {release} filled
     assert ".cpu()" in advice["torch.Tensor.to_sparse"]
 
 

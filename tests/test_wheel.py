@@ -70,7 +70,7 @@ def test_wheel_install_loads_builtin_rules(tmp_path: Path) -> None:
     where, summary = done.stdout.splitlines()
     assert where.startswith(str(target)), "the wheel, not the source tree, was imported"
     count, first, release = summary.split()
-    assert int(count) >= 5 and first == "TP001" and release == "2.12.0"
+    assert int(count) >= 5 and first == "TP001" and release == "2.13.0"
     shim = target / "runtime_shim"
     for part in (
         "data/releases.json",

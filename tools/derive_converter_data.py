@@ -13,37 +13,19 @@ import csv
 import json
 from pathlib import Path
 
+from ascend_releases import Release, paired_torch_npu, version_key
+from ascend_releases import releases as ascend_releases
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "ms_fmk_transplt" / "data" / "ascend_api.json"
 # the releases and the default alone: read at every start (the CLI's help, the -v check), where
 # parsing the whole 1.1 MB document cost ~10 ms
 INDEX = ROOT / "ms_fmk_transplt" / "data" / "releases.json"
 
-# PyTorch version -> (torch_npu release, suffix of the torch_npu_module files)
-RELEASES = {
-    "2.1.0": ("6.0.0", "v6.0.0-pytorch2.1.0"),
-    "2.7.1": ("26.1.0", "v26.1.0-pytorch2.7.1"),
-    "2.12.0": ("26.1.0", "v26.1.0-pytorch2.12.0"),
-}
-NATIVE_SUPPORT = {
-    "2.1.0": "legacy_torch_npu_apis_2.1.0.csv",
-    "2.7.1": "pytorch_native_api_support_2.7.1.csv",
-    "2.12.0": "pytorch_native_api_support_2.12.0.csv",
-}
-# PyTorch version -> the ATen operator list of the torch_npu release paired with it
-ATEN_OPS = {
-    "2.1.0": "npu_aten_ops_torch2.1.0_torchnpu6.0.0.txt",
-    "2.7.1": "npu_aten_ops_torch2.7.1_torchnpu26.1.0.txt",
-    "2.12.0": "npu_aten_ops_torch2.12.0_torchnpu26.1.0.txt",
-}
 ATEN_SOURCE = (
     "op-plugin op_plugin_functions.yaml (official/quant/autograd) and torch_npu npu_native_functions.yaml"
     " `supported:`, per the ascend-data README"
 )
-MSFT_SUPPORT = {
-    "2.1.0": "msfmktransplt_api_support_2.1.0.csv",
-    "2.7.1": "msfmktransplt_api_support_2.7.1.csv",
-}
 MODULE_SOURCE = (
     "Ascend/pytorch torch_npu/npu/__init__.py and torch_npu/npu/amp/__init__.py `__all__` at tag {tag}"
 )
@@ -101,46 +83,70 @@ def _classify(**lists: list[dict[str, str]]) -> dict[str, list[str]]:
     return dict(sorted(out.items()))
 
 
+def _release(source: Path, files: Release) -> dict:
+    """One release's lists and, for each, the file it came from and why that file."""
+    version = files.torch
+    module_dir = source / "torch_npu_module"
+    npu_file = module_dir / files.module.file
+    amp_file = module_dir / files.module.file.replace("npu_all_", "npu_amp_all_")
+    tag = npu_file.stem.removeprefix("torch_npu_npu_all_")
+    native_rows = _rows(source / "api_support" / files.native) if files.native else []
+    msft_rows = _rows(source / "api_support" / files.msfmktransplt) if files.msfmktransplt else []
+    native_sources = _sources(native_rows)
+    torch_npu, pairing = paired_torch_npu(files, [row.get("source", "") for row in native_rows])
+    if files.native is None:
+        native_note = [f"no native API support list for {version} in ascend-data"]
+    elif files.native_is_master:
+        native_note = [
+            f"ascend-data/api_support/{files.native}",
+            f"master (unreleased) docs: ascend-data has no released list for {version}",
+            *native_sources,
+        ]
+    else:
+        native_note = [f"ascend-data/api_support/{files.native}", *native_sources]
+    module_source = MODULE_SOURCE.format(tag=tag)
+    return {
+        "torch_npu": torch_npu,
+        "aten_ops": _aten_names(source / "aten_ops" / files.aten_ops.file),
+        "torch.npu": sorted(set(_lines(npu_file))),
+        "torch.npu.amp": sorted(set(_lines(amp_file))),
+        "support": _classify(api_support=native_rows, msfmktransplt_support=msft_rows),
+        "provenance": {
+            "torch_npu": [pairing],
+            "torch.npu": [
+                f"ascend-data/torch_npu_module/{npu_file.name}",
+                files.module.note("torch.npu", version),
+                module_source,
+            ],
+            "torch.npu.amp": [
+                f"ascend-data/torch_npu_module/{amp_file.name}",
+                files.module.note("torch.npu.amp", version),
+                module_source,
+            ],
+            "api_support": native_note,
+            "support": ["api_support then msfmktransplt_support: the first definite verdict"],
+            "aten_ops": [
+                f"ascend-data/aten_ops/{files.aten_ops.file}",
+                files.aten_ops.note("aten_ops", version),
+                ATEN_SOURCE,
+            ],
+            "msfmktransplt_support": (
+                [f"ascend-data/api_support/{files.msfmktransplt}", *_sources(msft_rows)]
+                if files.msfmktransplt
+                else [f"no msFmkTransplt list for {version} in ascend-data"]
+            ),
+        },
+    }
+
+
 def derive(source: Path) -> dict:
     """The JSON document written to the package; pure function of the source folder."""
-    releases = {}
-    for version, (npu_release, tag) in RELEASES.items():
-        module_dir = source / "torch_npu_module"
-        npu_file = module_dir / f"torch_npu_npu_all_{tag}.txt"
-        amp_file = module_dir / f"torch_npu_npu_amp_all_{tag}.txt"
-        support_rows = _rows(source / "api_support" / NATIVE_SUPPORT[version])
-        msft_rows = _rows(source / "api_support" / MSFT_SUPPORT[version]) if version in MSFT_SUPPORT else []
-        aten_file = source / "aten_ops" / ATEN_OPS[version]
-        releases[version] = {
-            "torch_npu": npu_release,
-            "aten_ops": _aten_names(aten_file),
-            "torch.npu": sorted(set(_lines(npu_file))),
-            "torch.npu.amp": sorted(set(_lines(amp_file))),
-            "support": _classify(api_support=support_rows, msfmktransplt_support=msft_rows),
-            "provenance": {
-                "torch.npu": [f"ascend-data/torch_npu_module/{npu_file.name}", MODULE_SOURCE.format(tag=tag)],
-                "torch.npu.amp": [
-                    f"ascend-data/torch_npu_module/{amp_file.name}",
-                    MODULE_SOURCE.format(tag=tag),
-                ],
-                "api_support": [
-                    f"ascend-data/api_support/{NATIVE_SUPPORT[version]}",
-                    *_sources(support_rows),
-                ],
-                "support": ["api_support then msfmktransplt_support: the first definite verdict"],
-                "aten_ops": [f"ascend-data/aten_ops/{aten_file.name}", ATEN_SOURCE],
-                "msfmktransplt_support": (
-                    [f"ascend-data/api_support/{MSFT_SUPPORT[version]}", *_sources(msft_rows)]
-                    if msft_rows
-                    else []
-                ),
-            },
-        }
+    releases = {files.torch: _release(source, files) for files in ascend_releases(source)}
     mapping_rows = _rows(source / "mappings" / "cuda_to_npu_api_mapping.csv")
     mappings = [{"cuda_api": r["cuda_api"], "npu_api": r["npu_api"], "kind": r["kind"]} for r in mapping_rows]
     return {
         "about": "Derived by tools/derive_converter_data.py from shared/ascend-data; do not edit by hand.",
-        "default_release": max(RELEASES, key=lambda v: tuple(int(x) for x in v.split("."))),
+        "default_release": max(releases, key=version_key),
         "releases": releases,
         "mappings": mappings,
         "mappings_provenance": ["ascend-data/mappings/cuda_to_npu_api_mapping.csv", *_sources(mapping_rows)],
@@ -168,7 +174,7 @@ def main() -> None:
 
 def release_index(document: dict) -> dict:
     """The shipped releases, oldest first, and the default one."""
-    versions = sorted(document["releases"], key=lambda v: tuple(int(x) for x in v.split(".")))
+    versions = sorted(document["releases"], key=version_key)
     return {"default_release": document["default_release"], "releases": versions}
 
 
