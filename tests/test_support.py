@@ -100,14 +100,23 @@ def test_derive_script_reproduces_shipped_support_data() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_release_index_agrees_with_the_shipped_document() -> None:
-    """data/releases.json (read at every start) lists the releases ascend_api.json holds."""
+def test_release_index_agrees_with_the_shipped_release_files() -> None:
+    """data/releases.json (read at every start) lists exactly the shipped per-release files."""
+    from importlib import resources
+
     from ms_fmk_transplt import data
 
-    document = data.ascend_api()
-    assert set(data.releases()) == set(document["releases"])
-    assert data.default_release() == document["default_release"]
+    shipped = {
+        p.name.removeprefix("ascend_release_").removesuffix(".json")
+        for p in resources.files(data.__name__).iterdir()
+        if p.name.startswith("ascend_release_")
+    }
+    assert set(data.releases()) == shipped == set(data._index()["lists"])
     assert data.releases() == sorted(data.releases(), key=lambda v: tuple(int(x) for x in v.split(".")))
+    assert data.default_release() == data.releases()[-1] == "2.13.0"
+    for version in data.releases():
+        assert data.release(version)["support"], version
+    assert data.mappings()["mappings"]
 
 
 def test_log_lists_what_will_not_run_then_changes_then_the_uses_to_check(tmp_path: Path) -> None:

@@ -1,9 +1,12 @@
 """Derive the converter's package data from the Ascend support data in ../shared/ascend-data.
 
-Run from the repository root:  python tools/derive_converter_data.py [--source DIR]
-Writes ms_fmk_transplt/data/ascend_api.json (and its index of releases, releases.json): per release the torch.npu surface, the API support
-verdicts and the ATen operators torch_npu has an NPU kernel for (overloads folded into one name),
-plus the CUDA -> NPU mappings. The output records, for every list, the file it came from and the upstream `repository@commit:path` sources named in that file's rows or README.
+Run from the repository root:  python tools/derive_converter_data.py [--source DIR] [--check]
+Writes into ms_fmk_transplt/data/ one `ascend_release_<torch>.json` per release (the torch.npu
+surface, the API support verdicts and the ATen operators torch_npu has an NPU kernel for, overloads
+folded into one name), `ascend_mappings.json` (the CUDA -> NPU mappings) and `releases.json`, the
+index read at every start (the releases, the default, and which lists each release uses). The
+output records, for every list, the file it came from and the upstream `repository@commit:path`
+sources named in that file's rows or README. Which files serve a release: tools/ascend_releases.py.
 """
 
 from __future__ import annotations
@@ -13,14 +16,17 @@ import csv
 import json
 from pathlib import Path
 
-from ascend_releases import Release, paired_torch_npu, version_key
+from ascend_releases import Borrowed, Release, paired_torch_npu, version_key
 from ascend_releases import releases as ascend_releases
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "ms_fmk_transplt" / "data" / "ascend_api.json"
-# the releases and the default alone: read at every start (the CLI's help, the -v check), where
-# parsing the whole 1.1 MB document cost ~10 ms
-INDEX = ROOT / "ms_fmk_transplt" / "data" / "releases.json"
+DATA = ROOT / "ms_fmk_transplt" / "data"
+# One file per release, parsed only for the selected one: one document of all nine releases
+# (3.4 MB) took ~48 ms to parse at every conversion, one release takes ~3 ms.
+RELEASE_FILE = "ascend_release_{version}.json"
+MAPPINGS = DATA / "ascend_mappings.json"
+# the releases, the default and the lists each uses: read at every start (the CLI's help, -v)
+INDEX = DATA / "releases.json"
 
 ATEN_SOURCE = (
     "op-plugin op_plugin_functions.yaml (official/quant/autograd) and torch_npu npu_native_functions.yaml"
@@ -105,7 +111,18 @@ def _release(source: Path, files: Release) -> dict:
     else:
         native_note = [f"ascend-data/api_support/{files.native}", *native_sources]
     module_source = MODULE_SOURCE.format(tag=tag)
+    native_summary = files.native or "none in ascend-data"
+    if files.native_is_master:
+        native_summary += " (master docs: no released list)"
+    summary = {
+        "torch_npu": torch_npu or "not in the data",
+        "api_support": native_summary,
+        "msfmktransplt_support": files.msfmktransplt or "none in ascend-data",
+        "aten_ops": _borrowed_summary(files.aten_ops, version),
+        "torch.npu": _borrowed_summary(files.module, version),
+    }
     return {
+        "summary": summary,
         "torch_npu": torch_npu,
         "aten_ops": _aten_names(source / "aten_ops" / files.aten_ops.file),
         "torch.npu": sorted(set(_lines(npu_file))),
@@ -139,6 +156,11 @@ def _release(source: Path, files: Release) -> dict:
     }
 
 
+def _borrowed_summary(borrowed: Borrowed, version: str) -> str:
+    own = f"torch {borrowed.torch} / torch_npu {borrowed.torch_npu}"
+    return own if borrowed.torch == version else f"{own} (nearest; none for {version})"
+
+
 def derive(source: Path) -> dict:
     """The JSON document written to the package; pure function of the source folder."""
     releases = {files.torch: _release(source, files) for files in ascend_releases(source)}
@@ -153,29 +175,57 @@ def derive(source: Path) -> dict:
     }
 
 
+def _dump(value: object) -> str:
+    return json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def outputs(document: dict) -> dict[Path, str]:
+    """The files to write, and their text: one per release, the mappings and the index."""
+    out = {
+        DATA / RELEASE_FILE.format(version=version): _dump(
+            {k: v for k, v in release.items() if k != "summary"}
+        )
+        for version, release in document["releases"].items()
+    }
+    out[MAPPINGS] = _dump({k: document[k] for k in ("about", "mappings", "mappings_provenance")})
+    out[INDEX] = _dump(release_index(document))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", type=Path, default=ROOT.parent / "shared" / "ascend-data")
     parser.add_argument("--check", action="store_true", help="fail if the committed data is stale")
     args = parser.parse_args()
-    document = derive(args.source)
-    text = json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-    index = json.dumps(release_index(document), indent=1, sort_keys=True) + "\n"
+    files = outputs(derive(args.source))
+    # a release file no release produces any more (or the old one-document layout) is stale too
+    extra = [p for p in DATA.glob("ascend_*.json") if p not in files]
     if args.check:
-        stale = [p for p, t in ((OUT, text), (INDEX, index)) if not p.is_file() or p.read_text() != t]
+        stale = [p for p, t in files.items() if not p.is_file() or p.read_text(encoding="utf-8") != t]
+        stale += extra
         raise SystemExit(
-            f"{', '.join(map(str, stale))} stale: run tools/derive_converter_data.py" if stale else 0
+            f"{', '.join(str(p.relative_to(ROOT)) for p in stale)} stale: run tools/derive_converter_data.py"
+            if stale
+            else 0
         )
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(text)
-    INDEX.write_text(index)
-    print(f"wrote {OUT.relative_to(ROOT)} ({len(text)} bytes) and {INDEX.relative_to(ROOT)}")
+    for path in extra:
+        path.unlink()
+    for path, text in files.items():
+        path.write_text(text, encoding="utf-8")
+    print(
+        f"wrote {len(files)} files in {DATA.relative_to(ROOT)} ({sum(map(len, files.values()))} characters)"
+    )
 
 
 def release_index(document: dict) -> dict:
-    """The shipped releases, oldest first, and the default one."""
+    """The shipped releases, oldest first, the default one, and the lists each release uses."""
     versions = sorted(document["releases"], key=version_key)
-    return {"default_release": document["default_release"], "releases": versions}
+    return {
+        "about": "Derived by tools/derive_converter_data.py from shared/ascend-data; do not edit by hand.",
+        "default_release": document["default_release"],
+        "releases": versions,
+        "lists": {version: document["releases"][version]["summary"] for version in versions},
+    }
 
 
 if __name__ == "__main__":
