@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -83,21 +81,6 @@ def test_no_builtin_rule_message_repeats_itself(builtin_tables) -> None:
             _, result = convert_text(example.before, tables)
             for finding in result.findings:
                 assert not _repeats(finding.message), f"{rule.id}: {finding.message}"
-
-
-SHARED_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "ascend-data"
-
-
-@pytest.mark.skipif(
-    not SHARED_DATA.is_dir(),
-    reason="../shared/ascend-data (the source of data/ascend_api.json) is not on this machine",
-)
-def test_derive_script_reproduces_shipped_support_data() -> None:
-    script = Path(__file__).resolve().parent.parent / "tools" / "derive_converter_data.py"
-    done = subprocess.run(
-        [sys.executable, str(script), "--source", str(SHARED_DATA), "--check"], capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_release_index_agrees_with_the_shipped_release_files() -> None:
