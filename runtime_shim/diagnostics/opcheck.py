@@ -2,8 +2,9 @@
 
 Configuration (environment):
 
-* ``RUNTIME_SHIM_RELEASE``: torch version of the list to check against
-  (``2.12.0``, ``2.7.1``, ``2.1.0``; default the newest shipped).
+* ``RUNTIME_SHIM_RELEASE``: torch version of the list to check against: the
+  releases of ``data/releases.json``, the same as the converter's ``-v`` (default
+  the newest); a release without its own operator list uses the nearest one's.
 * ``RUNTIME_SHIM_OPCHECK``: ``warn`` (default; one warning per op, in the
   wording of torch_npu's CPU-fallback warning), ``error`` (raise, like
   ``TORCH_NPU_FALLBACK_CPU_DISABLE=1``, which is honoured too) or ``off``.
