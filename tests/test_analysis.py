@@ -406,7 +406,7 @@ def test_xlsx_has_status_columns_filters_and_never_a_formula(tmp_path: Path) -> 
     assert not [c.coordinate for c in cells if c.data_type == "f"]
     assert "=cmd.py" in [c.value for c in sheet["A"]]
     summary = dict(book["Summary"].iter_rows(values_only=True))
-    assert summary["issues unsupported"] == 3 and summary["release"] == "Ascend data for PyTorch 2.12.0"
+    assert summary["issues unsupported"] == 3 and summary["release"] == "Ascend data for PyTorch 2.13.0"
 
 
 def test_classification_follows_the_selected_release(tmp_path: Path) -> None:
@@ -451,8 +451,8 @@ def test_gate_levels_of_the_new_statuses(tmp_path: Path) -> None:
     statuses = [(i["file"], i["status"], i["source"]) for i in json.loads(result.stdout)["issues"]]
     assert statuses == [
         ("a.py", "no-effect", "rule TP701"),
-        ("b.py", "unsupported-dtype", "PyTorch 2.12.0 support list, dtype in the code"),
-        ("b.py", "partial", "PyTorch 2.12.0 support list"),  # x.double(): Tensor.double is partial
+        ("b.py", "unsupported-dtype", "PyTorch 2.13.0 support list, dtype in the code"),
+        ("b.py", "partial", "PyTorch 2.13.0 support list"),  # x.double(): Tensor.double is partial
     ]
     failed = _analyse(root, "--fail-on", "partial")
     assert failed.exit_code == EXIT_GATE

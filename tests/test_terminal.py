@@ -16,7 +16,7 @@ from ms_fmk_transplt.cli import EXIT_FAILED_FILES, EXIT_GATE, EXIT_UNSUPPORTED, 
 # names rich would read as markup (`[bold]`, `[/bold]`: a MarkupError) or emoji codes (`:100:`)
 NAMES = ["c[bold]d", "e:100:", "s:smile:", "q[/bold]", "[red]r[/red]", "plain"]
 SYNTAX = "syntax error at line 1: invalid syntax"
-FFT = "torch.fft.fftshift is unsupported on Ascend (PyTorch 2.12.0 support list)"
+FFT = "torch.fft.fftshift is unsupported on Ascend (PyTorch 2.13.0 support list)"
 
 
 def _run(*args: str):

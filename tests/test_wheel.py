@@ -70,7 +70,7 @@ def test_wheel_install_loads_builtin_rules(tmp_path: Path) -> None:
     where, summary = done.stdout.splitlines()
     assert where.startswith(str(target)), "the wheel, not the source tree, was imported"
     count, first, release = summary.split()
-    assert int(count) >= 5 and first == "TP001" and release == "2.12.0"
+    assert int(count) >= 5 and first == "TP001" and release == "2.13.0"
     shim = target / "runtime_shim"
     for part in (
         "data/releases.json",
@@ -99,6 +99,16 @@ def test_wheel_install_loads_builtin_rules(tmp_path: Path) -> None:
         "diagnostics/step_record.py",
     ):
         assert (shim / part).is_file(), f"the wheel lacks runtime_shim/{part}"
+    # one data file per release, and the shared mappings
+    from ms_fmk_transplt import data
+
+    package = target / "ms_fmk_transplt" / "data"
+    for name in (
+        "releases.json",
+        "ascend_mappings.json",
+        *(f"ascend_release_{v}.json" for v in data.releases()),
+    ):
+        assert (package / name).is_file(), f"the wheel lacks ms_fmk_transplt/data/{name}"
     # every C++ file the native part builds from (a missing header fails the build at first use)
     from runtime_shim.backend import native
 

@@ -1,9 +1,12 @@
 """Derive the converter's package data from the Ascend support data in ../shared/ascend-data.
 
-Run from the repository root:  python tools/derive_converter_data.py [--source DIR]
-Writes ms_fmk_transplt/data/ascend_api.json (and its index of releases, releases.json): per release the torch.npu surface, the API support
-verdicts and the ATen operators torch_npu has an NPU kernel for (overloads folded into one name),
-plus the CUDA -> NPU mappings. The output records, for every list, the file it came from and the upstream `repository@commit:path` sources named in that file's rows or README.
+Run from the repository root:  python tools/derive_converter_data.py [--source DIR] [--check]
+Writes into ms_fmk_transplt/data/ one `ascend_release_<torch>.json` per release (the torch.npu
+surface, the API support verdicts and the ATen operators torch_npu has an NPU kernel for, overloads
+folded into one name), `ascend_mappings.json` (the CUDA -> NPU mappings) and `releases.json`, the
+index read at every start (the releases, the default, and which lists each release uses). The
+output records, for every list, the file it came from and the upstream `repository@commit:path`
+sources named in that file's rows or README. Which files serve a release: tools/ascend_releases.py.
 """
 
 from __future__ import annotations
@@ -13,37 +16,22 @@ import csv
 import json
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "ms_fmk_transplt" / "data" / "ascend_api.json"
-# the releases and the default alone: read at every start (the CLI's help, the -v check), where
-# parsing the whole 1.1 MB document cost ~10 ms
-INDEX = ROOT / "ms_fmk_transplt" / "data" / "releases.json"
+from ascend_releases import Borrowed, Release, paired_torch_npu, version_key
+from ascend_releases import releases as ascend_releases
 
-# PyTorch version -> (torch_npu release, suffix of the torch_npu_module files)
-RELEASES = {
-    "2.1.0": ("6.0.0", "v6.0.0-pytorch2.1.0"),
-    "2.7.1": ("26.1.0", "v26.1.0-pytorch2.7.1"),
-    "2.12.0": ("26.1.0", "v26.1.0-pytorch2.12.0"),
-}
-NATIVE_SUPPORT = {
-    "2.1.0": "legacy_torch_npu_apis_2.1.0.csv",
-    "2.7.1": "pytorch_native_api_support_2.7.1.csv",
-    "2.12.0": "pytorch_native_api_support_2.12.0.csv",
-}
-# PyTorch version -> the ATen operator list of the torch_npu release paired with it
-ATEN_OPS = {
-    "2.1.0": "npu_aten_ops_torch2.1.0_torchnpu6.0.0.txt",
-    "2.7.1": "npu_aten_ops_torch2.7.1_torchnpu26.1.0.txt",
-    "2.12.0": "npu_aten_ops_torch2.12.0_torchnpu26.1.0.txt",
-}
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "ms_fmk_transplt" / "data"
+# One file per release, parsed only for the selected one: one document of all nine releases
+# (3.4 MB) took ~48 ms to parse at every conversion, one release takes ~3 ms.
+RELEASE_FILE = "ascend_release_{version}.json"
+MAPPINGS = DATA / "ascend_mappings.json"
+# the releases, the default and the lists each uses: read at every start (the CLI's help, -v)
+INDEX = DATA / "releases.json"
+
 ATEN_SOURCE = (
     "op-plugin op_plugin_functions.yaml (official/quant/autograd) and torch_npu npu_native_functions.yaml"
     " `supported:`, per the ascend-data README"
 )
-MSFT_SUPPORT = {
-    "2.1.0": "msfmktransplt_api_support_2.1.0.csv",
-    "2.7.1": "msfmktransplt_api_support_2.7.1.csv",
-}
 MODULE_SOURCE = (
     "Ascend/pytorch torch_npu/npu/__init__.py and torch_npu/npu/amp/__init__.py `__all__` at tag {tag}"
 )
@@ -101,50 +89,107 @@ def _classify(**lists: list[dict[str, str]]) -> dict[str, list[str]]:
     return dict(sorted(out.items()))
 
 
+def _release(source: Path, files: Release) -> dict:
+    """One release's lists and, for each, the file it came from and why that file."""
+    version = files.torch
+    module_dir = source / "torch_npu_module"
+    npu_file = module_dir / files.module.file
+    amp_file = module_dir / files.module.file.replace("npu_all_", "npu_amp_all_")
+    tag = npu_file.stem.removeprefix("torch_npu_npu_all_")
+    native_rows = _rows(source / "api_support" / files.native) if files.native else []
+    msft_rows = _rows(source / "api_support" / files.msfmktransplt) if files.msfmktransplt else []
+    native_sources = _sources(native_rows)
+    torch_npu, pairing = paired_torch_npu(files, [row.get("source", "") for row in native_rows])
+    if files.native is None:
+        native_note = [f"no native API support list for {version} in ascend-data"]
+    elif files.native_is_master:
+        native_note = [
+            f"ascend-data/api_support/{files.native}",
+            f"master (unreleased) docs: ascend-data has no released list for {version}",
+            *native_sources,
+        ]
+    else:
+        native_note = [f"ascend-data/api_support/{files.native}", *native_sources]
+    module_source = MODULE_SOURCE.format(tag=tag)
+    native_summary = files.native or "none in ascend-data"
+    if files.native_is_master:
+        native_summary += " (master docs: no released list)"
+    summary = {
+        "torch_npu": torch_npu or "not in the data",
+        "api_support": native_summary,
+        "msfmktransplt_support": files.msfmktransplt or "none in ascend-data",
+        "aten_ops": _borrowed_summary(files.aten_ops, version),
+        "torch.npu": _borrowed_summary(files.module, version),
+    }
+    return {
+        "summary": summary,
+        "torch_npu": torch_npu,
+        "aten_ops": _aten_names(source / "aten_ops" / files.aten_ops.file),
+        "torch.npu": sorted(set(_lines(npu_file))),
+        "torch.npu.amp": sorted(set(_lines(amp_file))),
+        "support": _classify(api_support=native_rows, msfmktransplt_support=msft_rows),
+        "provenance": {
+            "torch_npu": [pairing],
+            "torch.npu": [
+                f"ascend-data/torch_npu_module/{npu_file.name}",
+                files.module.note("torch.npu", version),
+                module_source,
+            ],
+            "torch.npu.amp": [
+                f"ascend-data/torch_npu_module/{amp_file.name}",
+                files.module.note("torch.npu.amp", version),
+                module_source,
+            ],
+            "api_support": native_note,
+            "support": ["api_support then msfmktransplt_support: the first definite verdict"],
+            "aten_ops": [
+                f"ascend-data/aten_ops/{files.aten_ops.file}",
+                files.aten_ops.note("aten_ops", version),
+                ATEN_SOURCE,
+            ],
+            "msfmktransplt_support": (
+                [f"ascend-data/api_support/{files.msfmktransplt}", *_sources(msft_rows)]
+                if files.msfmktransplt
+                else [f"no msFmkTransplt list for {version} in ascend-data"]
+            ),
+        },
+    }
+
+
+def _borrowed_summary(borrowed: Borrowed, version: str) -> str:
+    own = f"torch {borrowed.torch} / torch_npu {borrowed.torch_npu}"
+    return own if borrowed.torch == version else f"{own} (nearest; none for {version})"
+
+
 def derive(source: Path) -> dict:
     """The JSON document written to the package; pure function of the source folder."""
-    releases = {}
-    for version, (npu_release, tag) in RELEASES.items():
-        module_dir = source / "torch_npu_module"
-        npu_file = module_dir / f"torch_npu_npu_all_{tag}.txt"
-        amp_file = module_dir / f"torch_npu_npu_amp_all_{tag}.txt"
-        support_rows = _rows(source / "api_support" / NATIVE_SUPPORT[version])
-        msft_rows = _rows(source / "api_support" / MSFT_SUPPORT[version]) if version in MSFT_SUPPORT else []
-        aten_file = source / "aten_ops" / ATEN_OPS[version]
-        releases[version] = {
-            "torch_npu": npu_release,
-            "aten_ops": _aten_names(aten_file),
-            "torch.npu": sorted(set(_lines(npu_file))),
-            "torch.npu.amp": sorted(set(_lines(amp_file))),
-            "support": _classify(api_support=support_rows, msfmktransplt_support=msft_rows),
-            "provenance": {
-                "torch.npu": [f"ascend-data/torch_npu_module/{npu_file.name}", MODULE_SOURCE.format(tag=tag)],
-                "torch.npu.amp": [
-                    f"ascend-data/torch_npu_module/{amp_file.name}",
-                    MODULE_SOURCE.format(tag=tag),
-                ],
-                "api_support": [
-                    f"ascend-data/api_support/{NATIVE_SUPPORT[version]}",
-                    *_sources(support_rows),
-                ],
-                "support": ["api_support then msfmktransplt_support: the first definite verdict"],
-                "aten_ops": [f"ascend-data/aten_ops/{aten_file.name}", ATEN_SOURCE],
-                "msfmktransplt_support": (
-                    [f"ascend-data/api_support/{MSFT_SUPPORT[version]}", *_sources(msft_rows)]
-                    if msft_rows
-                    else []
-                ),
-            },
-        }
+    releases = {files.torch: _release(source, files) for files in ascend_releases(source)}
     mapping_rows = _rows(source / "mappings" / "cuda_to_npu_api_mapping.csv")
     mappings = [{"cuda_api": r["cuda_api"], "npu_api": r["npu_api"], "kind": r["kind"]} for r in mapping_rows]
     return {
         "about": "Derived by tools/derive_converter_data.py from shared/ascend-data; do not edit by hand.",
-        "default_release": max(RELEASES, key=lambda v: tuple(int(x) for x in v.split("."))),
+        "default_release": max(releases, key=version_key),
         "releases": releases,
         "mappings": mappings,
         "mappings_provenance": ["ascend-data/mappings/cuda_to_npu_api_mapping.csv", *_sources(mapping_rows)],
     }
+
+
+def _dump(value: object) -> str:
+    return json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def outputs(document: dict) -> dict[Path, str]:
+    """The files to write, and their text: one per release, the mappings and the index."""
+    out = {
+        DATA / RELEASE_FILE.format(version=version): _dump(
+            {k: v for k, v in release.items() if k != "summary"}
+        )
+        for version, release in document["releases"].items()
+    }
+    out[MAPPINGS] = _dump({k: document[k] for k in ("about", "mappings", "mappings_provenance")})
+    out[INDEX] = _dump(release_index(document))
+    return out
 
 
 def main() -> None:
@@ -152,24 +197,35 @@ def main() -> None:
     parser.add_argument("--source", type=Path, default=ROOT.parent / "shared" / "ascend-data")
     parser.add_argument("--check", action="store_true", help="fail if the committed data is stale")
     args = parser.parse_args()
-    document = derive(args.source)
-    text = json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-    index = json.dumps(release_index(document), indent=1, sort_keys=True) + "\n"
+    files = outputs(derive(args.source))
+    # a release file no release produces any more (or the old one-document layout) is stale too
+    extra = [p for p in DATA.glob("ascend_*.json") if p not in files]
     if args.check:
-        stale = [p for p, t in ((OUT, text), (INDEX, index)) if not p.is_file() or p.read_text() != t]
+        stale = [p for p, t in files.items() if not p.is_file() or p.read_text(encoding="utf-8") != t]
+        stale += extra
         raise SystemExit(
-            f"{', '.join(map(str, stale))} stale: run tools/derive_converter_data.py" if stale else 0
+            f"{', '.join(str(p.relative_to(ROOT)) for p in stale)} stale: run tools/derive_converter_data.py"
+            if stale
+            else 0
         )
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(text)
-    INDEX.write_text(index)
-    print(f"wrote {OUT.relative_to(ROOT)} ({len(text)} bytes) and {INDEX.relative_to(ROOT)}")
+    for path in extra:
+        path.unlink()
+    for path, text in files.items():
+        path.write_text(text, encoding="utf-8")
+    print(
+        f"wrote {len(files)} files in {DATA.relative_to(ROOT)} ({sum(map(len, files.values()))} characters)"
+    )
 
 
 def release_index(document: dict) -> dict:
-    """The shipped releases, oldest first, and the default one."""
-    versions = sorted(document["releases"], key=lambda v: tuple(int(x) for x in v.split(".")))
-    return {"default_release": document["default_release"], "releases": versions}
+    """The shipped releases, oldest first, the default one, and the lists each release uses."""
+    versions = sorted(document["releases"], key=version_key)
+    return {
+        "about": "Derived by tools/derive_converter_data.py from shared/ascend-data; do not edit by hand.",
+        "default_release": document["default_release"],
+        "releases": versions,
+        "lists": {version: document["releases"][version]["summary"] for version in versions},
+    }
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@ Writes into ``runtime_shim/data/``:
   support docs list for it (``mm fp16 fp32``): the union over the Python spellings that
   reach it (``torch.X``, ``torch.Tensor.X``, ``torch.nn.functional.X``, ``torch.linalg.X``
   as ``linalg_X``, ...), rows with no dtype cell left out;
-* ``releases.json``: the index of those lists (newest first) with provenance;
+* ``releases.json``: one entry per release (newest first), the same releases as the converter's
+  (tools/ascend_releases.py): a release without its own operator list uses the nearest
+  release's, and its entry says so (``ops_torch``, ``ops_from``);
 * ``npu_api_names.json``: ``__all__`` of ``torch_npu.npu`` and ``torch_npu.npu.amp``
   per release, with provenance.
 
@@ -28,18 +30,16 @@ import re
 import sys
 from pathlib import Path
 
+from ascend_releases import Release, version_key
+from ascend_releases import releases as ascend_releases
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SOURCE = ROOT.parent / "shared" / "ascend-data"
 OUT_DIR = ROOT / "runtime_shim" / "data"
 
-ATEN_FILE = re.compile(r"npu_aten_ops_torch(?P<torch>[\d.]+)_torchnpu(?P<npu>[\d.]+)\.txt$")
 API_FILE = re.compile(r"torch_npu_npu_(?P<kind>all|amp_all)_(?P<tag>master|v[\d.]+-pytorch[\d.]+)\.txt$")
 TORCH_NPU_SOURCE = re.compile(r"(?P<repo>Ascend/pytorch)@(?P<commit>[0-9a-f]+)\((?P<tag>[^)]+)\)")
 OP_PLUGIN_SOURCE = re.compile(r"(?P<repo>Ascend/op-plugin)@(?P<commit>[0-9a-f]+)")
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split("."))
 
 
 def collect_commits(source: Path) -> tuple[dict[str, str], str | None]:
@@ -99,22 +99,13 @@ def dtype_table(csv_path: Path) -> tuple[dict[str, set[str]], str]:
     return table, cited
 
 
-def _dtype_source(source: Path, torch_version: str) -> Path | None:
-    for name in (
-        f"pytorch_native_api_support_{torch_version}.csv",
-        f"legacy_torch_npu_apis_{torch_version}.csv",
-    ):
-        path = source / "api_support" / name
-        if path.is_file():
-            return path
-    return None
-
-
-def write_dtypes(source: Path, out_dir: Path, torch_version: str) -> tuple[Path, dict[str, str]] | None:
-    """Write ``npu_dtypes_torch<T>.txt`` for one release; None when its docs give no dtypes."""
-    csv_path = _dtype_source(source, torch_version)
-    if csv_path is None:
+def write_dtypes(source: Path, out_dir: Path, release: Release) -> tuple[Path, dict[str, str]] | None:
+    """Write ``npu_dtypes_torch<T>.txt`` for one release; None when it has no native list or
+    its docs give no dtypes (msFmkTransplt's lists have no dtype column)."""
+    torch_version = release.torch
+    if release.native is None:
         return None
+    csv_path = source / "api_support" / release.native
     table, cited = dtype_table(csv_path)
     if not table:
         return None
@@ -144,43 +135,51 @@ def derive(source: Path, out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     releases = []
-    for path in sorted((source / "aten_ops").glob("npu_aten_ops_*.txt")):
-        match = ATEN_FILE.search(path.name)
-        if not match:
-            continue
-        torch_version, npu_version = match["torch"], match["npu"]
-        tag = f"v{npu_version}-pytorch{torch_version}"
+    for release in ascend_releases(source):
+        torch_version, borrowed = release.torch, release.aten_ops
+        tag = f"v{borrowed.torch_npu}-pytorch{borrowed.torch}"
         torch_npu_commit = tags.get(tag, "unknown (no row of the shared data cites this tag)")
-        ops = read_names(path)
-        name = f"npu_ops_torch{torch_version}_torchnpu{npu_version}.txt"
+        name = f"npu_ops_torch{borrowed.torch}_torchnpu{borrowed.torch_npu}.txt"
         provenance = {
-            "source_file": f"shared/ascend-data/aten_ops/{path.name}",
+            "source_file": f"shared/ascend-data/aten_ops/{borrowed.file}",
             "torch_npu_source": f"{torch_npu_commit}({tag}):torch_npu/csrc/aten/npu_native_functions.yaml",
             "op_plugin_source": f"{op_plugin}:op_plugin/config/op_plugin_functions.yaml"
             if op_plugin
             else "unknown",
         }
-        header = [
-            "# NPU ATen operator list, derived by tools/derive_runtime_data.py (do not edit).",
-            f"# release: torch {torch_version} / torch_npu {npu_version}",
-            f"# source file: {provenance['source_file']}",
-            f"# torch_npu: {provenance['torch_npu_source']}",
-            f"# op-plugin: {provenance['op_plugin_source']} (commit as cited by the shared data rows)",
-            "# caveats: CompositeImplicitAutograd ops are not listed (they decompose);",
-            "#   _foreach_* ops not listed run through generic per-tensor kernels.",
-            f"# operators: {len(ops)}",
-        ]
+        ops = read_names(source / "aten_ops" / borrowed.file)
         target = out_dir / name
-        target.write_text("\n".join(header + ops) + "\n", encoding="utf-8")
-        written.append(target)
-        dtypes = write_dtypes(source, out_dir, torch_version)
+        if target not in written:  # one file serves every release that borrows it
+            header = [
+                "# NPU ATen operator list, derived by tools/derive_runtime_data.py (do not edit).",
+                f"# release: torch {borrowed.torch} / torch_npu {borrowed.torch_npu}",
+                f"# source file: {provenance['source_file']}",
+                f"# torch_npu: {provenance['torch_npu_source']}",
+                f"# op-plugin: {provenance['op_plugin_source']} (commit as cited by the shared data rows)",
+                "# caveats: CompositeImplicitAutograd ops are not listed (they decompose);",
+                "#   _foreach_* ops not listed run through generic per-tensor kernels.",
+                f"# operators: {len(ops)}",
+            ]
+            target.write_text("\n".join(header + ops) + "\n", encoding="utf-8")
+            written.append(target)
+        dtypes = write_dtypes(source, out_dir, release)
         if dtypes is not None:
             written.append(dtypes[0])
             provenance = {**provenance, **dtypes[1]}
+        else:
+            provenance["dtypes_source_file"] = f"none: no native API support list for {torch_version}"
         releases.append(
-            {"torch": torch_version, "torch_npu": npu_version, "file": name, "count": len(ops), **provenance}
+            {
+                "torch": torch_version,
+                "torch_npu": borrowed.torch_npu,
+                "ops_torch": borrowed.torch,
+                "ops_from": borrowed.note("operators", torch_version),
+                "file": name,
+                "count": len(ops),
+                **provenance,
+            }
         )
-    releases.sort(key=lambda r: _version_key(r["torch"]), reverse=True)
+    releases.sort(key=lambda r: version_key(r["torch"]), reverse=True)
     index = out_dir / "releases.json"
     index.write_text(
         json.dumps(

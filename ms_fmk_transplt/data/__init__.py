@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -11,16 +11,14 @@ from typing import Any
 MEMBER_LISTS = {"torch.npu": "torch.npu", "torch.npu.amp": "torch.npu.amp"}
 
 
-@lru_cache(maxsize=1)
-def ascend_api() -> dict[str, Any]:
-    """The whole derived document."""
-    return json.loads(resources.files(__name__).joinpath("ascend_api.json").read_text(encoding="utf-8"))
+def _load(name: str) -> Any:
+    return json.loads(resources.files(__name__).joinpath(name).read_text(encoding="utf-8"))
 
 
 @lru_cache(maxsize=1)
 def _index() -> dict[str, Any]:
-    """releases.json: the releases and the default, without parsing the whole document."""
-    return json.loads(resources.files(__name__).joinpath("releases.json").read_text(encoding="utf-8"))
+    """releases.json: the releases, the default and their lists, without any release's data."""
+    return _load("releases.json")
 
 
 def releases() -> list[str]:
@@ -32,9 +30,21 @@ def default_release() -> str:
     return str(_index()["default_release"])
 
 
+def release_lists(version: str) -> dict[str, str]:
+    """Which ascend-data lists a release uses, one line each (the rules reference prints them)."""
+    return dict(_index()["lists"][version])
+
+
+@cache
 def release(version: str | None = None) -> dict[str, Any]:
-    """The data of one release (the default when None)."""
-    return ascend_api()["releases"][version or default_release()]
+    """The data of one release (the default when None): its own file, parsed on first use."""
+    return _load(f"ascend_release_{version or default_release()}.json")
+
+
+@lru_cache(maxsize=1)
+def mappings() -> dict[str, Any]:
+    """The CUDA -> NPU API correspondences, shared by every release, with their provenance."""
+    return _load("ascend_mappings.json")
 
 
 def members(list_name: str, version: str | None = None) -> list[str]:

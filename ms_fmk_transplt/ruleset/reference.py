@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ms_fmk_transplt import data
 from ms_fmk_transplt.engine.roles import POLICY
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.ruleset.registry import all_kinds
@@ -61,12 +62,36 @@ def rules_markdown(rules: list[Rule]) -> str:
                     out.append(
                         "Before:\n\n" + _fence(example.before) + "\nAfter:\n\n" + _fence(example.after) + "\n"
                     )
+    out.append(releases_markdown())
     kinds_doc = ["\n## Rule kinds\n\n"]
     for name in sorted(kinds):
         module = __import__(f"ms_fmk_transplt.ruleset.kinds.{_module(name)}", fromlist=["_"])
         doc = user_doc(module.__doc__ or "")
         kinds_doc.append(f"### {name}\n\n{doc}\n\n")
     return "".join(out + kinds_doc)
+
+
+def releases_markdown() -> str:
+    """The releases `-v` accepts and, per release, the ascend-data lists its TP1xx/TP9xx data comes from."""
+    rows = [
+        "\n## Release data (`-v`)\n\n",
+        f"`-v` selects the Ascend data of one PyTorch release: {', '.join(data.releases())} "
+        f"(default {data.default_release()}, the newest). API verdicts (TP901, TP902) come from the "
+        "release's native API support list, then from msFmkTransplt's own list where the native one "
+        "has none or gives no verdict; the ATen operators with an NPU kernel (TP901's kernel-backed "
+        "count) and the `torch.npu` members (TP1xx) come from the release's own torch_npu lists, or "
+        "from the nearest release's where ascend-data has none for it. Derived by "
+        "`tools/derive_converter_data.py`; each release file records the provenance of every list.\n\n",
+        "| release | torch_npu | native API support list | msFmkTransplt's list | ATen operators | torch.npu members |\n",
+        "|---|---|---|---|---|---|\n",
+    ]
+    for version in data.releases():
+        lists = data.release_lists(version)
+        cells = (
+            lists[k] for k in ("torch_npu", "api_support", "msfmktransplt_support", "aten_ops", "torch.npu")
+        )
+        rows.append(f"| {version} | " + " | ".join(cells) + " |\n")
+    return "".join(rows)
 
 
 def user_doc(doc: str) -> str:

@@ -2,8 +2,9 @@
 
 Configuration (environment):
 
-* ``RUNTIME_SHIM_RELEASE``: torch version of the list to check against
-  (``2.12.0``, ``2.7.1``, ``2.1.0``; default the newest shipped).
+* ``RUNTIME_SHIM_RELEASE``: torch version of the list to check against: the
+  releases of ``data/releases.json``, the same as the converter's ``-v`` (default
+  the newest); a release without its own operator list uses the nearest one's.
 * ``RUNTIME_SHIM_OPCHECK``: ``warn`` (default; one warning per op, in the
   wording of torch_npu's CPU-fallback warning), ``error`` (raise, like
   ``TORCH_NPU_FALLBACK_CPU_DISABLE=1``, which is honoured too) or ``off``.
@@ -118,6 +119,15 @@ class Release:
     ops: frozenset[str]
     provenance: dict = field(default_factory=dict)
     dtypes: dict[str, frozenset[str]] = field(default_factory=dict)
+    # the torch version the operator list was made for: another one when `torch` has none
+    ops_torch: str = ""
+
+    @property
+    def label(self) -> str:
+        """How messages name the list checked against, and the release it stands in for."""
+        ops_torch = self.ops_torch or self.torch
+        own = f"torch_npu {self.torch_npu} for torch {ops_torch}"
+        return own if ops_torch == self.torch else f"{own}, the nearest list to torch {self.torch}"
 
 
 _data_file = data_file
@@ -143,7 +153,7 @@ def load_release(torch_version: str | None = None) -> Release:
                     if line and not line.startswith("#"):
                         name, *labels = line.split()
                         dtypes[name] = frozenset(labels)
-            return Release(entry["torch"], entry["torch_npu"], ops, entry, dtypes)
+            return Release(entry["torch"], entry["torch_npu"], ops, entry, dtypes, entry.get("ops_torch", ""))
     choices = ", ".join(e["torch"] for e in index["releases"])
     raise ValueError(f"RUNTIME_SHIM_RELEASE={wanted} is not a shipped release (choices: {choices})")
 
@@ -261,13 +271,13 @@ class OpChecker:
                 counter[0] = 0
             raise NpuOperatorNotSupported(
                 f"The operator 'aten::{op}' is not currently supported on the NPU backend "
-                f"(torch_npu {self.release.torch_npu} for torch {self.release.torch}) and CPU "
+                f"({self.release.label}) and CPU "
                 "fallback is disabled (runtime_shim opcheck mode 'error')"
             )
         warnings.warn(
             f"The operator 'aten::{op}' is not currently supported on the NPU backend and will "
             f"fall back to run on the CPU. This may have performance implications. "
-            f"(runtime_shim: checked against torch_npu {self.release.torch_npu} for torch {self.release.torch})",
+            f"(runtime_shim: checked against {self.release.label})",
             UserWarning,
             stacklevel=2,
         )
@@ -310,14 +320,14 @@ class OpChecker:
         if self.mode == "error":
             raise NpuOperatorNotSupported(
                 f"The operator 'aten::{op}' does not support dtype {label} on the NPU backend "
-                f"(torch_npu {self.release.torch_npu} for torch {self.release.torch} documents: {listed}; "
+                f"(the torch {self.release.torch} API docs list: {listed}; "
                 "runtime_shim opcheck mode 'error')"
             )
         self.bad_dtypes.setdefault(op, {})[label] = user_call_site()
         warnings.warn(
             f"The operator 'aten::{op}' is called with dtype {label}, which the NPU backend does not "
             f"support for it (documented: {listed}). "
-            f"(runtime_shim: checked against torch_npu {self.release.torch_npu} for torch {self.release.torch})",
+            f"(runtime_shim: checked against {self.release.label})",
             UserWarning,
             stacklevel=3,
         )
@@ -373,7 +383,11 @@ class OpChecker:
                 )
             else:
                 payload = {
-                    "release": {"torch": self.release.torch, "torch_npu": self.release.torch_npu},
+                    "release": {
+                        "torch": self.release.torch,
+                        "torch_npu": self.release.torch_npu,
+                        "ops_torch": self.release.ops_torch or self.release.torch,
+                    },
                     "provenance": {k: v for k, v in self.release.provenance.items() if k.endswith("source")},
                     "run": self.run,
                     "pid": os.getpid(),

@@ -16,9 +16,15 @@ from runtime_shim.runtime.state import STATE
 
 
 def test_shipped_lists_and_provenance_headers():
-    assert opcheck.available_releases() == ["2.12.0", "2.7.1", "2.1.0"]
+    assert opcheck.available_releases() == [
+        "2.13.0", "2.12.0", "2.11.0", "2.10.0", "2.9.0", "2.8.0", "2.7.1", "2.6.0", "2.1.0"
+    ]  # fmt: skip
     release = opcheck.load_release()
-    assert release.torch == "2.12.0" and release.torch_npu == "26.1.0"
+    # torch 2.13.0 has no operator list of its own: the nearest one, 2.12.0's, stands in and says so
+    assert release.torch == "2.13.0" and release.torch_npu == "26.1.0" and release.ops_torch == "2.12.0"
+    assert release.label == "torch_npu 26.1.0 for torch 2.12.0, the nearest list to torch 2.13.0"
+    assert release.ops == opcheck.load_release("2.12.0").ops
+    assert opcheck.load_release("2.12.0").label == "torch_npu 26.1.0 for torch 2.12.0"
     assert "addmm" in release.ops and "mm" in release.ops
     header = (
         (ROOT / "runtime_shim" / "data" / "npu_ops_torch2.12.0_torchnpu26.1.0.txt")
