@@ -172,6 +172,10 @@ class ModuleRewriter(SiteReports, CachedDispatch):
         self.results.compare(node)
         return True
 
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        self.results.use(node, node.value, ResultUse.ATTRIBUTE)
+        return True
+
     # ---- string literals: devices, backends, environment variables ------------------------------
     def leave_SimpleString(
         self, original_node: cst.SimpleString, updated_node: cst.SimpleString
