@@ -99,8 +99,8 @@ KERNEL = (
 
 def test_a_namespace_folder_named_like_a_library_beside_the_library(tmp_path: Path) -> None:
     """A `triton/` folder without __init__.py (Triton Inference Server scripts): its own modules
-    are the project's, while `triton.language` and `triton.jit`, which it does not hold, are
-    OpenAI Triton's, in the same run."""
+    are the project's, while `import triton`, `triton.language` and `triton.jit`, which it does
+    not hold, are OpenAI Triton's, in the same run."""
     root = _tree(
         tmp_path / "proj",
         {
@@ -112,7 +112,7 @@ def test_a_namespace_folder_named_like_a_library_beside_the_library(tmp_path: Pa
     )
     rows = _rows(root, tmp_path)
     assert rows["triton/run_inference.py"] == []
-    assert rows["models/kernels.py"] == ["TP532:3", "TP532:6", "TP532:8"]
+    assert rows["models/kernels.py"] == ["TP532:2", "TP532:3", "TP532:6", "TP532:8"]
 
 
 def test_twin_kernels_alone_are_reported_as_today(tmp_path: Path) -> None:
@@ -157,11 +157,14 @@ def test_the_cached_result_follows_the_tree(tmp_path: Path) -> None:
         ("tools/x.py", "helper", True),  # the file's own folder
         ("train.py", "helper", False),  # ... and no other's
         ("train.py", "ns.a.b", True),  # a namespace folder: while segments reach the tree
-        ("train.py", "ns", True),
+        ("train.py", "ns", False),  # a bare namespace folder: the installed package wins
+        ("train.py", "ns.a", True),
         ("train.py", "ns.language", False),  # not in it: an installed library's
         ("train.py", "ns.a.missing", False),
         ("train.py", "lib.thing", True),  # src/ layout
         ("train.py", "torch.cuda", False),
+        ("pkg/sub.py", "torch.cuda", False),  # pkg/torch.py: a package's folder is no root
+        ("tools/x.py", "torch.cuda", True),  # tools/torch.py beside a script shadows torch
     ],
 )
 def test_what_a_file_owns(importer: str, name: str, owned: bool) -> None:
@@ -170,12 +173,31 @@ def test_what_a_file_owns(importer: str, name: str, owned: bool) -> None:
             "train.py",
             "pkg/__init__.py",
             "pkg/sub.py",
+            "pkg/torch.py",
             "mod.py",
             "tools/x.py",
             "tools/helper.py",
+            "tools/torch.py",
             "ns/a/b.py",
             "src/lib/__init__.py",
             "notes.ipynb",
         ]
     )
     assert layout.seen_from(importer).owns(name) is owned
+
+
+def test_a_packages_module_named_torch_does_not_shadow_torch(tmp_path: Path) -> None:
+    """mamba_ssm/utils/torch.py beside mamba_ssm/utils/generation.py: the package's folder is not
+    on sys.path, so `import torch` there is torch, and torch.cuda is converted."""
+    root = _tree(
+        tmp_path / "proj",
+        {
+            "mamba_ssm/__init__.py": "",
+            "mamba_ssm/utils/__init__.py": "",
+            "mamba_ssm/utils/torch.py": "def custom_fwd(f): return f\n",
+            "mamba_ssm/utils/generation.py": "import torch\ntorch.cuda.synchronize()\n",
+        },
+    )
+    run = convert_project(Options(source=root, output=tmp_path / "out", use_cache=False))
+    out = (Path(run.output_root) / "mamba_ssm/utils/generation.py").read_text()
+    assert "torch.npu.synchronize()" in out

@@ -46,7 +46,10 @@ class ProjectLayout:
         folder = posixpath.dirname(posixpath.normpath(path))
         roots: list[str] = []
         while True:
-            roots.append(folder)
+            # a regular package's folder is never on sys.path: its modules are imported by the
+            # package's name, so its `utils/torch.py` does not shadow torch for its neighbours
+            if _join(folder, "__init__.py") not in self.files:
+                roots.append(folder)
             src = _join(folder, "src")
             if src in self.folders and _join(src, "__init__.py") not in self.files:
                 roots.append(src)
@@ -92,7 +95,9 @@ class FirstParty:
                 if path in folders:
                     reached.append(path)
             portions = reached  # none: not in the project's namespace package, an installed library's
-        return bool(portions)
+        # a bare name reaching only folders (`import triton`, tests/ops/triton/ up the tree) is
+        # the installed library's: Python prefers a regular package to namespace portions
+        return bool(portions) and len(parts) > 1
 
 
 POLICY = """\
@@ -104,14 +109,17 @@ named like one (`triton/` of Triton Inference Server scripts) is not reported fo
 
 - **Roots**: the importing file's own folder (a script's `sys.path[0]`) and every folder above it
   up to the input root (where a project is run, installed or tested from; it holds the folder
-  above each package), each with its `src/` folder (the src layout).
+  above each package), each with its `src/` folder (the src layout); a regular package's folder
+  is none (its modules are imported by the package's name: `mamba_ssm/utils/torch.py` does not
+  shadow torch for `mamba_ssm/utils/generation.py`).
 - **A module `a.py` or a regular package `a/__init__.py`** at a root is what Python imports for
   `a`, before any installed library: every name under `a` is the project's.
 - **A folder `a/` without `__init__.py`** is a namespace package, which Python uses only when no
   installed package `a` exists (a CUDA-only library never is, on an Ascend host): a name under it
   is the project's while each of its segments reaches a module, package or folder of the project
   (`triton.deployment_toolkit.core`), a library's as soon as one does not (`triton.language`
-  and `triton.jit` where the project's `triton/` holds no such module), in the same run.
+  and `triton.jit` where the project's `triton/` holds no such module), in the same run; the
+  bare name (`import triton`) is the library's, which Python prefers to namespace folders.
 - **Relative imports** are always the project's. A compiled extension the project builds
   (`import selective_scan_cuda`, no `.py` in the tree) is still reported.
 - **`-i` a subfolder** of a project: the project's other packages are not in the tree, so
