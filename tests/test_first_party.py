@@ -201,3 +201,16 @@ def test_a_packages_module_named_torch_does_not_shadow_torch(tmp_path: Path) -> 
     run = convert_project(Options(source=root, output=tmp_path / "out", use_cache=False))
     out = (Path(run.output_root) / "mamba_ssm/utils/generation.py").read_text()
     assert "torch.npu.synchronize()" in out
+
+
+def test_explain_sees_the_tree_of_the_current_folder(tmp_path: Path, monkeypatch) -> None:
+    """`explain FILE` judges imports as a run of the current folder does; its twin, the same
+    file alone in its folder, keeps the report."""
+    from ms_fmk_transplt.explain import explain_target
+
+    root = _tree(tmp_path / "proj", {"train.py": TRAIN, "mamba_ssm/__init__.py": ""})
+    alone = _tree(tmp_path / "alone", {"train.py": TRAIN})
+    monkeypatch.chdir(root)
+    assert not [line for line in explain_target("train.py") if "TP544" in line]
+    monkeypatch.chdir(tmp_path)
+    assert [line for line in explain_target(str(alone / "train.py")) if "TP544" in line]
