@@ -214,3 +214,16 @@ def test_explain_sees_the_tree_of_the_current_folder(tmp_path: Path, monkeypatch
     assert not [line for line in explain_target("train.py") if "TP544" in line]
     monkeypatch.chdir(tmp_path)
     assert [line for line in explain_target(str(alone / "train.py")) if "TP544" in line]
+
+
+@pytest.mark.parametrize("path", ["/abs/proj/train.py", "../other/train.py", "train.py", "./a/b.py"])
+def test_every_way_a_run_names_a_file_ends(path: str) -> None:
+    """analyse of several inputs names files outside the current folder by absolute path."""
+    layout = ProjectLayout.of(["/abs/proj/mamba_ssm/__init__.py", "/abs/proj/train.py"])
+    view = layout.seen_from(path)
+    assert view.owns("mamba_ssm.x") is (path == "/abs/proj/train.py")
+
+
+def test_the_input_root_is_a_root_even_as_a_package() -> None:
+    layout = ProjectLayout.of(["__init__.py", "train.py", "mamba_ssm/__init__.py"])
+    assert layout.seen_from("train.py").owns("mamba_ssm.modules")

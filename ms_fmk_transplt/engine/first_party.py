@@ -47,15 +47,17 @@ class ProjectLayout:
         roots: list[str] = []
         while True:
             # a regular package's folder is never on sys.path: its modules are imported by the
-            # package's name, so its `utils/torch.py` does not shadow torch for its neighbours
-            if _join(folder, "__init__.py") not in self.files:
+            # package's name, so its `utils/torch.py` does not shadow torch for its neighbours;
+            # the input root is, even with a stray __init__.py (scripts run from there)
+            if not folder or _join(folder, "__init__.py") not in self.files:
                 roots.append(folder)
             src = _join(folder, "src")
             if src in self.folders and _join(src, "__init__.py") not in self.files:
                 roots.append(src)
-            if not folder or folder in (".", "..") or folder.endswith("/.."):
-                break
-            folder = posixpath.dirname(folder)
+            parent = posixpath.dirname(folder)
+            if not folder or parent == folder or folder in (".", "..") or folder.endswith("/.."):
+                break  # the input root, or the top of an absolute path (analyse of several inputs)
+            folder = parent
         return FirstParty(self, tuple(roots))
 
 
