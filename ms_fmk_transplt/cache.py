@@ -64,6 +64,7 @@ class ResultCache:
     def __init__(self, directory: Path, rule_set: bytes, warnings: list[str]) -> None:
         self.path = directory / CACHE_FILE
         self.rule_set = rule_set
+        self.file_set = rule_set  # what a file's key holds besides the file (`knowing`)
         self.warnings = warnings
         self.pending: list[tuple[bytes, bytes | bytearray]] = []
         self.pending_bytes = 0
@@ -103,8 +104,12 @@ class ResultCache:
         self.db = None
 
     def key(self, rel: str, data: bytes) -> bytes:
-        """The key of one file's result under this cache's rule set."""
-        return file_key(self.rule_set, rel, data)
+        """The key of one file's result under this cache's rule set and the run's input tree."""
+        return file_key(self.file_set, rel, data)
+
+    def knowing(self, layout_digest: bytes) -> None:
+        """A file's result depends on the input tree's modules too (engine/first_party.py)."""
+        self.file_set = self.rule_set + layout_digest
 
     def get(self, key: bytes, rel: str) -> FileResult | None:
         """The stored result for `key` if it is `rel`'s; None on a miss or an unreadable entry."""

@@ -12,6 +12,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from ms_fmk_transplt.engine.first_party import ProjectLayout
 from ms_fmk_transplt.suggest import closest
 
 LOG_NAME = "msFmkTranspltlog.txt"  # written into every output folder (run.py)
@@ -298,3 +299,9 @@ def no_python_notice(entries: list[Entry], where: str) -> str | None:
     if any(e.excluded and e.rel.endswith(".py") for e in entries):
         return f"no Python files to analyse in {where}: every one matches --exclude"
     return f"no Python files found in {where}"
+
+
+def project_layout(entries: list[Entry]) -> ProjectLayout:
+    """The input tree's Python modules, excluded ones too (they are still the project's), which
+    decide what each file's imports reach (engine/first_party.py)."""
+    return ProjectLayout.of(e.rel for e in entries if e.kind is EntryKind.PYTHON or e.excluded)

@@ -11,6 +11,7 @@ cell's line.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -120,7 +121,21 @@ def explain_target(target: str, rule_files: tuple[str, ...] = (), release: str |
             f"{target}: line {line} is out of range ({path} has {count} line{'s' * (count != 1)})"
         )
     tables = compile_rules(load_rules(rule_files), release=release or "")
-    return explain(str(path), data, tables, line)
+    return explain(str(path), data, _in_project(path, tables), line)
+
+
+def _in_project(path: Path, tables: Tables) -> Tables:
+    """The tables as a run of the current folder (else of the file's folder) sees `path`: its
+    imports of that tree's own modules are no library's (engine/first_party.py)."""
+    from ms_fmk_transplt.discover import discover, project_layout
+
+    absolute = path.resolve()
+    root = Path.cwd().resolve()
+    if root not in absolute.parents:
+        root = absolute.parent
+    layout = project_layout(discover(root))
+    view = layout.seen_from(absolute.relative_to(root).as_posix())
+    return dataclasses.replace(tables, project=None, first_party=view)
 
 
 def _file_and_line(target: str) -> tuple[Path, int | None]:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from multiprocessing.context import BaseContext
     from multiprocessing.process import BaseProcess
 
+    from ms_fmk_transplt.engine.first_party import ProjectLayout
     from ms_fmk_transplt.engine.tables import Tables
 
 Progress = Callable[[int, int, str], None]
@@ -57,6 +58,10 @@ class TableSource:
     @classmethod
     def of(cls, tables: Tables) -> TableSource:
         return cls(lambda: tables, tables.text_globs())
+
+    def seen_in(self, layout: ProjectLayout) -> TableSource:
+        """The same tables, knowing the run's input tree (engine/first_party.py), still made on first use."""
+        return TableSource(lambda: dataclasses.replace(self.get(), project=layout), self.text_globs)
 
     def get(self) -> Tables:
         if self._tables is None:
@@ -211,7 +216,7 @@ def map_files(
         jobs = (os.cpu_count() or 1) if big else 1
     jobs = max(1, min(jobs, len(sized)))
     # closed at once when the loop ends early (an interrupt, an output error): the workers stop then
-    rule_set = cache.rule_set if cache is not None else None
+    rule_set = cache.file_set if cache is not None else None
     others: dict[str, FileResult] = {}
 
     def other_files() -> None:

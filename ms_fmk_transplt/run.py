@@ -31,6 +31,7 @@ from ms_fmk_transplt.discover import (
     kept_aside,
     link_notes,
     no_python_notice,
+    project_layout,
 )
 from ms_fmk_transplt.pipeline import Progress, Staging, StreamWriter, TableSource, map_files, write_tree
 from ms_fmk_transplt.records import FileResult, RunResult, Status
@@ -279,6 +280,15 @@ def _prepare(options: Options, warnings: list[str]) -> tuple[str, list, TableSou
     return release, rules, TableSource.of(tables), cache
 
 
+def _seen_in(entries: list[Entry], tables: TableSource, cache: ResultCache | None) -> TableSource:
+    """The tables knowing the input tree's own modules (engine/first_party.py), once per run; the
+    cache keys results by that tree too."""
+    layout = project_layout(entries)
+    if cache is not None:
+        cache.knowing(layout.digest())
+    return tables.seen_in(layout)
+
+
 def _left_out_notes(left_out: list[str]) -> list[str]:
     """One warning per folder of converted code inside the input that was not walked."""
     return [f"{rel}: output of an earlier ms_fmk_transplt run, not converted again" for rel in left_out]
@@ -348,6 +358,7 @@ def convert_project(
         warnings.extend(_left_out_notes(left_out))
         warnings.extend(link_notes(entries))
         warnings.extend(filter(None, [no_python_notice(entries, str(options.source))]))
+        tables = _seen_in(entries, tables, cache)
         if stage is not None:
             entries = stage.inputs(entries)
         staging = Staging(final, force=options.force)
@@ -472,6 +483,7 @@ def analyse_project(
         warnings.extend(_left_out_notes(left_out))
         warnings.extend(link_notes(entries))
         warnings.extend(filter(None, [no_python_notice(entries, ", ".join(str(s) for s in sources))]))
+        tables = _seen_in(entries, tables, cache)
 
         def drop_output(result: FileResult, data: bytes | None = None) -> FileResult:
             return (

@@ -110,6 +110,7 @@ def convert_source(path: str, data: bytes, tables: Tables, *, fast: bool = True)
 
 
 def _convert(path: str, data: bytes, tables: Tables, fast: bool) -> FileResult:
+    tables = tables.for_file(path)
     problem = _decode_problem(data)
     if problem:
         return FileResult(path, Status.FAILED, reason=problem)

@@ -209,6 +209,7 @@ class ResultUse(Enum):
     ITERATE = "iterate"
     COMPARE_EQUAL = "compare_equal"  # == or != only
     ORDER = "order"  # <, >=, in, ...
+    ATTRIBUTE = "attribute"  # `.major` read: the node handed over is the Attribute
 
 
 class ResultHook(Protocol):

@@ -24,7 +24,7 @@ class ResultUses:
         self.qualify = qualify
         self.site = site
         self.names: dict[str, tuple[ResultHook, str]] = {}  # `cap = ...`: name -> (hook, call's name)
-        self.reported: set[tuple[str, ResultUse]] = set()  # this statement's (name, use) pairs
+        self.reported: set[tuple[str, ResultUse, str]] = set()  # this statement's (name, use, attribute)
         self.statement: cst.CSTNode | None = None
 
     def enter_statement(self, statement: cst.CSTNode) -> None:
@@ -49,9 +49,10 @@ class ResultUses:
         hook, name = found
         through = ""
         if isinstance(expr, cst.Name):
-            if (expr.value, use) in self.reported:
+            key = (expr.value, use, node.attr.value if isinstance(node, cst.Attribute) else "")
+            if key in self.reported:
                 return
-            self.reported.add((expr.value, use))
+            self.reported.add(key)
             through = expr.value
         hook.result_used(self.site, node, name, use, through)
 

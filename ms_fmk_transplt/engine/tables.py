@@ -9,11 +9,13 @@ every file (and pickled to worker processes).
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import re
 from dataclasses import dataclass, field
 
 from ms_fmk_transplt.engine.context import DeviceSpec
+from ms_fmk_transplt.engine.first_party import FirstParty, ProjectLayout
 from ms_fmk_transplt.engine.hooks import (
     AttributeHook,
     CallHook,
@@ -131,9 +133,26 @@ class Tables:
     path_string_calls: set[str] = field(default_factory=set)
     support: SupportLists = field(default_factory=lambda: SupportLists())  # filled by ApiSupportRule
     release: str = ""
+    # the run's input tree (engine/first_party.py), and one file's view of it (`for_file`)
+    project: ProjectLayout | None = None
+    first_party: FirstParty | None = None
+
+    def for_file(self, path: str) -> Tables:
+        """These tables as the file at `path` sees them: its imports of the project's own modules
+        are no library's (`lookup` finds no rule for them)."""
+        if self.project is None:
+            return self
+        return dataclasses.replace(self, first_party=self.project.seen_from(path))
+
+    def owned(self, name: str) -> bool:
+        """`name` is the project's own (a file's view only: `for_file`), so no library rule applies."""
+        return self.first_party is not None and self.first_party.owns(name)
 
     def lookup(self, name: str) -> Match | None:
-        """The longest prefix of dotted `name` that a rule covers, with its replacement."""
+        """The longest prefix of dotted `name` that a rule covers, with its replacement; None for
+        a name of the project's own modules (engine/first_party.py), whatever rule names it."""
+        if self.owned(name):
+            return None
         parts = name.split(".")
         for end in range(len(parts), 0, -1):
             prefix = ".".join(parts[:end])

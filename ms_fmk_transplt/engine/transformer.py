@@ -172,6 +172,10 @@ class ModuleRewriter(SiteReports, CachedDispatch):
         self.results.compare(node)
         return True
 
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        self.results.use(node, node.value, ResultUse.ATTRIBUTE)
+        return True
+
     # ---- string literals: devices, backends, environment variables ------------------------------
     def leave_SimpleString(
         self, original_node: cst.SimpleString, updated_node: cst.SimpleString
@@ -293,7 +297,7 @@ class ModuleRewriter(SiteReports, CachedDispatch):
             function_hook = self.tables.function_hooks.get(func.value)
             if function_hook is not None:  # an imported name: the import's rename covers it
                 result = function_hook.rewrite_function_call(self, original_node, updated_node)
-        hooks = self.tables.call_hooks.get(name) if name else None
+        hooks = self.tables.call_hooks.get(name) if name and not self.tables.owned(name) else None
         if self.tables.method_call_hooks:
             short = (
                 func.attr.value

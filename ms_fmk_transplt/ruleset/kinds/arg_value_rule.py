@@ -7,7 +7,8 @@ with what to do. The call is matched by qualified name; the argument by `keyword
 one of `values` is reported, or a variable or attribute the module binds (or defaults, or gives
 as an option's default) to one of them (`accelerator = "gpu"; Trainer(accelerator=accelerator)`,
 `add_argument("--accelerator", default="gpu")`, `Trainer(accelerator=args.accelerator)`); any
-other value is left alone.
+other value is left alone. A boolean among `values` matches the literal `True` / `False`
+(`TrainingArguments(tf32=True)`, which raises on any device but a CUDA GPU).
 
 Code: `ArgValueReport.rewrite_call` (reports only), a call hook (engine/hooks.py) keyed by `func_name`.
 """
@@ -36,7 +37,7 @@ from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
             "func_name": {"type": "string"},
             "keyword": {"type": "string"},
             "arg_idx": {"type": "integer", "minimum": 0},
-            "values": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            "values": {"type": "array", "items": {"type": ["string", "boolean"]}, "minItems": 1},
             "suggestion": {"type": "string"},
         },
     },
@@ -72,7 +73,7 @@ class ArgValueReport:
     rule: Rule
     keyword: str
     arg_idx: int | None
-    values: frozenset[str]
+    values: frozenset[str | bool]
     order: ClassVar[int] = 0  # reads the call as written
 
     def rewrite_call(self, site: Site, original: cst.Call, updated: cst.Call, name: str | None) -> cst.Call:
@@ -90,6 +91,14 @@ class ArgValueReport:
             chosen = positional[self.arg_idx]
         if chosen is None:
             return updated
+        if isinstance(chosen.value, cst.Name) and chosen.value.value in ("True", "False"):
+            flag = chosen.value.value == "True"
+            if any(v is flag for v in self.values):
+                what = f"{self.keyword}={flag}"
+                site.report_unsupported(
+                    chosen.value, self.rule, what, self.rule.params["suggestion"], api=name or ""
+                )
+            return updated
         if isinstance(
             chosen.value, (cst.Name, cst.Attribute)
         ):  # accelerator = "gpu"; Trainer(accelerator=accelerator)
@@ -104,7 +113,7 @@ class ArgValueReport:
         if not isinstance(chosen.value, cst.SimpleString):
             return updated
         value = chosen.value.evaluated_value
-        if value not in self.values:
+        if not isinstance(value, str) or value not in self.values:
             return updated
         what = f"{self.keyword}={value!r}"
         site.report_unsupported(chosen.value, self.rule, what, self.rule.params["suggestion"], api=name or "")

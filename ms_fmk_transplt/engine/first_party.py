@@ -1,0 +1,133 @@
+"""The project's own modules: an import that reaches one is never a third-party library's.
+
+A project whose package is named like a CUDA-only library (`mamba_ssm/`), or that keeps a folder
+named like one (`triton/` of Triton Inference Server scripts), must not have its own imports
+reported as that library. The run builds a `ProjectLayout` once from the discovered tree; each
+file sees it from where it is (`seen_from`), and `Tables.lookup` asks `FirstParty.owns` before
+any rule keyed by a module's name.
+
+The rule is `POLICY` below, printed in docs/rules.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ProjectLayout:
+    """The Python files of the input tree (POSIX paths relative to the input root) and the folders
+    holding any of them; built once per run by discovery."""
+
+    files: frozenset[str]
+    folders: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, paths: Iterable[str]) -> ProjectLayout:
+        """The layout of these .py paths (other paths are ignored: notebooks are not importable)."""
+        files = frozenset(posixpath.normpath(p) for p in paths if p.endswith(".py"))
+        folders: set[str] = set()
+        for path in files:
+            folder = posixpath.dirname(path)
+            while folder and folder not in folders:
+                folders.add(folder)
+                folder = posixpath.dirname(folder)
+        return cls(files, frozenset(folders))
+
+    def digest(self) -> bytes:
+        """What a file's result depends on besides its bytes and the rules (a result-cache key part)."""
+        return hashlib.sha256("\0".join(sorted(self.files)).encode()).digest()
+
+    def seen_from(self, path: str) -> FirstParty:
+        """The project's modules as the file at `path` imports them."""
+        folder = posixpath.dirname(posixpath.normpath(path))
+        roots: list[str] = []
+        while True:
+            # a regular package's folder is never on sys.path: its modules are imported by the
+            # package's name, so its `utils/torch.py` does not shadow torch for its neighbours;
+            # the input root is, even with a stray __init__.py (scripts run from there)
+            if not folder or _join(folder, "__init__.py") not in self.files:
+                roots.append(folder)
+            src = _join(folder, "src")
+            if src in self.folders and _join(src, "__init__.py") not in self.files:
+                roots.append(src)
+            parent = posixpath.dirname(folder)
+            if not folder or parent == folder or folder in (".", "..") or folder.endswith("/.."):
+                break  # the input root, or the top of an absolute path (analyse of several inputs)
+            folder = parent
+        return FirstParty(self, tuple(roots))
+
+
+class FirstParty:
+    """One file's view of the project's modules: `owns(name)` for a qualified name."""
+
+    def __init__(self, layout: ProjectLayout, roots: tuple[str, ...]) -> None:
+        self.layout = layout
+        self.roots = roots
+        self._owned: dict[str, bool] = {}
+
+    def owns(self, name: str) -> bool:
+        """Does dotted `name` resolve to the project's own module, package or folder (or a member
+        of its module) from this file's roots, as Python would import it?"""
+        owned = self._owned.get(name)
+        if owned is None:
+            owned = self._owned[name] = self._resolve(name.split("."))
+        return owned
+
+    def _resolve(self, parts: list[str]) -> bool:
+        files, folders = self.layout.files, self.layout.folders
+        portions: list[str] = []
+        for root in self.roots:
+            base = _join(root, parts[0])
+            if base + ".py" in files or _join(base, "__init__.py") in files:
+                return True  # a module or regular package: everything below it is the project's
+            if base in folders:
+                portions.append(base)
+        for part in parts[1:]:
+            if not portions:
+                break
+            reached: list[str] = []
+            for portion in portions:
+                path = _join(portion, part)
+                if path + ".py" in files or _join(path, "__init__.py") in files:
+                    return True
+                if path in folders:
+                    reached.append(path)
+            portions = reached  # none: not in the project's namespace package, an installed library's
+        # a bare name reaching only folders (`import triton`, tests/ops/triton/ up the tree) is
+        # the installed library's: Python prefers a regular package to namespace portions
+        return bool(portions) and len(parts) > 1
+
+
+POLICY = """\
+Before any rule keyed by a module's name applies (the CUDA-only libraries of TP5xx, renames of
+a module's members), an import is resolved against the input tree, as Python would import it
+from the importing file: one that reaches the project's own file is never a library's. A
+project whose package is named like a CUDA-only library (`mamba_ssm/`) or that keeps a folder
+named like one (`triton/` of Triton Inference Server scripts) is not reported for its own imports.
+
+- **Roots**: the importing file's own folder (a script's `sys.path[0]`) and every folder above it
+  up to the input root (where a project is run, installed or tested from; it holds the folder
+  above each package), each with its `src/` folder (the src layout); a regular package's folder
+  is none (its modules are imported by the package's name: `mamba_ssm/utils/torch.py` does not
+  shadow torch for `mamba_ssm/utils/generation.py`).
+- **A module `a.py` or a regular package `a/__init__.py`** at a root is what Python imports for
+  `a`, before any installed library: every name under `a` is the project's.
+- **A folder `a/` without `__init__.py`** is a namespace package, which Python uses only when no
+  installed package `a` exists (a CUDA-only library never is, on an Ascend host): a name under it
+  is the project's while each of its segments reaches a module, package or folder of the project
+  (`triton.deployment_toolkit.core`), a library's as soon as one does not (`triton.language`
+  and `triton.jit` where the project's `triton/` holds no such module), in the same run; the
+  bare name (`import triton`) is the library's, which Python prefers to namespace folders.
+- **Relative imports** are always the project's. A compiled extension the project builds
+  (`import selective_scan_cuda`, no `.py` in the tree) is still reported.
+- **`-i` a subfolder** of a project: the project's other packages are not in the tree, so
+  imports of them are judged as before.
+"""
+
+
+def _join(folder: str, name: str) -> str:
+    return f"{folder}/{name}" if folder else name
