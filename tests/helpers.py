@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 from ms_fmk_transplt.engine.convert import convert_source
 from ms_fmk_transplt.records import FileResult, Operation
 
@@ -26,3 +32,29 @@ def findings_text(result: FileResult, checks: bool = True) -> str:
         span = f"{f.start_line}" if f.start_line == f.end_line else f"{f.start_line}-{f.end_line}"
         lines.append(f"{span} {f.operation.value} {f.rule_id} {f.message}")
     return "".join(line + "\n" for line in lines)
+
+
+def run_verify(
+    options: list[str], command: list[str], cwd: Path, report: Path, timeout: float
+) -> tuple[subprocess.CompletedProcess, dict]:
+    """`ms_fmk_transplt verify OPTIONS --report REPORT -- COMMAND` from `cwd`, one OpenMP thread:
+    the finished process and the JSON report (empty when none was written)."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ms_fmk_transplt",
+            "verify",
+            *options,
+            "--report",
+            str(report),
+            "--",
+            *command,
+        ],
+        cwd=cwd,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return done, json.loads(report.read_text()) if report.exists() else {}

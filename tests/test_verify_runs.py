@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from helpers import run_verify
 
 pytestmark = pytest.mark.slow  # each case is two training runs in subprocesses
 
@@ -31,29 +32,8 @@ CASES = {
 
 def _verify(case: str, tmp: Path) -> tuple[subprocess.CompletedProcess, dict]:
     options, command = CASES[case]
-    report = tmp / f"{case}.json"
     options = [o.replace("{converted}", str(tmp / "converted" / "verify_msft")) for o in options]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ms_fmk_transplt",
-            "verify",
-            *options,
-            "--report",
-            str(report),
-            "--",
-            *command,
-        ],
-        cwd=SCRIPTS,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-    )
-    document = json.loads(report.read_text()) if report.exists() else {}
-    return done, document
+    return run_verify(options, command, SCRIPTS, tmp / f"{case}.json", TIMEOUT_S)
 
 
 @pytest.fixture(scope="module")

@@ -4,14 +4,12 @@ the exception of the failing rank shown under torchrun and under mp.spawn."""
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from helpers import run_verify
 
 pytestmark = pytest.mark.slow  # each case is two or three training runs in subprocesses
 
@@ -31,26 +29,7 @@ CASES = {
 
 def _verify(case: str, tmp: Path) -> tuple[subprocess.CompletedProcess, dict]:
     options, command = CASES[case]
-    report = tmp / f"{case}.json"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ms_fmk_transplt",
-            "verify",
-            *options,
-            "--report",
-            str(report),
-            "--",
-            *command,
-        ],
-        cwd=SCRIPTS,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-    )
-    return done, json.loads(report.read_text()) if report.exists() else {}
+    return run_verify(options, command, SCRIPTS, tmp / f"{case}.json", TIMEOUT_S)
 
 
 @pytest.fixture(scope="module")
