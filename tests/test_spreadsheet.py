@@ -99,3 +99,34 @@ def test_any_text_reads_back(rows: list[tuple[str, int]]) -> None:
             continue  # written as _xHHHH_ escapes, which Excel decodes and openpyxl does not
         assert (got_text or "") == text
         assert got_number == number
+
+
+def test_no_cell_passes_excels_limit_and_the_summary_is_bounded(tmp_path) -> None:
+    """35 files using one partial API and a CUDA-only library: the Check sheet's Files cell names
+    30 and counts the rest, the Summary names the 20 files with the most issues and counts the
+    others; a value longer than a cell's 32,767 characters is cut with a note."""
+    from pathlib import Path
+
+    from ms_fmk_transplt.run import Options, convert_project
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(35):
+        extra = "import cupy\n" * (2 if i < 3 else 1)
+        (src / f"m{i:02d}.py").write_text(
+            f"import torch\nimport torch.nn.functional as F\n{extra}y = F.gelu(x)\n"
+        )
+    run = convert_project(Options(source=src, output=tmp_path / "out", use_cache=False))
+    book = openpyxl.load_workbook(Path(run.output_root) / "unsupported_op.xlsx", read_only=True)
+    check = [row for row in book["Check on NPU"].iter_rows(values_only=True)]
+    files = next(row[4] for row in check if row[0] == "torch.nn.functional.gelu")
+    assert files.startswith("m00.py, m01.py") and files.endswith(" and 5 more (report.json lists every one)")
+    assert files.count(".py") == 30
+    summary = {row[0]: row[1] for row in book["Summary"].iter_rows(values_only=True)}
+    named = [item for item in summary if str(item).startswith("issues in m")]
+    assert len(named) == 20 and named[:3] == ["issues in m00.py", "issues in m01.py", "issues in m02.py"]
+    assert summary["issues in 15 other files"] == "see the log and report.json"
+    # a cell longer than Excel allows is cut, with the note saying so
+    long = xlsx._text("x" * 40000)
+    assert len(long) == xlsx.CELL_LIMIT and long.endswith(xlsx.CUT)
+    assert xlsx._text("x" * xlsx.CELL_LIMIT) == "x" * xlsx.CELL_LIMIT  # the twin: at the limit, kept

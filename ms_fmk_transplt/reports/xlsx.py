@@ -35,13 +35,38 @@ def _split_notes(tables: dict[str, list]) -> list[tuple[str, Any]]:
     ]
 
 
+# Excel refuses a cell longer than this (a workbook with one opens "repaired", the cell emptied)
+CELL_LIMIT = 32767
+CUT = " ... (cut at a cell's 32,767 characters; report.json has it whole)"
+# the Summary is read first: the files with the most issues and the files not converted, at most
+# this many each, the rest counted in one row (the log and report.json list every one)
+SUMMARY_FILES = 20
+LISTED_FILES = 30  # files named in one cell of the Check sheet; the rest counted
+
+
 def _text(value: Any) -> Any:
-    """Numbers stay numbers (lines, counts); everything else is written as text."""
+    """Numbers stay numbers (lines, counts); everything else is written as text, cut to a cell's
+    limit with a note where it was cut."""
     if isinstance(value, bool) or value is None:
         return "yes" if value else ""
     if isinstance(value, int):
         return value
-    return str(value)
+    text = str(value)
+    return text if len(text) <= CELL_LIMIT else text[: CELL_LIMIT - len(CUT)] + CUT
+
+
+def _listed(names: list[str]) -> str:
+    """Names for one cell: the first LISTED_FILES, then how many more."""
+    shown = ", ".join(names[:LISTED_FILES])
+    more = len(names) - LISTED_FILES
+    return f"{shown} and {more} more (report.json lists every one)" if more > 0 else shown
+
+
+def _bounded(rows: list[tuple[str, Any]], rest: str) -> list[tuple[str, Any]]:
+    """At most SUMMARY_FILES rows, then one row counting the others (`rest` names them)."""
+    if len(rows) <= SUMMARY_FILES:
+        return rows
+    return [*rows[:SUMMARY_FILES], (rest.format(len(rows) - SUMMARY_FILES), "see the log and report.json")]
 
 
 UNSUPPORTED_HEADER = [
@@ -107,7 +132,7 @@ def unsupported_xlsx(run: RunResult) -> bytes:
                 row.status.value,
                 row.dtypes,
                 row.uses,
-                ", ".join(row.files),
+                _listed(list(row.files)),
                 row.first,
                 row.source,
                 row.suggestion,
@@ -154,12 +179,14 @@ def unsupported_xlsx(run: RunResult) -> bytes:
         if key.startswith("files_")
     ]
     by_file = Counter(i.path for i in found)
-    summary += [(f"issues in {path}", count) for path, count in sorted(by_file.items())]
-    summary += [
+    most = sorted(by_file.items(), key=lambda item: (-item[1], item[0]))  # the most first
+    summary += _bounded([(f"issues in {path}", count) for path, count in most], "issues in {} other files")
+    failed = [
         (f"not converted: {r.path}", r.reason)
         for r in run.files
         if r.status in (Status.FAILED, Status.SKIPPED)
     ]
+    summary += _bounded(failed, "not converted: {} other files")
     summary += _split_notes(tables)
     workbook = Workbook()
     _sheet(workbook, "Summary", ["Item", "Value"], summary)
