@@ -10,7 +10,10 @@ the same name: not the same as unsupported), and unsupported-dtype (a partial AP
 a dtype the list leaves out). The rule whose `source` list gave the verdict reports it; the first
 rule reports names no list holds. `advice` maps an API name, or a dotted prefix of names, to what
 to do instead; it replaces the generic sentence for unsupported and not-verified uses and follows
-the dtypes of partial ones.
+the dtypes of partial ones. `values_free` names APIs that never compute on a tensor's values
+(metadata such as `Tensor.size`, views, autograd bookkeeping, module containers, the data
+pipeline): the lists mark many of them partial with the one dtype the docs tested (`fp32`), a
+limit that cannot apply, so a partial verdict with dtypes counts them as supported.
 
 Code: name tables `Tables.support` (`SupportLists`: apis, tensor_methods, aten_ops, advice); applied by engine/support.py.
 """
@@ -35,6 +38,7 @@ _STATUSES = {"unsupported", "partial", "supported"}
             "source": {"enum": ["api_support", "msfmktransplt_support"]},
             "prefix": {"type": "string"},
             "advice": {"type": "object", "additionalProperties": {"type": "string", "minLength": 1}},
+            "values_free": {"type": "array", "items": {"type": "string"}},
         },
     },
     message="{old} is {status} on the NPU",
@@ -42,11 +46,17 @@ _STATUSES = {"unsupported", "partial", "supported"}
 class ApiSupportRule:
     @staticmethod
     def check(entry: Entry) -> list[Problem]:
-        return [
+        problems = [
             (pointer(("advice", name))[1:], problem)
             for name in entry.get("advice", {})
             if (problem := checks.dotted_name(name))
         ]
+        problems += [
+            (pointer(("values_free", index))[1:], problem)
+            for index, name in enumerate(entry.get("values_free", []))
+            if (problem := checks.dotted_name(name))
+        ]
+        return problems
 
     @staticmethod
     def summary(entry: Entry) -> str:
@@ -68,14 +78,18 @@ class ApiSupportRule:
         lists.rule = rules[0]
         lists.npu_members = frozenset(release["torch.npu"])
         lists.aten_ops = frozenset(release.get("aten_ops", ()))
+        values_free: set[str] = set()
         for rule in rules:
             lists.advice.update(rule.params.get("advice", {}))
+            values_free.update(rule.params.get("values_free", ()))
         for name, (status, dtypes, source) in release["support"].items():
             owner = by_source.get(source)
             if owner is None or status not in _STATUSES:
                 continue
             if not name.startswith(owner.params.get("prefix", "torch.")):
                 continue
+            if status == "partial" and dtypes and name in values_free:
+                status, dtypes = "supported", ""  # a dtype limit on what reads no values
             entry = SupportEntry(owner, Support(status), dtypes)
             lists.apis[name] = entry
             if name.startswith("torch.Tensor.") and name.count(".") == 2:
