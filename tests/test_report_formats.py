@@ -92,7 +92,10 @@ def _compare_every_format(source: Path, tmp_path: Path) -> RunResult:
     if left:
         assert sum(1 for _ in book["Notes"].iter_rows(min_row=2)) == len(left)
     rows = list(book["Unsupported"].iter_rows(min_row=2, values_only=True))
-    unsupported = Counter((r[0], r[1], r[7], r[4]) for r in rows)
+    # one row per cause in a file: its uses' lines in the last column, their count before it
+    unsupported = Counter((r[0], int(line), r[7], r[4]) for r in rows for line in r[12].split(", "))
+    assert all(len(r[12].split(", ")) == r[11] and int(r[12].split(", ")[0]) == r[1] for r in rows)
+    assert len({(r[0], r[7], r[4], r[3], r[9], r[10]) for r in rows}) == len(rows), "one row per cause"
     per_api = {(r[0], r[1]): r[3] for r in book["Check on NPU"].iter_rows(min_row=2, values_only=True)}
     expected = formats["json"]
     for name, keys in formats.items():

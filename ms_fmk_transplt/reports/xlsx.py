@@ -42,6 +42,32 @@ CUT = " ... (cut at a cell's 32,767 characters; report.json has it whole)"
 # this many each, the rest counted in one row (the log and report.json list every one)
 SUMMARY_FILES = 20
 LISTED_FILES = 30  # files named in one cell of the Check sheet; the rest counted
+LISTED_LINES = 50  # lines named in one cell of the Unsupported sheet; the rest counted
+
+
+def _by_cause(found: list) -> list[tuple]:
+    """The Unsupported sheet's rows: one per cause in a file (the same rule, status, API and
+    message: every use of one CUDA-only library, of one unsupported API), at its first use, with
+    the number of uses and their lines. `found` is in file and line order."""
+    rows: dict[tuple, list] = {}
+    for i in found:
+        f = i.finding
+        key = (i.path, f.rule_id, i.status.value, f.api, f.message, f.suppressed)
+        row = rows.get(key)
+        if row is None:
+            rows[key] = row = [
+                i.path, f.start_line, f.column or 1, f.api, i.status.value, f.suggestion,
+                f.source or f"rule {f.rule_id}", f.rule_id, f.heuristic, f.message, f.suppressed, 0, [],
+            ]  # fmt: skip
+        row[11] += 1
+        row[12].append(f.start_line)
+    return [(*row[:12], _lines(row[12])) for row in rows.values()]
+
+
+def _lines(lines: list[int]) -> str:
+    shown = ", ".join(map(str, lines[:LISTED_LINES]))
+    more = len(lines) - LISTED_LINES
+    return f"{shown} and {more} more (the log lists every one)" if more > 0 else shown
 
 
 def _text(value: Any) -> Any:
@@ -81,6 +107,8 @@ UNSUPPORTED_HEADER = [
     "Heuristic",
     "Message",
     "Suppressed",
+    "Uses",
+    "Lines",
 ]
 CHECK_HEADER = [
     "API",
@@ -101,8 +129,8 @@ NOTES_HEADER = ["File", "Start Line", "End Line", "Rule", "Message", "What to do
 
 
 def unsupported_xlsx(run: RunResult) -> bytes:
-    """Sheets: Summary (read first), Unsupported (what will not run, one row per use, by file and
-    line), Check on NPU (partial and not verified, one row per API), Changes (every rewrite), Notes
+    """Sheets: Summary (read first), Unsupported (what will not run, one row per cause in a file,
+    by file and first line, with its uses and their lines), Check on NPU (partial and not verified, one row per API), Changes (every rewrite), Notes
     (findings that are neither, when there are any) and Runtime ops or Runtime findings when a
     runtime operator-check or findings report was merged in."""
     from ms_fmk_transplt import __version__
@@ -110,22 +138,7 @@ def unsupported_xlsx(run: RunResult) -> bytes:
 
     found = issues(run)
     tables: dict[str, list] = {
-        "Unsupported": [
-            (
-                i.path,
-                i.finding.start_line,
-                i.finding.column or 1,
-                i.finding.api,
-                i.status.value,
-                i.finding.suggestion,
-                i.finding.source or f"rule {i.finding.rule_id}",
-                i.finding.rule_id,
-                i.finding.heuristic,
-                i.finding.message,
-                i.finding.suppressed,
-            )
-            for i in blocking(found)
-        ],
+        "Unsupported": _by_cause(blocking(found)),
         "Check on NPU": [
             (
                 row.api,
