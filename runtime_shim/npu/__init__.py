@@ -48,8 +48,8 @@ def _not_simulated(name: str) -> Callable[..., NoReturn]:
 
 
 __all__ = _load_all_names()
-NOT_SIMULATED = sorted(name for name in __all__ if name not in globals())
-for _name in NOT_SIMULATED:
+_NOT_SIMULATED = sorted(name for name in __all__ if name not in globals())
+for _name in _NOT_SIMULATED:
     globals()[_name] = _not_simulated(_name)
 del _name
 
@@ -58,6 +58,15 @@ del _name
 from runtime_shim.autocast import amp  # noqa: E402,F401
 from runtime_shim.npu import rng as random  # noqa: E402,F401
 from runtime_shim.npu import utils  # noqa: E402,F401
+
+# torch_npu's own submodules: torch.npu.amp, .memory, .random, .streams, .utils
+_SUBMODULES = ("amp", "memory", "random", "streams", "utils")
+# Every other public name the assembly above left here is the runtime's own (its state, its
+# feature modules, the typing and json it imports): a script that used one would pass on the
+# simulation and fail on Ascend, so none is visible (names of other torch_npu releases' lists
+# stay: they raise "not simulated", as on a release that lacks them)
+for _name in [n for n in globals() if not n.startswith("_") and n not in __all__ and n not in _SUBMODULES]:
+    del globals()[_name]
 
 if not _TYPE_CHECKING:  # hidden from mypy, which then still checks every name read from here
     __getattr__ = _module_getattr("torch.npu")

@@ -88,7 +88,7 @@ def test_every_all_name_is_simulated_or_raises_naming_itself():
     assert set(npu_api.__all__) == names
     for name in names:
         assert hasattr(torch.npu, name), name
-    assert "set_dump" in npu_api.NOT_SIMULATED
+    assert "set_dump" in npu_api._NOT_SIMULATED
     with pytest.raises(NotImplementedError, match=r"^torch.npu.set_dump is not simulated by runtime_shim$"):
         torch.npu.set_dump("x.json")
     with pytest.raises(NotImplementedError, match=r"torch\.npu\.NPUGraph is not simulated"):
@@ -119,7 +119,7 @@ def test_every_all_name_is_simulated_or_raises_naming_itself():
         "set_compile_mode",
         "FloatTensor",
     ):
-        assert required not in npu_api.NOT_SIMULATED, required
+        assert required not in npu_api._NOT_SIMULATED, required
 
 
 def test_set_default_tensor_type_accepts_npu_types() -> None:
@@ -139,3 +139,19 @@ def test_set_default_tensor_type_accepts_npu_types() -> None:
         finally:
             torch.set_default_tensor_type(torch.FloatTensor)
     assert torch.zeros(1).type() == "torch.FloatTensor"
+
+
+def test_torch_npu_shows_only_torch_npus_public_names():
+    """Every public name of the simulated torch.npu is one of torch_npu's (its `__all__` in a release
+    the project ships, or one of its submodules): the runtime's own state, feature modules and the
+    typing, json and time it imports would let a script pass here and fail on Ascend."""
+    listed = set()
+    for names in json.loads(data_file("npu_api_names.json").read_text(encoding="utf-8"))["releases"].values():
+        listed.update(names)
+    public = {name for name in dir(torch.npu) if not name.startswith("_")}
+    assert public - listed == {"amp", "memory", "random", "streams", "utils"}
+    for internal in ("STATE", "devices", "rng", "json", "time", "dataclass", "Any", "options", "os"):
+        assert not hasattr(torch.npu, internal), internal
+    # the twin: what torch_npu lists stays, simulated or saying it is not
+    assert callable(torch.npu.synchronize) and torch.npu.memory.memory_allocated() >= 0
+    assert listed <= public | set(dir(torch.npu))
