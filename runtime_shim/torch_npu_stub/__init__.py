@@ -1,8 +1,10 @@
 """Stand-in for ``torch_npu`` when the simulated NPU is active (no real torch_npu installed).
 
 ``import torch_npu`` resolves here through runtime_shim's import hook. The
-device itself is ``torch.npu``; NPU-only operators (``torch_npu.npu_*``) are not
-simulated: they are an AttributeError that names them (feature probes take their other path).
+device itself is ``torch.npu``. The fused operators ported Ascend code calls most are simulated
+(``npu_fusion_attention``, ``npu_rms_norm``, ``npu_rotary_mul``, ``npu_swiglu``,
+``npu_confusion_transpose``: fusion_attention.py, fused_ops.py); every other NPU-only operator
+(``torch_npu.npu_*``) is an AttributeError that names it (feature probes take their other path).
 """
 
 from __future__ import annotations
@@ -19,6 +21,12 @@ _runtime_shim.activate()
 
 from runtime_shim import npu  # noqa: E402,F401  (torch_npu.npu)
 from runtime_shim.torch_npu_stub import optim, profiler  # noqa: E402,F401  (torch_npu imports them too)
+from runtime_shim.torch_npu_stub.fused_ops import (  # noqa: E402,F401
+    npu_confusion_transpose,
+    npu_rms_norm,
+    npu_rotary_mul,
+    npu_swiglu,
+)
 from runtime_shim.torch_npu_stub.fusion_attention import npu_fusion_attention  # noqa: E402,F401
 
 __runtime_shim__ = True

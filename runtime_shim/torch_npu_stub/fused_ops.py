@@ -1,0 +1,71 @@
+"""torch_npu's fused operators that ported Ascend code calls, as compositions of torch operators.
+
+Each follows the semantics torch_npu documents for it (arguments, defaults, returned tuples,
+the dtype of each output); on the simulated device it runs as the torch operators below, so
+autograd, the operator check and the step recorder see ordinary operators. Being compositions,
+they match a real NPU's results up to the fused kernel's rounding, not bit for bit.
+"""
+
+from __future__ import annotations
+
+import torch
+
+_ROTARY_MODES = ("half", "interleave")
+
+
+def npu_rms_norm(
+    self: torch.Tensor, gamma: torch.Tensor, epsilon: float = 1e-6
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """RMSNorm over the trailing dimensions `gamma` covers: ``(y, rstd)``, ``y`` in the input's
+    dtype, ``rstd`` (the reciprocal root mean square, kept for the backward pass) in float32 with
+    those dimensions kept as size 1."""
+    if self.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+        raise TypeError(f"npu_rms_norm: input dtype {self.dtype} is not float16, bfloat16 or float32")
+    if gamma.dim() > self.dim() or tuple(self.shape[self.dim() - gamma.dim() :]) != tuple(gamma.shape):
+        raise ValueError(
+            f"npu_rms_norm: gamma of shape {tuple(gamma.shape)} is not the trailing shape of the input "
+            f"{tuple(self.shape)}"
+        )
+    dims = tuple(range(self.dim() - gamma.dim(), self.dim()))
+    x = self.float()
+    rstd = torch.rsqrt(x.pow(2).mean(dim=dims, keepdim=True) + epsilon)
+    y = (x * rstd * gamma.float()).to(self.dtype)
+    return y, rstd
+
+
+def npu_rotary_mul(
+    input: torch.Tensor, r1: torch.Tensor, r2: torch.Tensor, rotary_mode: str = "half"
+) -> torch.Tensor:
+    """Rotary position embedding: ``r1 * input + r2 * rotated``, the last dimension rotated by
+    halves (``half``: ``[-x2, x1]``) or by pairs (``interleave``: ``(-x_odd, x_even)`` each)."""
+    if rotary_mode == "half":
+        first, second = torch.chunk(input, 2, dim=-1)
+        rotated = torch.cat((-second, first), dim=-1)
+    elif rotary_mode == "interleave":
+        even, odd = input[..., ::2], input[..., 1::2]
+        rotated = torch.stack((-odd, even), dim=-1).flatten(-2)
+    else:
+        raise ValueError(
+            f"npu_rotary_mul: rotary_mode must be one of {', '.join(_ROTARY_MODES)}, not {rotary_mode!r}"
+        )
+    return r1 * input + r2 * rotated
+
+
+def npu_swiglu(input: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """SwiGLU: the input split in two halves along `dim`, ``silu(first) * second``."""
+    if input.shape[dim] % 2:
+        raise ValueError(
+            f"npu_swiglu: dimension {dim} of size {input.shape[dim]} does not split in two halves"
+        )
+    first, second = torch.chunk(input, 2, dim=dim)
+    return torch.nn.functional.silu(first) * second
+
+
+def npu_confusion_transpose(
+    self: torch.Tensor, perm: list[int], shape: list[int], transpose_first: bool
+) -> torch.Tensor:
+    """A permutation and a reshape in one: permuted then reshaped when `transpose_first`, else
+    reshaped then permuted."""
+    if transpose_first:
+        return self.permute(*perm).reshape(shape)
+    return self.reshape(shape).permute(*perm)

@@ -1,0 +1,101 @@
+"""The torch_npu stand-in's fused operators (runtime_shim/torch_npu_stub/fused_ops.py) against the
+formulas torch_npu documents, written here independently and run on the CPU: values, returned
+tuples and dtypes, gradients, and the arguments they refuse."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch_npu
+
+
+def _rms_norm(x: torch.Tensor, gamma: torch.Tensor, eps: float) -> torch.Tensor:
+    # x / sqrt(mean(x^2) + eps) * gamma over gamma's trailing dimensions, in float32
+    flat = x.float().reshape(*x.shape[: x.dim() - gamma.dim()], -1)
+    rms = (flat.pow(2).sum(-1) / flat.shape[-1] + eps).sqrt()
+    return (flat / rms.unsqueeze(-1)).reshape(x.shape) * gamma.float()
+
+
+def _rotate(x: torch.Tensor, mode: str) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    out = torch.empty_like(x)
+    if mode == "half":
+        out[..., :half], out[..., half:] = -x[..., half:], x[..., :half]
+    else:
+        out[..., 0::2], out[..., 1::2] = -x[..., 1::2], x[..., 0::2]
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_rms_norm_values_outputs_and_dtypes(dtype):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 5, 16, generator=g).to(dtype)
+    gamma = torch.randn(16, generator=g).to(dtype)
+    y, rstd = torch_npu.npu_rms_norm(x.to("npu"), gamma.to("npu"), epsilon=1e-5)
+    assert y.device.type == "npu" and y.dtype == dtype and y.shape == x.shape
+    assert rstd.dtype == torch.float32 and rstd.shape == (3, 5, 1)
+    torch.testing.assert_close(y.cpu().float(), _rms_norm(x, gamma, 1e-5).to(dtype).float())
+    torch.testing.assert_close(rstd.cpu(), _rms_norm(x, torch.ones(16), 1e-5)[..., :1] / x.float()[..., :1])
+    # gamma over the last two dimensions normalises over both
+    y2, rstd2 = torch_npu.npu_rms_norm(x.float().to("npu"), torch.ones(5, 16, device="npu"))
+    assert rstd2.shape == (3, 1, 1)
+    torch.testing.assert_close(y2.cpu(), _rms_norm(x.float(), torch.ones(5, 16), 1e-6))
+
+
+@pytest.mark.parametrize("mode", ["half", "interleave"])
+def test_rotary_mul_both_modes(mode):
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(2, 4, 3, 8, generator=g)
+    cos, sin = torch.randn(1, 4, 1, 8, generator=g), torch.randn(1, 4, 1, 8, generator=g)
+    out = torch_npu.npu_rotary_mul(x.to("npu"), cos.to("npu"), sin.to("npu"), rotary_mode=mode)
+    torch.testing.assert_close(out.cpu(), cos * x + sin * _rotate(x, mode))
+
+
+def test_swiglu_along_any_dim():
+    x = torch.randn(4, 6, 10, generator=torch.Generator().manual_seed(2))
+    for dim, (a, b) in ((-1, (x[..., :5], x[..., 5:])), (1, (x[:, :3], x[:, 3:]))):
+        out = torch_npu.npu_swiglu(x.to("npu"), dim=dim)
+        torch.testing.assert_close(out.cpu(), a * torch.sigmoid(a) * b)
+
+
+def test_confusion_transpose_order():
+    x = torch.arange(24.0).reshape(2, 3, 4)
+    first = torch_npu.npu_confusion_transpose(x.to("npu"), [0, 2, 1], [2, 12], True)
+    torch.testing.assert_close(first.cpu(), x.transpose(1, 2).reshape(2, 12))
+    after = torch_npu.npu_confusion_transpose(x.to("npu"), [1, 0], [6, 4], False)
+    torch.testing.assert_close(after.cpu(), x.reshape(6, 4).t())
+
+
+def test_gradients_flow_as_through_the_composition_on_the_cpu():
+    g = torch.Generator().manual_seed(3)
+    x, gamma = torch.randn(2, 3, 8, generator=g), torch.randn(8, generator=g)
+    cos, sin = torch.randn(3, 8, generator=g), torch.randn(3, 8, generator=g)
+    grads = {}
+    for device in ("cpu", "npu"):
+        xs = x.to(device).detach().requires_grad_()
+        gs = gamma.to(device).detach().requires_grad_()
+        h, _ = torch_npu.npu_rms_norm(xs, gs)
+        h = torch_npu.npu_rotary_mul(h, cos.to(device), sin.to(device))
+        torch_npu.npu_swiglu(h).pow(2).sum().backward()
+        grads[device] = (xs.grad.cpu(), gs.grad.cpu())
+    for npu_grad, cpu_grad in zip(grads["npu"], grads["cpu"]):
+        assert torch.equal(npu_grad, cpu_grad)  # the same composition: bit for bit
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: torch_npu.npu_rotary_mul(torch.ones(2, 4), torch.ones(4), torch.ones(4), "quarter"), ValueError, "rotary_mode must be one of half, interleave"),
+        (lambda: torch_npu.npu_swiglu(torch.ones(2, 5)), ValueError, "does not split in two halves"),
+        (lambda: torch_npu.npu_rms_norm(torch.ones(2, 4, dtype=torch.int64), torch.ones(4)), TypeError, "is not float16, bfloat16 or float32"),
+        (lambda: torch_npu.npu_rms_norm(torch.ones(2, 4), torch.ones(3)), ValueError, "is not the trailing shape"),
+    ],
+)  # fmt: skip
+def test_what_torch_npu_refuses_is_refused(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_operators_still_not_simulated_say_so():
+    with pytest.raises(AttributeError, match="npu_moe_gating_top_k"):
+        torch_npu.npu_moe_gating_top_k  # noqa: B018
