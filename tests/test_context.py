@@ -124,7 +124,7 @@ def _shipped() -> dict:
         ('device, backend = "cuda", "nccl"', [D]),
         ('name, backend = "cuda", "nccl"', [U]),
         ('class Device(enum.Enum):\n    CUDA = "cuda"', [D]),
-        ('class Kind(enum.Enum):\n    CUDA = "cuda"', [U]),
+        ('class Kind(enum.Enum):\n    CUDA = "cuda"', [T]),  # a label: compared with its own members
         ('class C:\n    device: str = "cuda"', [D]),
         ('class C:\n    device: str = field(default="cuda")', [D]),
         ('class C:\n    label: str = field(default="cuda")', [U]),

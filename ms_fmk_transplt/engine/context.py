@@ -470,6 +470,9 @@ class _Marker:
             attribute = _string(positional[1])
             if attribute is not None and c.spec.device_named(attribute):
                 c.mark(positional[2:3], c.devices, f"set as the attribute {attribute!r}")
+        if short in c.flow.enums and isinstance(node.func, cst.Name) and not c.spec.device_named(short):
+            # TimerType("cuda"): a member looked up by its value, a label as the member is
+            c.mark((a.value for a in node.args[:1]), c.text, f"a value of the enum {short}")
         self._own_function(node, short)
 
     def _own_function(self, node: cst.Call, short: str) -> None:
@@ -618,8 +621,17 @@ class _Marker:
                         for t in small.targets
                     ):
                         self.c.mark([small.value], self.c.devices, "a class attribute that holds a device")
-        # class Device(Enum): CUDA = "cuda"
+        # class Device(Enum): CUDA = "cuda"; class TimerType(Enum): CUDA = "cuda" is a label: members
+        # of one enum are compared with each other, and keep working whatever their values say
         if not self.c.spec.device_named(node.name.value):
+            if node.name.value in self.c.flow.enums:
+                for statement in node.body.body:
+                    if isinstance(statement, cst.SimpleStatementLine):
+                        for small in statement.body:
+                            if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None:
+                                self.c.mark(
+                                    [small.value], self.c.text, f"a member of the enum {node.name.value}"
+                                )
             return
         for statement in node.body.body:
             if isinstance(statement, cst.SimpleStatementLine):

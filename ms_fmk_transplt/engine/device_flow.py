@@ -103,6 +103,18 @@ def returns(function: cst.FunctionDef) -> Iterator[cst.Return]:
             stack.extend(children(current))
 
 
+def is_enum_base(base: cst.BaseExpression) -> bool:
+    """`Enum`, `enum.StrEnum`, `IntEnum`, `Flag`: a base that makes a class an enum."""
+    name = (
+        base.attr.value
+        if isinstance(base, cst.Attribute)
+        else base.value
+        if isinstance(base, cst.Name)
+        else ""
+    )
+    return name.endswith("Enum") or name in ("Flag", "IntFlag")
+
+
 def _positional(function: cst.FunctionDef) -> list[str]:
     """A function's positional parameters as a call passes them (a method's receiver left out)."""
     params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
@@ -119,6 +131,7 @@ class DeviceFlow:
         self.aliases: dict[str, str] = {}  # variable -> the device-taking API it is bound to
         self.params: dict[str, list[str]] = {}  # function the module defines -> positional params
         self.strings: dict[str, list[cst.SimpleString]] = {}  # variable -> the literals bound to it
+        self.enums: set[str] = set()  # the enum classes the module defines (`class Kind(Enum)`)
 
     def scan_aliases(
         self, nodes: NodeIndex, takes_device: Callable[[cst.BaseExpression], str | None]
@@ -158,6 +171,18 @@ class DeviceFlow:
             )
             if init is not None:
                 self.params.setdefault(cls.name.value, _positional(init))
+            if any(is_enum_base(base.value) for base in cls.bases):
+                self.enums.add(cls.name.value)
+        # an enum whose members' values the module reads (`Kind.CUDA.value`) may hand them to a
+        # device API: its values are no labels
+        for attribute in nodes.of(cst.Attribute):
+            owner = attribute.value
+            if (
+                attribute.attr.value == "value"
+                and isinstance(owner, cst.Attribute)
+                and isinstance(owner.value, cst.Name)
+            ):
+                self.enums.discard(owner.value.value)
         bound: list[tuple[cst.BaseExpression, cst.BaseExpression | None]] = [
             (t.target, a.value) for a in nodes.of(cst.Assign) for t in a.targets
         ]
