@@ -70,13 +70,13 @@ def test_torch_npu_submodules_and_unsimulated_names():
         "import torch, torch_npu, torch_npu.npu, torch.npu\n"
         "from torch_npu.npu.amp import GradScaler\n"
         "assert torch_npu.npu is torch.npu\n"
-        "try:\n    torch_npu.npu_rotary_mul\nexcept AttributeError as e:\n    print(e)\n"
+        "try:\n    torch_npu.npu_moe_gating_top_k\nexcept AttributeError as e:\n    print(e)\n"
         "try:\n    import torch_npu.contrib.module\nexcept ModuleNotFoundError as e:\n    print(e)\n"
     )
     proc = run_python(["-c", code])
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == [
-        "torch_npu.npu_rotary_mul is not simulated by runtime_shim",
+        "torch_npu.npu_moe_gating_top_k is not simulated by runtime_shim",
         "torch_npu.contrib.module is not simulated by runtime_shim",
     ]
 
