@@ -8,7 +8,11 @@ they match a real NPU's results up to the fused kernel's rounding, not bit for b
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
 import torch
+
+from runtime_shim.not_simulated import module_getattr as _module_getattr
 
 _ROTARY_MODES = ("half", "interleave")
 
@@ -69,3 +73,7 @@ def npu_confusion_transpose(
     if transpose_first:
         return self.permute(*perm).reshape(shape)
     return self.reshape(shape).permute(*perm)
+
+
+if not _TYPE_CHECKING:  # hidden from mypy, which then still checks every name read from here
+    __getattr__ = _module_getattr("torch_npu.fused_ops")
