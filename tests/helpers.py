@@ -58,3 +58,11 @@ def run_verify(
         timeout=timeout,
     )
     return done, json.loads(report.read_text()) if report.exists() else {}
+
+
+def check_verify(runs: dict, case: str, code: int) -> tuple[subprocess.CompletedProcess, dict]:
+    """One case of a module's verify runs: exited `code`, and its JSON report says so."""
+    done, document = runs[case]
+    assert done.returncode == code, done.stdout + done.stderr
+    assert document["exit_code"] == code
+    return done, document

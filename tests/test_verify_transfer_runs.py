@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from helpers import run_verify
+from helpers import check_verify, run_verify
 
 pytestmark = pytest.mark.slow  # each case is two or three training runs in subprocesses
 
@@ -40,11 +40,7 @@ def runs(tmp_path_factory):
         return {case: future.result() for case, future in futures.items()}
 
 
-def _check(runs, case, code):
-    done, document = runs[case]
-    assert done.returncode == code, done.stdout + done.stderr
-    assert document["exit_code"] == code
-    return done, document
+_check = check_verify
 
 
 def test_unconditional_cuda_is_identical_to_transfer_to_npu(runs):

@@ -37,7 +37,7 @@ import libcst as cst
 
 from ms_fmk_transplt import data
 from ms_fmk_transplt.engine.device_flow import DeviceFlow, option_fields, own_attribute, returns
-from ms_fmk_transplt.engine.walk import NodeIndex
+from ms_fmk_transplt.engine.walk import NodeIndex, short_name
 
 CONVENTION = " (convention)"
 PATH_PIECE = "a path piece given to "  # text that could still be a device: kept, reported
@@ -138,15 +138,6 @@ def code_of(node: cst.CSTNode) -> str:
     if isinstance(node, cst.Name):  # the common case, without printing
         return node.value
     return cst.Module(body=[]).code_for_node(node)
-
-
-def short_name(func: cst.BaseExpression) -> str:
-    """`f` of `a.b.f` or `f`; '' for anything else."""
-    if isinstance(func, cst.Attribute):
-        return func.attr.value
-    if isinstance(func, cst.Name):
-        return func.value
-    return ""
 
 
 def _string(node: cst.CSTNode) -> str | None:

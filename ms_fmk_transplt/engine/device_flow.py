@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.walk import NodeIndex, children
+from ms_fmk_transplt.engine.walk import NodeIndex, children, short_name
 
 _RECEIVERS = ("self", "cls")
 
@@ -105,13 +105,7 @@ def returns(function: cst.FunctionDef) -> Iterator[cst.Return]:
 
 def is_enum_base(base: cst.BaseExpression) -> bool:
     """`Enum`, `enum.StrEnum`, `IntEnum`, `Flag`: a base that makes a class an enum."""
-    name = (
-        base.attr.value
-        if isinstance(base, cst.Attribute)
-        else base.value
-        if isinstance(base, cst.Name)
-        else ""
-    )
+    name = short_name(base)
     return name.endswith("Enum") or name in ("Flag", "IntFlag")
 
 
@@ -174,8 +168,8 @@ class DeviceFlow:
             if any(is_enum_base(base.value) for base in cls.bases):
                 self.enums.add(cls.name.value)
         # an enum whose members' values the module reads (`Kind.CUDA.value`) may hand them to a
-        # device API: its values are no labels
-        for attribute in nodes.of(cst.Attribute):
+        # device API: its values are no labels (read only in a module that defines an enum)
+        for attribute in nodes.of(cst.Attribute) if self.enums else ():
             owner = attribute.value
             if (
                 attribute.attr.value == "value"

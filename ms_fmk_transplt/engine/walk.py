@@ -94,3 +94,12 @@ def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
             yield value
         elif isinstance(value, (list, tuple)):
             yield from (item for item in value if isinstance(item, cst.CSTNode))
+
+
+def short_name(func: cst.BaseExpression) -> str:
+    """`f` of `a.b.f` or `f`; '' for anything else."""
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    if isinstance(func, cst.Name):
+        return func.value
+    return ""
