@@ -11,7 +11,9 @@ other value is left alone. A boolean among `values` matches the literal `True` /
 (`TrainingArguments(tf32=True)`, which raises on any device but a CUDA GPU). Instead of `values`,
 `pattern` (a regular expression searched in the string) matches values that spell a CUDA device
 among other words (rwkv's `RWKV(model, strategy="cuda fp16 *10 -> cpu fp32")`, whose strategy
-grammar has no NPU device).
+grammar has no NPU device). With `method` true, `func_name` is a short name matched whatever it is
+called on (a heuristic: `LlamaForCausalLM.from_pretrained(..., load_in_8bit=True)` on any model
+class).
 
 Code: `ArgValueReport.rewrite_call` (reports only), a call hook (engine/hooks.py) keyed by `func_name`.
 """
@@ -43,6 +45,7 @@ from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
             "arg_idx": {"type": "integer", "minimum": 0},
             "values": {"type": "array", "items": {"type": ["string", "boolean"]}, "minItems": 1},
             "pattern": {"type": "string"},
+            "method": {"type": "boolean"},
             "suggestion": {"type": "string"},
         },
     },
@@ -51,8 +54,9 @@ from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 class ArgValueRule:
     @staticmethod
     def check(entry: Entry) -> list[Problem]:
+        name_check = checks.identifier if entry.get("method") else checks.dotted_name
         problems = checks.problems(
-            entry, func_name=checks.dotted_name, keyword=checks.identifier, pattern=checks.regex
+            entry, func_name=name_check, keyword=checks.identifier, pattern=checks.regex
         )
         if "values" not in entry and "pattern" not in entry:
             problems.append(("values", "give the values to report, or a pattern they match"))
@@ -77,7 +81,7 @@ class ArgValueRule:
             hook = ArgValueReport(
                 rule, p["keyword"], p.get("arg_idx"), frozenset(p.get("values", ())), pattern
             )
-            tables.add_call_hook(p["func_name"], hook)
+            tables.add_call_hook(p["func_name"], hook, by_short_name=bool(p.get("method")))
             tables.add_name_trigger(p["func_name"])
 
 
