@@ -16,6 +16,7 @@ import libcst as cst
 from ms_fmk_transplt.engine.bindings import NameClaims
 from ms_fmk_transplt.engine.dispatch import CachedDispatch
 from ms_fmk_transplt.engine.environment import Environment
+from ms_fmk_transplt.engine.guards import GuardedStatements
 from ms_fmk_transplt.engine.hooks import CallHook, ResultUse, ValueHook
 from ms_fmk_transplt.engine.import_statements import ImportStatements
 from ms_fmk_transplt.engine.imports import plan_function_imports, plan_imports
@@ -98,6 +99,7 @@ class ModuleRewriter(SiteReports, CachedDispatch):
         # `cap = torch.cuda.get_device_capability()`, then `cap[0]`: engine/results.py
         self.results = ResultUses(tables.result_hooks, self.qualify, self)
         self.import_statements = ImportStatements(self)
+        self.guarded = GuardedStatements()  # guarded calls that may stand as `if` statements
         self.strings = LiteralRewrites(self)
 
     def close(self) -> None:
@@ -137,14 +139,7 @@ class ModuleRewriter(SiteReports, CachedDispatch):
         return updated_node
 
     def visit_Call(self, node: cst.Call) -> bool:
-        func = node.func
-        name = (
-            func.attr.value
-            if isinstance(func, cst.Attribute)
-            else func.value
-            if isinstance(func, cst.Name)
-            else ""
-        )
+        name = _short(node.func)
         positional = [a for a in node.args if a.keyword is None]
         self.support.called(node)
         if name in self.tables.device_spec.attribute_name_calls and len(positional) > 1:
@@ -275,7 +270,7 @@ class ModuleRewriter(SiteReports, CachedDispatch):
         func = original_node.func
         name = self.qualify(func)
         resolved = name is not None and self.tables.lookup(name) is not None
-        result = updated_node
+        result: cst.BaseExpression = updated_node
         if name is None and self._imports_torch and isinstance(func, cst.Attribute):
             # classified as converted: x.cuda() is about to be x.npu()
             method = func.attr.value
@@ -297,21 +292,16 @@ class ModuleRewriter(SiteReports, CachedDispatch):
             function_hook = self.tables.function_hooks.get(func.value)
             if function_hook is not None:  # an imported name: the import's rename covers it
                 result = function_hook.rewrite_function_call(self, original_node, updated_node)
-        hooks = self.tables.call_hooks.get(name) if name and not self.tables.owned(name) else None
+        hooks = self.tables.call_hooks_for(name) if name and not self.tables.owned(name) else None
         if self.tables.method_call_hooks:
-            short = (
-                func.attr.value
-                if isinstance(func, cst.Attribute)
-                else func.value
-                if isinstance(func, cst.Name)
-                else ""
-            )
-            by_short = self.tables.method_call_hooks.get(short)
+            by_short = self.tables.method_call_hooks.get(_short(func))
             if by_short:
                 hooks = _compose(hooks, by_short)
-        if hooks:
-            for hook in hooks:
-                result = hook.rewrite_call(self, original_node, result, name)
+        for hook in hooks or ():
+            if not isinstance(result, cst.Call):  # a template wrote another expression: it is final
+                break
+            result = hook.rewrite_call(self, original_node, result, name)
+        self.guarded.record(result)
         return result
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
@@ -321,10 +311,11 @@ class ModuleRewriter(SiteReports, CachedDispatch):
 
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
-    ) -> cst.SimpleStatementLine | cst.FlattenSentinel[cst.SimpleStatementLine]:
+    ) -> cst.BaseStatement | cst.FlattenSentinel[cst.SimpleStatementLine]:
         if original_node is self.imports.anchor_line:
             self.anchor_updated = updated_node
-        return self.import_statements.leave_line(original_node, updated_node)
+        line = self.import_statements.leave_line(original_node, updated_node)
+        return self.guarded.statement(line) if isinstance(line, cst.SimpleStatementLine) else line
 
     def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> bool:
         self.import_statements.enter_line()
@@ -338,6 +329,13 @@ class ModuleRewriter(SiteReports, CachedDispatch):
     # ---- module: the torch_npu import (engine/import_statements.py) ----------------------------
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         return self.import_statements.finish_module(original_node, updated_node)
+
+
+def _short(func: cst.BaseExpression) -> str:
+    """The called name of `x.name(...)` or `name(...)`, else ''."""
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return func.value if isinstance(func, cst.Name) else ""
 
 
 # receivers that are never tensors: "a,b".split(",") is str.split
