@@ -99,7 +99,7 @@ class ModuleRewriter(SiteReports, CachedDispatch):
         # `cap = torch.cuda.get_device_capability()`, then `cap[0]`: engine/results.py
         self.results = ResultUses(tables.result_hooks, self.qualify, self)
         self.import_statements = ImportStatements(self)
-        self.guarded = GuardedStatements()  # guarded calls that may stand as `if` statements
+        self.guarded = GuardedStatements(nodes, self.qualify)  # guarded calls, `if` statements
         self.strings = LiteralRewrites(self)
 
     def close(self) -> None:
@@ -301,8 +301,7 @@ class ModuleRewriter(SiteReports, CachedDispatch):
             if not isinstance(result, cst.Call):  # a template wrote another expression: it is final
                 break
             result = hook.rewrite_call(self, original_node, result, name)
-        self.guarded.record(result)
-        return result
+        return self.guarded.record(original_node, result)
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
         self.import_statements.enter_line()
