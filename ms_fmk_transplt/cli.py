@@ -474,6 +474,13 @@ def distributed(ctx: click.Context, main: Path | None, model: str | None) -> Non
     default=None,
     help="Simulated NPUs in the NPU runs (default: the runtime's, 8).",
 )
+@click.option(
+    "--target",
+    type=click.Choice(["npu", "accelerator"]),
+    default="npu",
+    help="Convert for the NPU (default) or for any accelerator; accelerator also runs the converted"
+    " script on the CPU, compared with the original too.",
+)
 @click.option("--work-dir", type=PATH, default=None, help="Keep the runs' output and records here.")
 @click.option("--report", type=PATH, default=None, help="Write the JSON report here (- for stdout).")
 @click.option("-q", "--quiet", is_flag=True, help="Only the result line.")
@@ -492,6 +499,7 @@ def verify(
     fail_on_ops: bool,
     reference: str,
     devices: int | None,
+    target: str,
     work_dir: Path | None,
     report: Path | None,
     quiet: bool,
@@ -527,6 +535,7 @@ def verify(
         fail_on_ops=fail_on_ops,
         reference=reference.lower(),
         devices=devices,
+        target=target,
     )
     try:
         outcome = run_verify(

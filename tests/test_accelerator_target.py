@@ -73,3 +73,36 @@ def test_every_sample_converted_for_any_accelerator_trains_as_the_original_on_th
         original = _steps(ROOT / "sample_models" / rel, extra, tmp_path.joinpath(f"{name}_a").resolve())
         portable = _steps(converted / rel, extra, tmp_path.joinpath(f"{name}_b").resolve())
         assert len(original) == 2 and portable == original, name
+
+
+def test_the_cpu_run_of_the_portable_copy_decides_when_the_npu_run_was_identical() -> None:
+    from ms_fmk_transplt.verify.verdict import Status, Verdict, with_portable_cpu
+
+    same = Verdict(Status.IDENTICAL, "identical: 2 step(s)")
+    differs = Verdict(Status.DIFFERENT, "different at step 1")
+    assert with_portable_cpu(same, same).status is Status.IDENTICAL
+    assert with_portable_cpu(same, same).notes == ("the converted script on the CPU: identical: 2 step(s)",)
+    joined = with_portable_cpu(same, differs)
+    assert (joined.status, joined.message) == (
+        Status.DIFFERENT,
+        "the converted script on the CPU: different at step 1",
+    )
+    assert with_portable_cpu(differs, same).status is Status.DIFFERENT
+
+
+@pytest.mark.slow
+def test_verify_runs_the_portable_copy_on_the_npu_and_on_the_cpu(tmp_path: Path) -> None:
+    from helpers import run_verify
+
+    done, document = run_verify(
+        ["--target", "accelerator", "--steps", "2"],
+        ["python", "main.py"],
+        ROOT / "sample_models" / "mnist_mlp",
+        tmp_path / "report.json",
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "running the converted script on the CPU" in done.stderr
+    assert document["notes"][-1] == (
+        "the converted script on the CPU: identical: 2 step(s), losses and every parameter bit for bit"
+    )
