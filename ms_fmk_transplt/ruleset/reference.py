@@ -6,6 +6,7 @@ from ms_fmk_transplt import data
 from ms_fmk_transplt.engine.first_party import POLICY as FIRST_PARTY
 from ms_fmk_transplt.engine.roles import POLICY
 from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.ruleset.loader import TARGET_MIN_TORCH
 from ms_fmk_transplt.ruleset.registry import all_kinds
 
 RANGES = [
@@ -51,13 +52,13 @@ def rules_markdown(rules: list[Rule]) -> str:
         if not group:
             continue
         out.append(f"\n## {prefix}xx: {title}\n\n")
+        if prefix == "TA1":  # the target's policy and mapping table lead its rules
+            out.append(accelerator_markdown([r for r in rules if r.id.startswith("TA")]) + "\n")
         out.append("| id | kind | summary |\n|---|---|---|\n")
         for rule in group:
             flag = " *(heuristic)*" if kinds[rule.kind].heuristic else ""
             opt = f" *(opt-in: `--opt-in {rule.params['opt_in']}`)*" if rule.params.get("opt_in") else ""
             out.append(f"| {rule.id} | {rule.kind}{flag} | {rule.summary.replace('|', '&#124;')}{opt} |\n")
-        if prefix == "TA1":
-            out.append(accelerator_markdown([r for r in rules if r.id.startswith("TA")]))
         for rule in group:
             out.append(f"\n### {rule.id}\n\n{rule.summary}\n\n")
             if rule.params.get("min_torch"):
@@ -123,12 +124,9 @@ def accelerator_markdown(rules: list[Rule]) -> str:
             f"x.{p['method']}(...)" if "method" in p else p.get("old_name") or repr(p.get("old"))
         )
         new = p.get("template") or p.get("new_name") or p.get("device_form") or ""
-        cpu = p.get("otherwise", "the CPU's form" if rule.kind != "FuncNameModifyRule" else "the same")
-        rows.append(
-            f"| {rule.id} | `{old}` | `{new}` | `{cpu}` | {p.get('min_torch', '2.7')} |\n".replace(
-                "|`", "| `"
-            )
-        )
+        cpu = f"`{p['otherwise']}`" if "guard" in p else "runs as written (the CPU's device, stream, backend)"
+        torch = p.get("min_torch", TARGET_MIN_TORCH["accelerator"])
+        rows.append(f"| {rule.id} | `{old}` | `{new}` | {cpu} | {torch} |\n")
     return "".join(rows)
 
 
