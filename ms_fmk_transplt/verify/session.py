@@ -189,7 +189,9 @@ def _verify(
             failures[portable.label] = read_failures(
                 portable.records, portable.stderr_text(), project_test(converted_root), back
             )
-        on_cpu = judge(reference_result, _side(portable, portable_records), None, False, reference)
+        # on the CPU the copy is held to the original's CPU run, whatever the NPU's reference was
+        cpu_reference = (cpu_result, Reference()) if cpu_result is not None else (reference_result, reference)
+        on_cpu = judge(cpu_reference[0], _side(portable, portable_records), None, False, cpu_reference[1])
         verdict = with_portable_cpu(verdict, on_cpu)
     return Outcome(
         verdict,
