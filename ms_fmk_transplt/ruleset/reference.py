@@ -24,6 +24,7 @@ RANGES = [
     ("TA2", "`--target accelerator`: tensor and module methods"),
     ("TA3", "`--target accelerator`: device strings and backends"),
     ("TA4", "`--target accelerator`: renames"),
+    ("TA5", "`--target accelerator`: environment variables (reported)"),
 ]
 
 
@@ -107,8 +108,8 @@ support classification: run the default target for that report). The spellings:
   needs a newer PyTorch than `-v` (the memory functions, 2.9) is reported and the call kept.
 
 Known gaps: a non-call use of a `torch.cuda` name (`f = torch.cuda.synchronize`, `from torch.cuda
-import X` imports themselves) is kept; `CUDA_VISIBLE_DEVICES` and `.is_cuda` are kept (no portable
-spelling); a `map_location` dict's keys name where a checkpoint was saved and are kept.
+import X` imports themselves) is kept; `CUDA_VISIBLE_DEVICES` is reported (no portable name) and
+`.is_cuda` kept; a `map_location` dict's keys name where a checkpoint was saved and are kept.
 
 | rule | CUDA | portable form | without an accelerator | PyTorch |
 |---|---|---|---|---|
@@ -123,7 +124,7 @@ def accelerator_markdown(rules: list[Rule]) -> str:
         old = p.get("name") or (
             f"x.{p['method']}(...)" if "method" in p else p.get("old_name") or repr(p.get("old"))
         )
-        new = p.get("template") or p.get("new_name") or p.get("device_form") or ""
+        new = p.get("template") or p.get("new_name") or p.get("device_form") or "(reported)"
         cpu = f"`{p['otherwise']}`" if "guard" in p else "runs as written (the CPU's device, stream, backend)"
         torch = p.get("min_torch", TARGET_MIN_TORCH["accelerator"])
         rows.append(f"| {rule.id} | `{old}` | `{new}` | {cpu} | {torch} |\n")
