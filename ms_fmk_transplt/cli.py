@@ -145,6 +145,13 @@ def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> No
     default=None,
     help=f"Ascend release data, by PyTorch version: {', '.join(data.releases())} (default {data.default_release()}).",
 )
+@click.option(
+    "--target",
+    type=click.Choice(["npu", "accelerator"]),
+    default="npu",
+    help="What the converted code runs on: npu (torch_npu, the default) or accelerator (device-agnostic"
+    " torch.accelerator code: CUDA, Ascend, any accelerator, else the CPU; PyTorch 2.7+).",
+)
 @click.option("--force", is_flag=True, help="Replace an existing <name>_msft folder.")
 @click.option(
     "--opt-in",
@@ -183,6 +190,7 @@ def app(
     output: Path | None,
     rule: tuple[Path, ...],
     release: str | None,
+    target: str,
     force: bool,
     opt_in: tuple[str, ...],
     strict: bool,
@@ -222,6 +230,7 @@ def app(
         use_cache=not no_cache,
         exclude=tuple(exclude or ()),
         runtime_report=runtime_report,
+        target=target,
     )
     try:
         with _progress(quiet) as progress:
@@ -465,6 +474,13 @@ def distributed(ctx: click.Context, main: Path | None, model: str | None) -> Non
     default=None,
     help="Simulated NPUs in the NPU runs (default: the runtime's, 8).",
 )
+@click.option(
+    "--target",
+    type=click.Choice(["npu", "accelerator"]),
+    default="npu",
+    help="Convert for the NPU (default) or for any accelerator; accelerator also runs the converted"
+    " script on the CPU, compared with the original too.",
+)
 @click.option("--work-dir", type=PATH, default=None, help="Keep the runs' output and records here.")
 @click.option("--report", type=PATH, default=None, help="Write the JSON report here (- for stdout).")
 @click.option("-q", "--quiet", is_flag=True, help="Only the result line.")
@@ -483,6 +499,7 @@ def verify(
     fail_on_ops: bool,
     reference: str,
     devices: int | None,
+    target: str,
     work_dir: Path | None,
     report: Path | None,
     quiet: bool,
@@ -518,6 +535,7 @@ def verify(
         fail_on_ops=fail_on_ops,
         reference=reference.lower(),
         devices=devices,
+        target=target,
     )
     try:
         outcome = run_verify(
@@ -840,10 +858,10 @@ def rules_list(rule: tuple[Path, ...], kind: str | None) -> None:
 @click.option("-o", "--output", type=PATH, default=None, help="Write here instead of stdout (- for stdout).")
 def rules_doc(output: Path | None) -> None:
     """Print the built-in rules reference (Markdown), generated from the rules' metadata."""
-    from ms_fmk_transplt.ruleset import load_rules
+    from ms_fmk_transplt.ruleset import load_builtin_rules
     from ms_fmk_transplt.ruleset.reference import rules_markdown
 
-    text = rules_markdown(load_rules())
+    text = rules_markdown(load_builtin_rules(target=None))  # every --target's rules
     if output is None or str(output) == "-":  # `-` is stdout, as for every other file option
         _to_stdout(text.encode())
     else:

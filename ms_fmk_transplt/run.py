@@ -160,6 +160,7 @@ class Options:
     exclude: Sequence[str] = ()  # globs of files to copy unchanged and not analyse
     runtime_report: Path | None = None  # the simulated NPU's operator-check or findings report, for the xlsx
     suffix: str = "_msft"  # of the output folder's name
+    target: str = "npu"  # what the converted code runs on: npu (torch_npu) or accelerator (any device)
 
 
 def _runtime(options: Options) -> dict:
@@ -227,10 +228,13 @@ def _prepare(options: Options, warnings: list[str]) -> tuple[str, list, TableSou
     release = options.release or data.default_release()
     if release not in data.releases():
         raise UsageError(f"unknown release {release!r}; shipped: {', '.join(data.releases())}")
+    _check_target(options.target, release)
     cache = None
     if options.use_cache:
         try:
-            rule_set: bytes | None = rule_set_key(options.rule_files, release, options.opt_ins)
+            rule_set: bytes | None = rule_set_key(
+                options.rule_files, release, options.opt_ins, options.target
+            )
         except OSError:
             rule_set = None  # an unreadable rule file: load_rules below names it
         if rule_set is not None:
@@ -243,7 +247,7 @@ def _prepare(options: Options, warnings: list[str]) -> tuple[str, list, TableSou
 
         load_warnings = []
         try:
-            rules = load_rules(options.rule_files, warnings=load_warnings)
+            rules = load_rules(options.rule_files, warnings=load_warnings, target=options.target)
         except RuleFileError as exc:
             raise UsageError(str(exc)) from None
     warnings.extend(load_warnings)
@@ -258,7 +262,7 @@ def _prepare(options: Options, warnings: list[str]) -> tuple[str, list, TableSou
         from ms_fmk_transplt.ruleset import RuleFileError, compile_rules
 
         try:
-            return compile_rules(rules, release=release, opt_ins=options.opt_ins)
+            return compile_rules(rules, release=release, opt_ins=options.opt_ins, target=options.target)
         except RuleFileError as exc:
             raise UsageError(str(exc)) from None
 
@@ -278,6 +282,20 @@ def _prepare(options: Options, warnings: list[str]) -> tuple[str, list, TableSou
     if cache is not None:
         cache.put_compiled(rules, tables, load_warnings)
     return release, rules, TableSource.of(tables), cache
+
+
+def _check_target(target: str, release: str) -> None:
+    """A --target the release can serve; UsageError in one line otherwise."""
+    from ms_fmk_transplt.ruleset.loader import TARGET_MIN_TORCH, TARGETS
+
+    if target not in TARGETS:
+        raise UsageError(f"unknown --target {target!r}; valid: {', '.join(TARGETS)}")
+    needed = TARGET_MIN_TORCH.get(target, "")
+    if data.torch_older(release, needed):
+        raise UsageError(
+            f"--target {target} needs PyTorch {needed} or later (torch.accelerator.set_device_index,"
+            f" current_accelerator(check_available=True)); -v {release} is older"
+        )
 
 
 def _seen_in(entries: list[Entry], tables: TableSource, cache: ResultCache | None) -> TableSource:

@@ -14,6 +14,7 @@ import pytest
 from helpers import convert_text, findings_text
 
 from ms_fmk_transplt.ruleset import compile_rules, load_rules
+from ms_fmk_transplt.ruleset.loader import TARGETS, load_builtin_rules
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -27,11 +28,15 @@ def _id(path: Path) -> str:
 
 
 def _tables_for(case: Path, builtin_tables):
-    """Built-in rules, plus the folder's rules.json; a folder named `topic@2.7.1` uses that release."""
+    """Built-in rules, plus the folder's rules.json; a folder named `topic@2.7.1` uses that release,
+    `topic@accelerator` that --target (`topic@accelerator,2.8.0` both)."""
     rules_file = case.parent / "rules.json"
-    release = case.parent.name.partition("@")[2] or None
-    if rules_file.exists() or release:
-        return compile_rules(load_rules([rules_file] if rules_file.exists() else []), release=release)
+    options = [o for o in case.parent.name.partition("@")[2].split(",") if o]
+    target = next((o for o in options if o in TARGETS), "npu")
+    release = next((o for o in options if o not in TARGETS), None)
+    if rules_file.exists() or options:
+        rules = load_rules([rules_file] if rules_file.exists() else [], target=target)
+        return compile_rules(rules, release=release or "", target=target)
     return builtin_tables
 
 
@@ -78,7 +83,8 @@ def test_every_builtin_rule_fires_in_a_fixture() -> None:
         for line in path.read_text().splitlines()
     }
     # text-scan rules report on launch scripts, not Python; tests/test_cli.py covers them
-    missing = {r.id for r in load_rules() if r.kind != "TextScanRule"} - fired
+    every = load_builtin_rules(target=None)  # every --target's
+    missing = {r.id for r in every if r.kind != "TextScanRule"} - fired
     assert not missing, f"built-in rules that no fixture exercises: {sorted(missing)}"
 
 

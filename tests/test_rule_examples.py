@@ -7,18 +7,24 @@ from helpers import convert_text
 
 from ms_fmk_transplt.engine.convert import scan_text
 from ms_fmk_transplt.ruleset import compile_rules, load_rules
+from ms_fmk_transplt.ruleset.loader import load_builtin_rules
 
 
-def _tables(example, builtin_tables):
-    return compile_rules(load_rules(), release=example.release) if example.release else builtin_tables
+def _tables(example, builtin_tables, target: str = "npu"):
+    if example.release or target != "npu":
+        return compile_rules(load_rules(target=target), release=example.release or "", target=target)
+    return builtin_tables
 
 
-EXAMPLES = [(rule.id, i, ex) for rule in load_rules() for i, ex in enumerate(rule.examples)]
+RULES = load_builtin_rules(target=None)  # every --target's, each example converted for its own
+EXAMPLES = [(rule.id, i, ex, rule.target) for rule in RULES for i, ex in enumerate(rule.examples)]
 
 
-@pytest.mark.parametrize("rule_id,index,example", EXAMPLES, ids=[f"{r}-{i}" for r, i, _ in EXAMPLES])
-def test_example(rule_id, index, example, builtin_tables) -> None:
-    tables = _tables(example, builtin_tables)
+@pytest.mark.parametrize(
+    "rule_id,index,example,target", EXAMPLES, ids=[f"{r}-{i}" for r, i, _, _ in EXAMPLES]
+)
+def test_example(rule_id, index, example, target, builtin_tables) -> None:
+    tables = _tables(example, builtin_tables, target)
     if example.file:  # a launch script or config: reported, never rewritten
         assert example.after == example.before
         return
@@ -30,7 +36,7 @@ def test_example(rule_id, index, example, builtin_tables) -> None:
 
 
 def test_every_builtin_rule_fires_on_one_of_its_examples(builtin_tables) -> None:
-    for rule in load_rules():
+    for rule in RULES:
         assert rule.examples, f"{rule.id} has no examples"
         fired = [
             f
@@ -38,7 +44,7 @@ def test_every_builtin_rule_fires_on_one_of_its_examples(builtin_tables) -> None
             for f in (
                 scan_text(e.file, e.before.encode(), builtin_tables)
                 if e.file
-                else convert_text(e.before, _tables(e, builtin_tables))[1].findings
+                else convert_text(e.before, _tables(e, builtin_tables, rule.target))[1].findings
             )
             if f.rule_id == rule.id
         ]
@@ -51,4 +57,4 @@ def test_rules_reference_is_current() -> None:
     from ms_fmk_transplt.ruleset.reference import rules_markdown
 
     committed = (Path(__file__).resolve().parent.parent / "docs" / "rules.md").read_text()
-    assert committed == rules_markdown(load_rules()), "run: ms_fmk_transplt rules doc -o docs/rules.md"
+    assert committed == rules_markdown(RULES), "run: ms_fmk_transplt rules doc -o docs/rules.md"

@@ -52,7 +52,7 @@ def test_guide_example_loads(tmp_path: Path) -> None:
             {"rules": {"RenameRule": []}},
             'FILE: /rules: unknown rule kind "RenameRule" (did you mean MethodRenameRule?); valid kinds: '
             "ApiSupportRule, ArgValueRule, "
-            "ArgsModifyRule, AttributeRenameRule, CudaSourceRule, EnvVarRule, FuncNameModifyRule, ImportInsertRule, KeywordDefaultRule, "
+            "ArgsModifyRule, AttributeRenameRule, CallTemplateRule, CudaSourceRule, EnvVarRule, FuncNameModifyRule, ImportInsertRule, KeywordDefaultRule, "
             "KeywordRenameRule, MapLocationRule, "
             "MethodRenameRule, ModuleMemberRule, ModuleNameModifyRule, PatchTargetRule, ResultUseRule, StringLiteralRule, TextScanRule, UnsupportedApiRule",
         ),
@@ -332,7 +332,7 @@ def test_unknown_keys_warn_at_every_level(tmp_path: Path) -> None:
         "FILE: /rules/FuncNameModifyRule/0/comment: unknown key ignored (valid: examples, id, message, "
         "needs_torch_npu, new_name, old_name, opt_in, suggestion, summary, tags)",
         "FILE: /defaults/neds_torch_npu: unknown key ignored (did you mean needs_torch_npu?) (valid: needs_torch_npu)",
-        "FILE: /extra: unknown key ignored (valid: defaults, rules)",
+        "FILE: /extra: unknown key ignored (valid: defaults, rules, targets)",
     ]  # the calls of MapLocationRule are names the kind takes, not keys of the schema: no warning
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
@@ -28,6 +29,15 @@ def releases() -> list[str]:
 
 def default_release() -> str:
     return str(_index()["default_release"])
+
+
+def torch_older(release: str, needed: str) -> bool:
+    """Is the PyTorch version `release` older than `needed` (dotted versions; False when either is empty)?"""
+
+    def parts(text: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in re.findall(r"\d+", text)[:3])
+
+    return bool(release and needed) and parts(release) < parts(needed)
 
 
 def release_lists(version: str) -> dict[str, str]:

@@ -101,8 +101,11 @@ class CallHook(Protocol):
 
     order: ClassVar[int]
 
-    def rewrite_call(self, site: Site, original: cst.Call, updated: cst.Call, name: str | None) -> cst.Call:
-        """The call rewritten (or `updated` as it is); `name` is the qualified name, if resolved."""
+    def rewrite_call(
+        self, site: Site, original: cst.Call, updated: cst.Call, name: str | None
+    ) -> cst.BaseExpression:
+        """The call rewritten (or `updated` as it is); `name` is the qualified name, if resolved.
+        Another expression than a call ends the hooks of the call."""
         ...
 
 

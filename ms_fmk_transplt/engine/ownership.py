@@ -31,7 +31,7 @@ class NameOwnership:
         # names bound by defs, assignments, parameters, imports: a bare function name the file binds is its own
         self.bindings = collect_bindings(nodes) if tables.function_hooks else Bindings()
         # method name -> the classes of this file that define it: `self.cuda()` there is the user's
-        self.own_methods = own_methods(nodes) if tables.method_hooks else {}
+        self.own_methods = own_methods(nodes) if tables.method_hooks or tables.method_call_hooks else {}
         # `self.is_cuda = ...`: an attribute the file assigns is the user's, never Tensor.is_cuda
         # (object as code, attribute)
         self.assigned_attributes = assigned_attributes(nodes) if tables.attribute_hooks else set()

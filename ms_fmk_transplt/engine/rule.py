@@ -32,6 +32,7 @@ class Rule:
     tags: tuple[str, ...] = field(default=())
     # its kind reports the support lists' verdict: another rule's report of the API outranks it
     support_list: bool = False
+    target: str = "npu"  # the first --target its file serves; its examples convert for it
 
     def render(self, **fields: Any) -> str:
         """The finding message for this rule, one line, no trailing period."""

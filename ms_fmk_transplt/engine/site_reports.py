@@ -51,7 +51,8 @@ class SiteReports:
     ) -> None:
         """An UNSUPPORTED finding: `what` cannot run on the NPU as written; `suggestion` says what to do."""
         noop = bool(rule.params.get("noop"))
-        text = f"{what} has no effect on the NPU" if noop else f"{what} has no NPU counterpart"
+        counterpart = "device-agnostic" if self.tables.target == "accelerator" else "NPU"
+        text = f"{what} has no effect on the NPU" if noop else f"{what} has no {counterpart} counterpart"
         suggestion = suggestion.format(release=self.tables.release) if suggestion else ""
         self.pending.append(
             Pending(

@@ -133,6 +133,7 @@ class Tables:
     path_string_calls: set[str] = field(default_factory=set)
     support: SupportLists = field(default_factory=lambda: SupportLists())  # filled by ApiSupportRule
     release: str = ""
+    target: str = "npu"  # what converted code runs on: npu, or accelerator (device-agnostic torch)
     # the run's input tree (engine/first_party.py), and one file's view of it (`for_file`)
     project: ProjectLayout | None = None
     first_party: FirstParty | None = None
@@ -224,6 +225,13 @@ class Tables:
         hooks = table.setdefault(name, [])
         hooks.append(hook)
         hooks.sort(key=lambda h: h.order)
+
+    def call_hooks_for(self, name: str) -> list[CallHook] | None:
+        """The call hooks of a qualified name: its own, else those of `module.*` (a direct member)."""
+        hooks = self.call_hooks.get(name)
+        if hooks is None and "." in name:
+            hooks = self.call_hooks.get(name.rsplit(".", 1)[0] + ".*")
+        return hooks
 
     def text_globs(self) -> tuple[str, ...]:
         """Every file-name glob a text scan reads: a copied file matching none is never read."""

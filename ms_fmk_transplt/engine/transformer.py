@@ -17,6 +17,7 @@ from ms_fmk_transplt.engine.bindings import NameClaims
 from ms_fmk_transplt.engine.dispatch import CachedDispatch
 from ms_fmk_transplt.engine.embedded_scripts import ShellScripts
 from ms_fmk_transplt.engine.environment import Environment
+from ms_fmk_transplt.engine.guards import GuardedStatements
 from ms_fmk_transplt.engine.hooks import CallHook, ResultUse, ValueHook
 from ms_fmk_transplt.engine.import_statements import ImportStatements
 from ms_fmk_transplt.engine.imports import plan_function_imports, plan_imports
@@ -100,6 +101,7 @@ class ModuleRewriter(SiteReports, CachedDispatch):
         # `cap = torch.cuda.get_device_capability()`, then `cap[0]`: engine/results.py
         self.results = ResultUses(tables.result_hooks, self.qualify, self)
         self.import_statements = ImportStatements(self)
+        self.guarded = GuardedStatements(nodes, self.qualify)  # guarded calls, `if` statements
         self.strings = LiteralRewrites(self)
 
     def close(self) -> None:
@@ -270,7 +272,7 @@ class ModuleRewriter(SiteReports, CachedDispatch):
         func = original_node.func
         name = self.qualify(func)
         resolved = name is not None and self.tables.lookup(name) is not None
-        result = updated_node
+        result: cst.BaseExpression = updated_node
         if name is None and self._imports_torch and isinstance(func, cst.Attribute):
             # classified as converted: x.cuda() is about to be x.npu()
             method = func.attr.value
@@ -289,15 +291,16 @@ class ModuleRewriter(SiteReports, CachedDispatch):
             function_hook = self.tables.function_hooks.get(func.value)
             if function_hook is not None:  # an imported name: the import's rename covers it
                 result = function_hook.rewrite_function_call(self, original_node, updated_node)
-        hooks = self.tables.call_hooks.get(name) if name and not self.tables.owned(name) else None
+        hooks = self.tables.call_hooks_for(name) if name and not self.tables.owned(name) else None
         if self.tables.method_call_hooks:
             by_short = self.tables.method_call_hooks.get(short_name(func))
             if by_short:
                 hooks = _compose(hooks, by_short)
-        if hooks:
-            for hook in hooks:
-                result = hook.rewrite_call(self, original_node, result, name)
-        return result
+        for hook in hooks or ():
+            if not isinstance(result, cst.Call):  # a template wrote another expression: it is final
+                break
+            result = hook.rewrite_call(self, original_node, result, name)
+        return self.guarded.record(original_node, result)
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
         self.import_statements.enter_line()
@@ -306,10 +309,11 @@ class ModuleRewriter(SiteReports, CachedDispatch):
 
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
-    ) -> cst.SimpleStatementLine | cst.FlattenSentinel[cst.SimpleStatementLine]:
+    ) -> cst.BaseStatement | cst.FlattenSentinel[cst.SimpleStatementLine]:
         if original_node is self.imports.anchor_line:
             self.anchor_updated = updated_node
-        return self.import_statements.leave_line(original_node, updated_node)
+        line = self.import_statements.leave_line(original_node, updated_node)
+        return self.guarded.statement(line) if isinstance(line, cst.SimpleStatementLine) else line
 
     def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> bool:
         self.import_statements.enter_line()

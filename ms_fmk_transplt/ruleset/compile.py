@@ -10,13 +10,15 @@ from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.ruleset.registry import all_kinds
 
 
-def compile_rules(rules: Iterable[Rule], release: str = "", opt_ins: Iterable[str] = ()) -> Tables:
+def compile_rules(
+    rules: Iterable[Rule], release: str = "", opt_ins: Iterable[str] = (), target: str = "npu"
+) -> Tables:
     """Build the lookup tables from validated rules; later rules override earlier ones.
 
     A rule with an `opt_in` name that is not in `opt_ins` is compiled as a report only.
     """
     kinds = all_kinds()
-    tables = Tables(release=release or data.default_release(), opt_ins=frozenset(opt_ins))
+    tables = Tables(release=release or data.default_release(), opt_ins=frozenset(opt_ins), target=target)
     by_kind: dict[str, list[Rule]] = {}
     for rule in rules:
         by_kind.setdefault(rule.kind, []).append(rule)

@@ -50,6 +50,12 @@ COMMON = {
 }
 
 
+TARGETS = ("npu", "accelerator")  # --target: what converted code runs on (README, docs/rules.md)
+DEFAULT_TARGET = "npu"
+# the PyTorch a target's forms need at the least: `-v` of an older release refuses the target
+TARGET_MIN_TORCH = {"accelerator": "2.7"}
+
+
 class RuleFileError(Exception):
     """A rule file that cannot be used; str() is the one-line message for the user."""
 
@@ -76,6 +82,8 @@ def _file_schema() -> dict[str, Any]:
                 },
             },
             "defaults": {"type": "object", "properties": {"needs_torch_npu": {"type": "boolean"}}},
+            # the --target values whose runs use the file's rules (built-in files; default: npu)
+            "targets": {"type": "array", "items": {"enum": list(TARGETS)}, "minItems": 1},
         },
     }
 
@@ -157,6 +165,7 @@ def parse_rule_document(
                     user=not builtin,
                     tags=tuple(entry.get("tags", [])),
                     support_list=kind.support_list,
+                    target=document.get("targets", [DEFAULT_TARGET])[0],
                 )
             )
     return _unique_ids(rules)
@@ -227,8 +236,9 @@ def load_rule_file(
     )
 
 
-def load_builtin_rules(*, validate: bool = False) -> list[Rule]:
-    """Every built-in rule, from the JSON files shipped in ms_fmk_transplt.builtin_rules.
+def load_builtin_rules(*, validate: bool = False, target: str | None = DEFAULT_TARGET) -> list[Rule]:
+    """The built-in rules of `target` (every target's with None), from the JSON files shipped in
+    ms_fmk_transplt.builtin_rules; a file serves the targets its `targets` key names, else npu.
 
     The shipped files are checked against the schema, and their examples compiled, by the test
     suite (`validate=True`, tests/test_rule_files.py), not again on every run: that cost the
@@ -238,6 +248,8 @@ def load_builtin_rules(*, validate: bool = False) -> list[Rule]:
     for entry in sorted(package.iterdir(), key=lambda p: p.name):
         if entry.name.endswith(".json"):
             document = json.loads(entry.read_text(encoding="utf-8"))
+            if target is not None and target not in document.get("targets", [DEFAULT_TARGET]):
+                continue
             rules.extend(
                 parse_rule_document(document, f"builtin/{entry.name}", builtin=True, validate=validate)
             )
@@ -245,10 +257,16 @@ def load_builtin_rules(*, validate: bool = False) -> list[Rule]:
 
 
 def load_rules(
-    user_files: Iterable[str | Path] = (), *, builtin: bool = True, warnings: list[str] | None = None
+    user_files: Iterable[str | Path] = (),
+    *,
+    builtin: bool = True,
+    warnings: list[str] | None = None,
+    target: str = DEFAULT_TARGET,
 ) -> list[Rule]:
-    """Built-in rules then user rules, all validated; user rules override built-in ones."""
-    rules = load_builtin_rules() if builtin else []
+    """Built-in rules of `target` then user rules, all validated; user rules override built-in ones."""
+    if target not in TARGETS:
+        raise RuleFileError(f"unknown target {target!r}; valid: {', '.join(TARGETS)}")
+    rules = load_builtin_rules(target=target) if builtin else []
     seen: dict[tuple[str, Any], str] = {}
     kinds = all_kinds()
     next_id = 1

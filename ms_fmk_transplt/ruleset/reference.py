@@ -6,6 +6,7 @@ from ms_fmk_transplt import data
 from ms_fmk_transplt.engine.first_party import POLICY as FIRST_PARTY
 from ms_fmk_transplt.engine.roles import POLICY
 from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.ruleset.loader import TARGET_MIN_TORCH
 from ms_fmk_transplt.ruleset.registry import all_kinds
 
 RANGES = [
@@ -19,6 +20,11 @@ RANGES = [
     ("TP7", "cuDNN / TF32 knobs (no-ops on the NPU)"),
     ("TP8", "Launch scripts and configs (reported; copied unchanged)"),
     ("TP9", "Release API support lists"),
+    ("TA1", "`--target accelerator`: device APIs, streams, memory, amp"),
+    ("TA2", "`--target accelerator`: tensor and module methods"),
+    ("TA3", "`--target accelerator`: device strings and backends"),
+    ("TA4", "`--target accelerator`: renames"),
+    ("TA5", "`--target accelerator`: environment variables (reported)"),
 ]
 
 
@@ -47,6 +53,8 @@ def rules_markdown(rules: list[Rule]) -> str:
         if not group:
             continue
         out.append(f"\n## {prefix}xx: {title}\n\n")
+        if prefix == "TA1":  # the target's policy and mapping table lead its rules
+            out.append(accelerator_markdown([r for r in rules if r.id.startswith("TA")]) + "\n")
         out.append("| id | kind | summary |\n|---|---|---|\n")
         for rule in group:
             flag = " *(heuristic)*" if kinds[rule.kind].heuristic else ""
@@ -54,6 +62,10 @@ def rules_markdown(rules: list[Rule]) -> str:
             out.append(f"| {rule.id} | {rule.kind}{flag} | {rule.summary.replace('|', '&#124;')}{opt} |\n")
         for rule in group:
             out.append(f"\n### {rule.id}\n\n{rule.summary}\n\n")
+            if rule.params.get("min_torch"):
+                out.append(
+                    f"Needs PyTorch {rule.params['min_torch']} or later (older `-v`: reported, kept).\n\n"
+                )
             if rule.params.get("suggestion"):
                 out.append(f"When it reports: {rule.params['suggestion']}\n\n")
             for example in rule.examples:
@@ -72,6 +84,51 @@ def rules_markdown(rules: list[Rule]) -> str:
         doc = user_doc(module.__doc__ or "")
         kinds_doc.append(f"### {name}\n\n{doc}\n\n")
     return "".join(out + kinds_doc)
+
+
+ACCELERATOR_POLICY = """`ms_fmk_transplt -i SRC -o OUT --target accelerator` writes device-agnostic PyTorch instead
+of torch_npu code: one file that runs on CUDA, on Ascend (torch_npu registers the `npu` device
+through torch's backend autoload, so no `import torch_npu` is written), on any other accelerator
+PyTorch knows, and on a machine with none. Only these TA rules apply (no TP rule, no Ascend
+support classification: run the default target for that report). The spellings:
+
+- **the device**: `torch.accelerator.current_accelerator(check_available=True) or
+  torch.device("cpu")`, the accelerator if one is usable, else the CPU; its `.type` stands for a
+  `"cuda"` device string, and an f-string led by it for `"cuda:0"`, `"cuda:%d"`, `f"cuda:{i}"`.
+- **a device test** (`x.device.type == "cuda"`, `"cuda" in device`):
+  `str(torch.accelerator.current_accelerator(check_available=True))`, the accelerator's type, and
+  `"None"` where there is none: on the CPU such a test stays false, as CUDA's was, so a branch
+  written for the GPU (pinned memory, fused optimizers) is not taken there.
+- **calls that need an accelerator** (they raise without one: `set_device_index`,
+  `synchronize`, memory queries) run under `torch.accelerator.is_available()`, with the value
+  given below where there is none; CUDA's amp (`torch.cuda.amp.autocast`, `GradScaler`) becomes
+  `torch.amp`'s with the accelerator's type and `enabled=... and torch.accelerator.is_available()`,
+  off on the CPU as CUDA's was there, so a CPU run trains exactly as the original does on the CPU.
+- **`-v`**: releases before PyTorch 2.7 refuse the target (`-v 2.1.0`, `-v 2.6.0`); a form that
+  needs a newer PyTorch than `-v` (the memory functions, 2.9) is reported and the call kept.
+
+Known gaps: a non-call use of a `torch.cuda` name (`f = torch.cuda.synchronize`, `from torch.cuda
+import X` imports themselves) is kept; `CUDA_VISIBLE_DEVICES` is reported (no portable name) and
+`.is_cuda` kept; a `map_location` dict's keys name where a checkpoint was saved and are kept.
+
+| rule | CUDA | portable form | without an accelerator | PyTorch |
+|---|---|---|---|---|
+"""
+
+
+def accelerator_markdown(rules: list[Rule]) -> str:
+    """The --target accelerator policy and its mapping table, with each form's minimum PyTorch."""
+    rows = [ACCELERATOR_POLICY]
+    for rule in rules:
+        p = rule.params
+        old = p.get("name") or (
+            f"x.{p['method']}(...)" if "method" in p else p.get("old_name") or repr(p.get("old"))
+        )
+        new = p.get("template") or p.get("new_name") or p.get("device_form") or "(reported)"
+        cpu = f"`{p['otherwise']}`" if "guard" in p else "runs as written (the CPU's device, stream, backend)"
+        torch = p.get("min_torch", TARGET_MIN_TORCH["accelerator"])
+        rows.append(f"| {rule.id} | `{old}` | `{new}` | {cpu} | {torch} |\n")
+    return "".join(rows)
 
 
 def releases_markdown() -> str:

@@ -21,6 +21,7 @@ from ms_fmk_transplt.verify.verdict import (
     Verdict,
     judge,
     read_opcheck,
+    with_portable_cpu,
 )
 
 #: --reference: the CPU, transfer_to_npu on the simulated NPU, or the CPU unless it cannot be one
@@ -50,6 +51,8 @@ class Request:
     fail_on_ops: bool = False
     reference: str = "auto"
     devices: int | None = None  # simulated NPUs for the NPU runs; None: the runtime's default
+    # accelerator: the device-agnostic copy, run on the simulated NPU and on the CPU, each compared
+    target: str = "npu"
     cwd: Path = field(default_factory=Path.cwd)
 
 
@@ -73,6 +76,8 @@ class Outcome:
     transfer_records: dict[int, RankRecord] = field(default_factory=dict)
     failures: dict[str, list[Failure]] = field(default_factory=dict)  # run label -> why it failed
     findings: list[runtime_findings.RuntimeFinding] | None = None  # the NPU run's; never in the verdict
+    portable_cpu: launch.RunOutput | None = None  # --target accelerator: the converted copy on the CPU
+    portable_cpu_records: dict[int, RankRecord] = field(default_factory=dict)
 
 
 def verify(request: Request, say: Callable[[str], None] = lambda line: None) -> Outcome:
@@ -172,6 +177,22 @@ def _verify(
                 output.records, output.stderr_text(), project_test(*roots), mapping
             )
     verdict = judge(reference_result, _side(npu, npu_records), ops, request.fail_on_ops, reference)
+    portable: launch.RunOutput | None = None
+    portable_records: dict[int, RankRecord] = {}
+    if request.target == "accelerator":  # the same copy must also train as the original on the CPU
+        portable_cmd = launch.cpu_command(launch.Target(converted, target.args), settings)
+        say(f"running the converted script on the CPU: {' '.join(portable_cmd)}")
+        portable_env = launch.environment(work / "portable_cpu", settings, None, "cpu")
+        portable = launch.run("portable-cpu", portable_cmd, portable_env, work, settings)
+        portable_records = read_records(portable.records)
+        if portable.returncode != 0 or portable.timed_out:
+            failures[portable.label] = read_failures(
+                portable.records, portable.stderr_text(), project_test(converted_root), back
+            )
+        # on the CPU the copy is held to the original's CPU run, whatever the NPU's reference was
+        cpu_reference = (cpu_result, Reference()) if cpu_result is not None else (reference_result, reference)
+        on_cpu = judge(cpu_reference[0], _side(portable, portable_records), None, False, cpu_reference[1])
+        verdict = with_portable_cpu(verdict, on_cpu)
     return Outcome(
         verdict,
         target.script,
@@ -189,6 +210,8 @@ def _verify(
         transfer_records,
         failures,
         findings,
+        portable,
+        portable_records,
     )
 
 
@@ -262,6 +285,7 @@ def _converted_script(
         rule_files=tuple(request.rule_files),
         opt_ins=tuple(request.opt_ins),
         force=request.force or request.output is None,
+        target=request.target,
     )
     from ms_fmk_transplt.interrupts import WorkerLost
 

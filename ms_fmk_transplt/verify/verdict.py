@@ -7,7 +7,7 @@ started here.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 
@@ -258,3 +258,12 @@ def _compare(cpu: SideResult | None, npu: SideResult, reference: Reference) -> V
         None,
         tuple(notes),
     )
+
+
+def with_portable_cpu(verdict: Verdict, on_cpu: Verdict) -> Verdict:
+    """`--target accelerator`: the verdict on the simulated NPU joined with the one on the CPU run
+    of the same device-agnostic copy; a failure or difference on either side is the result."""
+    said = f"the converted script on the CPU: {on_cpu.message}"
+    if on_cpu.status is Status.IDENTICAL or verdict.status is not Status.IDENTICAL:
+        return replace(verdict, notes=(*verdict.notes, said))
+    return Verdict(on_cpu.status, said, on_cpu.difference, (*verdict.notes, *on_cpu.notes))

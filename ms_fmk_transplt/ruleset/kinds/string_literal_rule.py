@@ -63,6 +63,9 @@ from ms_fmk_transplt.ruleset.schema import spell
             "old": {"type": "string"},
             "new": {"type": "string"},
             "in_keys": {"type": "boolean"},
+            # --target accelerator: a device literal becomes an expression, not another literal
+            "device_form": {"type": "string", "format": "python-expression"},
+            "test_form": {"type": "string", "format": "python-expression"},
             "everywhere": {"type": "boolean"},
             "device_context": {
                 "type": "object",
@@ -106,6 +109,9 @@ class StringLiteralRule:
             for i, name in enumerate(entry.get("device_context", {}).get(field, ())):
                 if p := checks.regex(name):
                     return [(f"device_context/{field}/{i}", p)]
+        for key in ("device_form", "test_form"):
+            if key in entry and (p := checks.expression(entry[key])):
+                return [(key, p)]
         if any(ch in entry["new"] for ch in "'\"\\\n"):
             return [("new", "quotes, backslashes and newlines are not allowed in the replacement")]
         return []
@@ -129,11 +135,16 @@ class StringLiteralRule:
                 p["new"],
                 bool(p.get("in_keys")),
                 bool(p.get("everywhere")),
+                p.get("device_form", ""),
+                p.get("test_form", ""),
             )
             tables.string_hooks.append(rewrite)
             tables.keyed_strings = tables.keyed_strings or bool(p.get("in_keys"))
             tables.add_trigger(p["old"])
             tables.device_spec.add(p.get("device_context", {}))
+
+
+_TESTS = ("compared with ", "tested against ")  # engine/context.py's evidence of a comparison
 
 
 def _sample_suffix(regex: re.Pattern[str], old: str) -> str:
@@ -151,6 +162,12 @@ class StringRewrite:
     new: str
     in_keys: bool = False
     everywhere: bool = False  # every `old` in the value is replaced, not only a leading one
+    device_form: str = ""  # an expression a device literal's `old` becomes (its rest kept, in an f-string)
+    test_form: str = ""  # the same where the literal is compared with a device (`x.device.type == "cuda"`)
+
+    def hint(self) -> str:
+        """What to write instead, as messages say it."""
+        return self.device_form or repr(self.new)
 
     def rewrite_string(
         self, site: Site, original: cst.SimpleString, updated: cst.SimpleString, value: str
@@ -173,6 +190,8 @@ class StringRewrite:
             return updated
         if self._twin_kept(site, original, value):
             return updated
+        if self.device_form:
+            return self._as_expression(site, original, updated, value, why)
         new_value = (
             value.replace(self.old, self.new) if self.everywhere else self.new + value[len(self.old) :]
         )
@@ -230,7 +249,7 @@ class StringRewrite:
             self.rule,
             Operation.UNSUPPORTED,
             f"{whole!r} spelled in pieces ({value!r} first) kept: the converter rewrites whole literals"
-            f" only; if it names a device, write {self.new!r}",
+            f" only; if it names a device, write {self.hint()}",
             heuristic=True,
         )
         return updated
@@ -253,16 +272,49 @@ class StringRewrite:
             self.rule,
             Operation.UNSUPPORTED,
             (
-                f"{value!r} kept: not provably a device here ({why}); if it names one, write {self.new!r}"
+                f"{value!r} kept: not provably a device here ({why}); if it names one, write {self.hint()}"
                 if unknown
                 else f"{value!r} kept ({why}): Lightning has no {self.new!r} accelerator; subclass its"
                 " Accelerator for the NPU and pass an instance as accelerator="
                 if why.startswith(ACCELERATOR)
-                else f"{value!r} kept as the user's text ({why}); if it names a device, write {self.new!r}"
+                else f"{value!r} kept as the user's text ({why}); if it names a device, write {self.hint()}"
             ),
             heuristic=True,
         )
         return True
+
+    def _as_expression(
+        self, site: Site, original: cst.SimpleString, updated: cst.SimpleString, value: str, why: str
+    ) -> cst.BaseExpression:
+        """A device literal as the target's expression: `"cuda"` -> the form, `"cuda:0"` -> an
+        f-string led by it; a comparison's literal takes `test_form`, which is never a CPU's type."""
+        tested = why.startswith(_TESTS) and self.test_form
+        form = self.test_form if tested else self.device_form
+        if value == self.old:
+            new_code = form
+        elif "b" in original.prefix.lower():
+            site.report_message(
+                original,
+                self.rule,
+                Operation.UNSUPPORTED,
+                f"{value!r} kept: a bytes literal; write {self.hint()}",
+            )
+            return updated
+        else:
+            rest = value[len(self.old) :].replace("{", "{{").replace("}", "}}")
+            quote = original.quote
+            inner = form.replace('"', "'") if '"' in quote else form.replace("'", '"')
+            raw = "r" if "r" in original.prefix.lower() else ""
+            new_code = f"{raw}f{quote}{{{inner}}}{rest}{quote}"
+        site.report(
+            original,
+            self.rule,
+            Operation.MODIFY,
+            heuristic=why.endswith(CONVENTION),
+            old=repr(value),
+            new=new_code,
+        )
+        return cst.parse_expression(new_code)
 
     def rewrite_fstring(
         self, site: Site, original: cst.FormattedString, updated: cst.FormattedString, template: str
@@ -281,7 +333,18 @@ class StringRewrite:
             Operation.MODIFY,
             heuristic=not site.roles.in_device_arg(original),
             old=repr(template),
-            new=repr(self.new + template[len(self.old) :]),
+            new=f"f-string led by {{{self.device_form}}}"
+            if self.device_form
+            else repr(self.new + template[len(self.old) :]),
         )
+        if self.device_form:
+            inner = self.device_form
+            inner = inner.replace('"', "'") if '"' in updated.end else inner.replace("'", '"')
+            lead: list[cst.BaseFormattedStringContent] = [
+                cst.FormattedStringExpression(expression=cst.parse_expression(inner))
+            ]
+            if first.value[len(self.old) :]:
+                lead.append(first.with_changes(value=first.value[len(self.old) :]))
+            return updated.with_changes(parts=[*lead, *updated.parts[1:]])
         new_first = first.with_changes(value=self.new + first.value[len(self.old) :])
         return updated.with_changes(parts=[new_first, *updated.parts[1:]])
