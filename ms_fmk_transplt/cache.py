@@ -32,10 +32,12 @@ def default_cache_dir() -> Path:
     return Path(base) / "ms_fmk_transplt"
 
 
-def rule_set_key(rule_files: Sequence[Path], release: str, opt_ins: Iterable[str]) -> bytes:
+def rule_set_key(
+    rule_files: Sequence[Path], release: str, opt_ins: Iterable[str], advice: bool = False
+) -> bytes:
     """A digest of everything besides the file itself that a conversion result depends on."""
     digest = hashlib.sha256()
-    for part in (__version__, release, *sorted(opt_ins)):
+    for part in (__version__, release, *sorted(opt_ins), *(["--advice"] if advice else [])):
         digest.update(part.encode() + b"\0")
     for path in rule_files:
         digest.update(b"rule\0" + Path(path).read_bytes() + b"\0")
