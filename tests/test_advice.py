@@ -300,3 +300,17 @@ def test_catalogue_entries_are_complete() -> None:
         for key in ("id", "pattern", "found", "replacement", "condition", "gain", "evidence"):
             assert entry[key], (entry["id"], key)
     assert json.dumps(catalogue())  # plain data
+
+
+def _advised(path: Path) -> set[str]:
+    return {f.rule_id for f in advisor("2.13.0").advise(path.read_bytes())}
+
+
+def test_llama_style_sample_gets_every_fused_operator_advice() -> None:
+    found = _advised(ROOT / "sample_models" / "llama_mini" / "train.py")
+    assert {"AF101", "AF102", "AF103", "AF104", "AF201"} <= found
+
+
+def test_nanogpt_sample_gets_attention_and_optimizer_advice() -> None:
+    # its SDPA path and its hand-written one (config.flash False), and its AdamW
+    assert {"AF104", "AF105", "AF201"} <= _advised(ROOT / "sample_models" / "nanogpt_amp" / "train.py")
