@@ -314,3 +314,19 @@ def test_llama_style_sample_gets_every_fused_operator_advice() -> None:
 def test_nanogpt_sample_gets_attention_and_optimizer_advice() -> None:
     # its SDPA path and its hand-written one (config.flash False), and its AdamW
     assert {"AF104", "AF105", "AF201"} <= _advised(ROOT / "sample_models" / "nanogpt_amp" / "train.py")
+
+
+def test_the_text_check_before_parsing_changes_no_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`worth_parsing` only saves parses: every fixture, twin and sample gets the same advice with
+    it as with every file parsed."""
+    import ms_fmk_transplt.advice as advice_module
+
+    sources = [(HEAD + textwrap.dedent(code).lstrip("\n")).encode() for _, code, _ in FOUND.values()]
+    sources += [(HEAD + textwrap.dedent(code).lstrip("\n")).encode() for code in TWINS.values()]
+    sources += [p.read_bytes() for p in sorted((ROOT / "sample_models").rglob("*.py"))]
+    sources += [p.read_bytes() for p in sorted((ROOT / "ms_fmk_transplt").rglob("*.py"))]
+    checked = advisor("2.13.0")
+    with_check = [checked.advise(source) for source in sources]
+    monkeypatch.setattr(advice_module, "worth_parsing", lambda data: True)
+    assert [checked.advise(source) for source in sources] == with_check
+    assert sum(bool(found) for found in with_check) >= len(FOUND)

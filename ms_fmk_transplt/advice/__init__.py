@@ -12,6 +12,7 @@ the findings are ADVICE, never issues: they fail no gate.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -28,11 +29,23 @@ from ms_fmk_transplt.records import AdviceFact, Finding, Operation
 __all__ = ["Advisor", "advisor", "catalogue"]
 
 DETECTORS = (*kernels.DETECTORS, *training.DETECTORS)
-# a file holding none of these words has no pattern any detector finds
-_WORDS = (
-    b"sqrt", b"cat", b"stack", b"concat", b"silu", b"softmax", b"scaled_dot_product_attention", b"optim",
-    b"DataLoader", b"DistributedDataParallel", b"anomaly", b"float64", b"double", b"item", b"cpu",
-)  # fmt: skip
+# What a file must spell for some detector to find something in it: one libcst parse of every
+# file is most of --advice's cost (the conversion reads most files with CPython's ast alone).
+_PLAIN = re.compile(
+    rb"sqrt|silu|scaled_dot_product_attention|optim|DataLoader|DistributedDataParallel|anomaly|float64"
+    rb"|double|(?:cat|stack|concat)\(\s*[(\[]\s*-"
+)
+_SOFTMAX, _TRANSPOSED = re.compile(rb"softmax"), re.compile(rb"transpose|\.mT\b|\.T\b")
+_SYNC, _STEP = re.compile(rb"\.(?:item|cpu)\(\)"), re.compile(rb"\.(?:backward|step)\(")
+
+
+def worth_parsing(data: bytes) -> bool:
+    """Some detector can find something in `data` (a necessary condition, checked on the text)."""
+    return bool(
+        _PLAIN.search(data)
+        or (_SOFTMAX.search(data) and _TRANSPOSED.search(data))
+        or (_SYNC.search(data) and _STEP.search(data))
+    )
 
 
 @cache
@@ -68,7 +81,7 @@ class Advisor:
 
     def advise(self, data: bytes) -> tuple[Finding, ...]:
         """ADVICE findings for `data`, at their original positions; none for what libcst cannot read."""
-        if not any(word in data for word in _WORDS):
+        if not worth_parsing(data):
             return ()
         try:
             module = parse_module(data)

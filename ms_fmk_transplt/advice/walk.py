@@ -4,15 +4,28 @@ with the blocks around it (functions, loops, ifs), and names resolved through th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import libcst as cst
 
 from ms_fmk_transplt.engine.names import alias_table, dotted, iter_imports
+from ms_fmk_transplt.engine.traverse import child_nodes
 
 # the blocks a site remembers: scopes (assignments are looked up per function) and control flow
 Block = cst.FunctionDef | cst.ClassDef | cst.Lambda | cst.For | cst.While | cst.If
 _BLOCKS = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.For, cst.While, cst.If)
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+# looked up by class, not isinstance: libcst's node classes are ABCs, whose check is slow
+_BLOCK_CLASSES = frozenset(_BLOCKS)
+_SCOPE_CLASSES = frozenset(_SCOPES)
+_LOOP_CLASSES = frozenset({cst.For, cst.While})
+# leaves and formatting: nothing a detector reads lies below them
+_SKIPPED = frozenset(
+    {cst.Annotation, cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.Newline, cst.EmptyLine}
+    | {cst.TrailingWhitespace, cst.Comment, cst.LeftParen, cst.RightParen, cst.Comma, cst.Dot, cst.Colon}
+    | {cst.AssignEqual, cst.Semicolon, cst.LeftSquareBracket, cst.RightSquareBracket}
+    | {cst.SimpleString, cst.Integer, cst.Float, cst.Import, cst.ImportFrom}
+)
 
 
 @dataclass(frozen=True)
@@ -58,58 +71,42 @@ class Walked:
         return self.assigned.get(id(scope) if scope is not None else 0, {}).get(name, [])
 
 
-class _Collector(cst.CSTVisitor):
-    def __init__(self, walked: Walked) -> None:
-        super().__init__()
-        self.walked = walked
-        self.blocks: list[Block] = []
-
-    def _push(self, node: Block) -> None:
-        self.blocks.append(node)
-
-    def _pop(self, node: Block) -> None:
-        self.blocks.pop()
-
-    visit_FunctionDef = visit_ClassDef = visit_Lambda = visit_For = visit_While = visit_If = _push
-    leave_FunctionDef = leave_ClassDef = leave_Lambda = leave_For = leave_While = leave_If = _pop  # type: ignore[assignment]
-
-    def visit_Annotation(self, node: cst.Annotation) -> bool:
-        return False  # a dtype named in a type hint is no use of it
-
-    def _site(self, node: cst.CSTNode) -> Site:
-        return Site(node, tuple(self.blocks))
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self.walked.calls.append(self._site(node))
-        func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in ("backward", "step"):
-            for block in reversed(self.blocks):
-                if isinstance(block, _SCOPES):
-                    break
-                if isinstance(block, (cst.For, cst.While)):
-                    self.walked.training_loops.add(id(block))
-
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if isinstance(node.operator, (cst.Multiply, cst.MatrixMultiply)):
-            self.walked.products.append(self._site(node))
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        self.walked.attributes.append(self._site(node))
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        scope = self._site(node).scope
-        table = self.walked.assigned.setdefault(id(scope) if scope is not None else 0, {})
-        for target in node.targets:
-            _bind(table, target.target, node.value)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
-            scope = self._site(node).scope
-            _bind(
-                self.walked.assigned.setdefault(id(scope) if scope is not None else 0, {}),
-                node.target,
-                node.value,
-            )
+def _collect(walked: Walked, module: cst.Module) -> None:
+    """Fill `walked` in one depth-first pass over the fields (engine/traverse.py's `child_nodes`),
+    not a `cst.CSTVisitor`, which rebuilds every node it passes (three times the cost here)."""
+    todo: list[tuple[cst.CSTNode, tuple[Block, ...]]] = [(module, ())]
+    while todo:
+        node, blocks = todo.pop()
+        kind = node.__class__
+        if kind is cst.Call:
+            assert isinstance(node, cst.Call)
+            walked.calls.append(Site(node, blocks))
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("backward", "step"):
+                for block in reversed(blocks):
+                    if block.__class__ in _SCOPE_CLASSES:
+                        break
+                    if block.__class__ in _LOOP_CLASSES:
+                        walked.training_loops.add(id(block))
+        elif kind is cst.BinaryOperation:
+            assert isinstance(node, cst.BinaryOperation)
+            if isinstance(node.operator, (cst.Multiply, cst.MatrixMultiply)):
+                walked.products.append(Site(node, blocks))
+        elif kind is cst.Attribute:
+            walked.attributes.append(Site(node, blocks))
+        elif kind is cst.Assign or kind is cst.AnnAssign:
+            assert isinstance(node, (cst.Assign, cst.AnnAssign))
+            scope = Site(node, blocks).scope
+            table = walked.assigned.setdefault(id(scope) if scope is not None else 0, {})
+            if isinstance(node, cst.Assign):
+                for target in node.targets:
+                    _bind(table, target.target, node.value)
+            elif node.value is not None:
+                _bind(table, node.target, node.value)
+        inner = (*blocks, cast(Block, node)) if kind in _BLOCK_CLASSES else blocks
+        # reversed onto the stack: popped in source order, so sites are listed as they appear; a
+        # type hint is skipped whole (a dtype named there is no use of it)
+        children = [child for child in child_nodes(node) if child.__class__ not in _SKIPPED]
+        todo.extend((child, inner) for child in reversed(children))
 
 
 def _bind(
@@ -127,7 +124,7 @@ def _bind(
 def walk(module: cst.Module) -> Walked:
     """The sites of `module` the detectors read, in one pass."""
     walked = Walked(alias_table(iter_imports(module)))
-    module.visit(_Collector(walked))
+    _collect(walked, module)
     return walked
 
 
