@@ -95,6 +95,18 @@ FOUND = {
         """,
         2,
     ),
+    "attention_input_reassigned_from_output": (
+        "AF104",
+        """
+        def forward(self, x):
+            qkv = x.reshape(B, N, H, D).transpose(1, 2)
+            attn = (qkv * self.scale) @ qkv.transpose(-2, -1)
+            attn = attn.softmax(dim=-1)
+            x = attn @ qkv
+            return x
+        """,
+        5,
+    ),
     "sdpa": ("AF105", "y = F.scaled_dot_product_attention(q, k, v, is_causal=True)\n", 1),
     "adamw": ("AF201", "opt = torch.optim.AdamW(model.parameters(), lr=1e-3)\n", 1),
     "sgd_from_import": ("AF203", "from torch.optim import SGD\nopt = SGD(params, lr=0.1)\n", 2),

@@ -233,7 +233,9 @@ def attention(walked: Walked) -> Iterator[Hit]:
     for site in [*walked.products, *walked.calls]:
         operands = _matmul_operands(walked, site.node)
         scope = site.scope
-        if operands is None or id(scope) in done:
+        # the scores product is not the product with v, even where a name followed through the
+        # function's later assignments reaches the softmax (x = attn @ v; q = x.reshape(...))
+        if operands is None or id(scope) in done or _scores(walked, site.node):
             continue
         if _mentions(walked, scope, operands[0], partial(_probabilities, walked, scope)):
             done.add(id(scope))
