@@ -27,11 +27,14 @@ def _id(path: Path) -> str:
 
 
 def _tables_for(case: Path, builtin_tables):
-    """Built-in rules, plus the folder's rules.json; a folder named `topic@2.7.1` uses that release."""
+    """Built-in rules, plus the folder's rules.json; a folder named `topic@2.7.1` uses that release,
+    one named `topic+affinity` runs with `--opt-in affinity`."""
     rules_file = case.parent / "rules.json"
-    release = case.parent.name.partition("@")[2] or None
-    if rules_file.exists() or release:
-        return compile_rules(load_rules([rules_file] if rules_file.exists() else []), release=release)
+    name, _, opt_in = case.parent.name.partition("+")
+    release = name.partition("@")[2] or None
+    if rules_file.exists() or release or opt_in:
+        rules = load_rules([rules_file] if rules_file.exists() else [])
+        return compile_rules(rules, release=release, opt_ins=[opt_in] if opt_in else [])
     return builtin_tables
 
 

@@ -10,7 +10,11 @@ from ms_fmk_transplt.ruleset import compile_rules, load_rules
 
 
 def _tables(example, builtin_tables):
-    return compile_rules(load_rules(), release=example.release) if example.release else builtin_tables
+    if example.release or example.opt_in:
+        return compile_rules(
+            load_rules(), release=example.release, opt_ins=[example.opt_in] if example.opt_in else []
+        )
+    return builtin_tables
 
 
 EXAMPLES = [(rule.id, i, ex) for rule in load_rules() for i, ex in enumerate(rule.examples)]

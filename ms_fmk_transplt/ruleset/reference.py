@@ -18,7 +18,7 @@ RANGES = [
     ("TP6", "Profiler"),
     ("TP7", "cuDNN / TF32 knobs (no-ops on the NPU)"),
     ("TP8", "Launch scripts and configs (reported; copied unchanged)"),
-    ("TP9", "Release API support lists"),
+    ("TP9", "Release API support lists; torch_npu fused operators (opt-in: affinity)"),
 ]
 
 

@@ -177,3 +177,25 @@ def test_every_torch_npu_replacement_the_advice_names_is_simulated():
     assert "torch_npu.npu_fusion_attention" in named and "torch_npu.optim.NpuFusedSGD" in named
     for name in sorted(named):
         assert callable(functools.reduce(getattr, name.split(".")[1:], torch_npu)), name
+
+
+@pytest.mark.parametrize("function", ["causal", "scaled"])
+def test_affinity_rewrite_of_sdpa_is_bit_for_bit_on_the_simulated_npu(function):
+    """The fixture of `--opt-in affinity` (TP950) run as converted on the simulated NPU, against
+    the original on the CPU: the tolerance the rule states here is none."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    folder = Path(__file__).resolve().parents[1] / "fixtures" / "rules" / "sdpa+affinity"
+    original, converted = {}, {}
+    exec((folder / "sdpa_fused.in.py").read_text(), original)
+    exec((folder / "sdpa_fused.out.py").read_text(), converted)
+    g = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(2, 4, 6, 8, generator=g) for _ in range(3))
+    args = (q, k, v) if function == "causal" else (SimpleNamespace(q=q), q, k, v)
+    on_npu = [a if isinstance(a, SimpleNamespace) else a.to("npu") for a in args]
+    if function == "scaled":
+        on_npu[0] = SimpleNamespace(q=q.to("npu"))
+    expected = original[function](*args)
+    got = converted[function](*on_npu)
+    assert got.device.type == "npu" and torch.equal(got.cpu(), expected)
