@@ -186,7 +186,7 @@ def test_affinity_rewrite_of_sdpa_is_bit_for_bit_on_the_simulated_npu(function):
     from pathlib import Path
     from types import SimpleNamespace
 
-    folder = Path(__file__).resolve().parents[1] / "fixtures" / "rules" / "sdpa+affinity"
+    folder = Path(__file__).resolve().parents[1] / "fixtures" / "rules" / "fused_calls+affinity"
     original, converted = {}, {}
     exec((folder / "sdpa_fused.in.py").read_text(), original)
     exec((folder / "sdpa_fused.out.py").read_text(), converted)

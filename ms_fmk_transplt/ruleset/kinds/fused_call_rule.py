@@ -18,6 +18,7 @@ from typing import ClassVar
 import libcst as cst
 
 from ms_fmk_transplt.engine.hooks import Site
+from ms_fmk_transplt.engine.names import build_dotted
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.records import Operation
@@ -49,7 +50,7 @@ def _is(node: cst.BaseExpression | None, *spellings: str) -> bool:
     return node is not None and cst.Module(body=[]).code_for_node(node).strip() in spellings
 
 
-def sdpa_to_fusion_attention(call: cst.Call) -> cst.BaseExpression | None:
+def sdpa_to_fusion_attention(call: cst.Call, params: dict) -> cst.BaseExpression | None:
     """`F.scaled_dot_product_attention(q, k, v[, is_causal=True][, scale=s])` as
     `torch_npu.npu_fusion_attention(q, k, v, q.size(1), "BNSD", ...)[0]`: BNSD is SDPA's layout,
     causal is sparse_mode 2 with torch_npu's 2048 x 2048 compressed mask, the scale SDPA's default
@@ -87,8 +88,23 @@ def sdpa_to_fusion_attention(call: cst.Call) -> cst.BaseExpression | None:
     return cst.parse_expression(text)
 
 
-HANDLERS: dict[str, Callable[[cst.Call], cst.BaseExpression | None]] = {
+def optimizer_to_fused(call: cst.Call, params: dict) -> cst.BaseExpression | None:
+    """`torch.optim.X(params, kw=...)` as `new_name(params, kw=...)` when every keyword is one the
+    fused optimizer documents (`keywords`), those it requires (`required`) are given, and only the
+    parameters are positional; else left (`fused=True`, `foreach=...`, `**options`)."""
+    accepted, required = set(params.get("keywords", ())), set(params.get("required", ()))
+    positional = [a for a in call.args if a.keyword is None]
+    if len(positional) != 1 or any(a.star for a in call.args):
+        return None
+    given = {a.keyword.value for a in call.args if a.keyword is not None}
+    if not given <= accepted or not required <= given:
+        return None
+    return call.with_changes(func=build_dotted(params["new_name"]))
+
+
+HANDLERS: dict[str, Callable[[cst.Call, dict], cst.BaseExpression | None]] = {
     "sdpa_to_fusion_attention": sdpa_to_fusion_attention,
+    "optimizer_to_fused": optimizer_to_fused,
 }
 
 
@@ -110,6 +126,8 @@ def _opt_in(value: str) -> str | None:
             "func_name": {"type": "string"},
             "new_name": {"type": "string"},
             "handler": {"type": "string"},
+            "keywords": {"type": "array", "items": {"type": "string"}},
+            "required": {"type": "array", "items": {"type": "string"}},
             "tolerance": {"type": "string"},
         },
     },
@@ -136,7 +154,7 @@ class FusedCallRule:
             p = rule.params
             if p["opt_in"] not in tables.opt_ins:
                 continue  # not asked for: --advice says where it would apply
-            tables.add_call_hook(p["func_name"], FusedCall(rule, HANDLERS[p["handler"]], p["tolerance"]))
+            tables.add_call_hook(p["func_name"], FusedCall(rule, p["handler"], p["tolerance"]))
             tables.add_name_trigger(p["func_name"])
 
 
@@ -145,7 +163,7 @@ class FusedCall:
     """Replace a call by the fused operator's expression its handler builds."""
 
     rule: Rule
-    handler: Callable[[cst.Call], cst.BaseExpression | None]
+    handler: str  # a name of HANDLERS (a name pickles with the tables, as a function may not)
     tolerance: str
     # last: its result is no longer a call (the fused operator's first output), which no later hook
     # could read; it sees the call as every other rule left it
@@ -155,7 +173,7 @@ class FusedCall:
         """The fused operator's expression (a subscript of its result), or the call as it is."""
         if not site.imports_torch:
             return updated  # the replacement names torch (the causal mask)
-        new = self.handler(updated)
+        new = HANDLERS[self.handler](updated, self.rule.params)
         if new is None:
             return updated
         new_name = self.rule.params["new_name"]
