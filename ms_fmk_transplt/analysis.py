@@ -69,14 +69,25 @@ def is_change(finding: Finding) -> bool:
 
 
 def notes(run: RunResult) -> list[tuple[str, Finding]]:
-    """(path, finding) for every finding that is neither a change nor an issue: what a conversion
-    left to the user (the distributed mode's DS1xx), in file and line order. With `is_change` and
-    `status_of` this sorts every finding into exactly one section of every report."""
+    """(path, finding) for every finding that is neither a change, an issue nor advice: what a
+    conversion left to the user (the distributed mode's DS1xx), in file and line order. With
+    `is_change`, `status_of` and `advice` this sorts every finding into exactly one section of
+    every report."""
     return [
         (result.path, finding)
         for result in run.files
         for finding in result.findings
-        if not is_change(finding) and status_of(finding) is None
+        if not is_change(finding) and status_of(finding) is None and finding.operation is not Operation.ADVICE
+    ]
+
+
+def advice(run: RunResult) -> list[tuple[str, Finding]]:
+    """(path, finding) for every piece of performance advice (`--advice`), in file and line order."""
+    return [
+        (result.path, finding)
+        for result in run.files
+        for finding in result.findings
+        if finding.operation is Operation.ADVICE
     ]
 
 

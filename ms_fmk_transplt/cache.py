@@ -33,11 +33,15 @@ def default_cache_dir() -> Path:
 
 
 def rule_set_key(
-    rule_files: Sequence[Path], release: str, opt_ins: Iterable[str], target: str = "npu"
+    rule_files: Sequence[Path],
+    release: str,
+    opt_ins: Iterable[str],
+    target: str = "npu",
+    advice: bool = False,
 ) -> bytes:
     """A digest of everything besides the file itself that a conversion result depends on."""
     digest = hashlib.sha256()
-    for part in (__version__, release, target, *sorted(opt_ins)):
+    for part in (__version__, release, target, *sorted(opt_ins), *(["--advice"] if advice else [])):
         digest.update(part.encode() + b"\0")
     for path in rule_files:
         digest.update(b"rule\0" + Path(path).read_bytes() + b"\0")

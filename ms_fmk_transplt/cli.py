@@ -48,6 +48,12 @@ class _Err:
 err: Any = _Err()
 
 
+_ADVICE_HELP = (
+    "Performance advice: hand-written RMSNorm, rotary, SwiGLU and attention, optimizers, loader and DDP"
+    " settings torch_npu has a faster form of (the Advice sheet; SARIF notes)."
+)
+
+
 # The gate's options, shared by convert and analyse.
 def _gate_options(command: Callable[..., None]) -> Callable[..., None]:
     for option in reversed(
@@ -159,6 +165,7 @@ def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> No
     help="Enable rewrites that need a human check, e.g. fused-optimizers (apex fused optimizers -> torch_npu).",
 )
 @click.option("--strict", is_flag=True, help="Exit 3 when unsupported APIs are found.")
+@click.option("--advice", is_flag=True, help=_ADVICE_HELP)
 @click.option(
     "-j", "--jobs", type=click.IntRange(min=0), default=0, help="Worker processes; 0 chooses by input size."
 )
@@ -194,6 +201,7 @@ def app(
     force: bool,
     opt_in: tuple[str, ...],
     strict: bool,
+    advice: bool,
     jobs: int,
     quiet: bool,
     cache_dir: Path | None,
@@ -231,6 +239,7 @@ def app(
         exclude=tuple(exclude or ()),
         runtime_report=runtime_report,
         target=target,
+        advice=advice,
     )
     try:
         with _progress(quiet) as progress:
@@ -268,6 +277,7 @@ def app(
 @_gate_options
 @click.option("--no-xlsx", "no_files", is_flag=True, help="Write no unsupported_op.xlsx / report.json.")
 @click.option("--strict", is_flag=True, help="Exit 3 when unsupported APIs are found.")
+@click.option("--advice", is_flag=True, help=_ADVICE_HELP)
 @click.option(
     "-j", "--jobs", type=click.IntRange(min=0), default=0, help="Worker processes; 0 chooses by input size."
 )
@@ -296,6 +306,7 @@ def _analyse(
     runtime_report: Path | None,
     no_files: bool,
     strict: bool,
+    advice: bool,
     jobs: int,
     quiet: bool,
     cache_dir: Path | None,
@@ -317,6 +328,7 @@ def _analyse(
         use_cache=not no_cache,
         exclude=tuple(exclude or ()),
         runtime_report=runtime_report,
+        advice=advice,
     )
     folder = None if no_files else (output or Path.cwd())
     try:
@@ -405,6 +417,7 @@ def distributed(ctx: click.Context, main: Path | None, model: str | None) -> Non
         exclude=tuple(top.get("exclude") or ()),
         runtime_report=top.get("runtime_report"),
         suffix=stage.suffix,
+        advice=bool(top.get("advice")),
     )
     try:
         with _progress(top["quiet"]) as progress:
@@ -800,6 +813,8 @@ def _summary(run: RunResult, found: list[Issue], gate: _Gate) -> None:
             table.add_row(labelled("files", "dim", status.value), str(count))
     ops = {op: sum(1 for r in run.files for f in r.findings if f.operation is op) for op in Operation}
     for op, count in ops.items():
+        if op is Operation.ADVICE and not run.advice:
+            continue  # advice was not asked for
         table.add_row(labelled("findings", "dim", op.value.lower()), str(count))
     table.add_row(labelled("seconds", "dim"), f"{run.seconds:.2f}")
     err.print(table)

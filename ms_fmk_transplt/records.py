@@ -22,6 +22,7 @@ class Operation(str, enum.Enum):
     DELETE = "DELETE"
     UNSUPPORTED = "UNSUPPORTED"
     CHECK = "CHECK"  # nothing changed: partially supported or not verified, for the user to check
+    ADVICE = "ADVICE"  # nothing changed: runs on the NPU, a faster form exists (--advice)
 
 
 class Status(str, enum.Enum):
@@ -229,6 +230,20 @@ class RuntimeFinding:
 
 
 @dataclass(frozen=True)
+class AdviceFact:
+    """One piece of performance advice in effect for a run (data/advice.json, for its release):
+    what the ADVICE findings of that id found, what to use instead, when, what for, and the fact
+    behind it in the Ascend data."""
+
+    id: str
+    found: str
+    replacement: str
+    condition: str
+    gain: str
+    source: str
+
+
+@dataclass(frozen=True)
 class RunResult:
     """Everything a report writer needs to know about one conversion run."""
 
@@ -244,6 +259,7 @@ class RunResult:
     runtime_report: str = ""  # where that report was read from
     runtime_findings: tuple[RuntimeFinding, ...] | None = None  # a findings report (--runtime-report)
     left_out: tuple[str, ...] = ()  # folders of the input holding an earlier run's output, not walked
+    advice: tuple[AdviceFact, ...] = ()  # the advice catalogue in effect (--advice), empty without it
 
     @property
     def failed(self) -> tuple[FileResult, ...]:

@@ -34,7 +34,7 @@ from ms_fmk_transplt.discover import (
     project_layout,
 )
 from ms_fmk_transplt.pipeline import Progress, Staging, StreamWriter, TableSource, map_files, write_tree
-from ms_fmk_transplt.records import FileResult, RunResult, Status
+from ms_fmk_transplt.records import AdviceFact, FileResult, RunResult, Status
 from ms_fmk_transplt.reports.pieces import Piece
 
 if TYPE_CHECKING:
@@ -161,6 +161,7 @@ class Options:
     runtime_report: Path | None = None  # the simulated NPU's operator-check or findings report, for the xlsx
     suffix: str = "_msft"  # of the output folder's name
     target: str = "npu"  # what the converted code runs on: npu (torch_npu) or accelerator (any device)
+    advice: bool = False  # performance advice (ms_fmk_transplt/advice/) beside the conversion
 
 
 def _runtime(options: Options) -> dict:
@@ -233,7 +234,7 @@ def _prepare(options: Options, warnings: list[str]) -> tuple[str, list, TableSou
     if options.use_cache:
         try:
             rule_set: bytes | None = rule_set_key(
-                options.rule_files, release, options.opt_ins, options.target
+                options.rule_files, release, options.opt_ins, options.target, advice=options.advice
             )
         except OSError:
             rule_set = None  # an unreadable rule file: load_rules below names it
@@ -262,9 +263,14 @@ def _prepare(options: Options, warnings: list[str]) -> tuple[str, list, TableSou
         from ms_fmk_transplt.ruleset import RuleFileError, compile_rules
 
         try:
-            return compile_rules(rules, release=release, opt_ins=options.opt_ins, target=options.target)
+            tables = compile_rules(rules, release=release, opt_ins=options.opt_ins, target=options.target)
         except RuleFileError as exc:
             raise UsageError(str(exc)) from None
+        if options.advice:
+            from ms_fmk_transplt.advice import advisor
+
+            tables.advisor = advisor(release)
+        return tables
 
     if compiled is not None:
 
@@ -356,6 +362,15 @@ def _rule_table(rules: list) -> tuple[tuple[str, str, str], ...]:
     return tuple((r.id, r.kind, r.summary) for r in rules)
 
 
+def _advice(options: Options, release: str) -> tuple[AdviceFact, ...]:
+    """The advice catalogue in effect for the run's reports: none without --advice."""
+    if not options.advice:
+        return ()
+    from ms_fmk_transplt.advice import advisor
+
+    return advisor(release).facts
+
+
 def convert_project(
     options: Options, progress: Progress | None = None, stage: Stage | None = None
 ) -> RunResult:
@@ -403,6 +418,7 @@ def convert_project(
                 seconds=time.perf_counter() - started,
                 rules=_rule_table(rules),
                 left_out=tuple(left_out),
+                advice=_advice(options, release),
                 **runtime,
             )
             kept = _Kept(cache, run) if cache is not None else None
@@ -520,6 +536,7 @@ def analyse_project(
             seconds=time.perf_counter() - started,
             rules=_rule_table(rules),
             left_out=tuple(left_out),
+            advice=_advice(options, release),
             **runtime,
         )
         if report_folder is not None:

@@ -396,7 +396,10 @@ def test_opt_in_fused_optimizers(tmp_path: Path) -> None:
         "from torch_npu.optim import NpuFusedSGD\nopt = NpuFusedSGD(params, lr=0.1)\n"
     )
     result = _run("-i", str(src), "-o", str(tmp_path / "bad"), "--opt-in", "everything")
-    assert result.exit_code == 2 and "unknown --opt-in everything; valid: fused-optimizers" in result.output
+    assert (
+        result.exit_code == 2
+        and "unknown --opt-in everything; valid: affinity, fused-optimizers" in result.output
+    )
 
 
 def test_release_changes_the_rules(tmp_path: Path) -> None:

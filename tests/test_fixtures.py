@@ -29,14 +29,16 @@ def _id(path: Path) -> str:
 
 def _tables_for(case: Path, builtin_tables):
     """Built-in rules, plus the folder's rules.json; a folder named `topic@2.7.1` uses that release,
-    `topic@accelerator` that --target (`topic@accelerator,2.8.0` both)."""
+    `topic@accelerator` that --target (`topic@accelerator,2.8.0` both); one named `topic+affinity`
+    runs with `--opt-in affinity`."""
     rules_file = case.parent / "rules.json"
-    options = [o for o in case.parent.name.partition("@")[2].split(",") if o]
+    name, _, opt_in = case.parent.name.partition("+")
+    options = [o for o in name.partition("@")[2].split(",") if o]
     target = next((o for o in options if o in TARGETS), "npu")
     release = next((o for o in options if o not in TARGETS), None)
-    if rules_file.exists() or options:
+    if rules_file.exists() or options or opt_in:
         rules = load_rules([rules_file] if rules_file.exists() else [], target=target)
-        return compile_rules(rules, release=release or "", target=target)
+        return compile_rules(rules, release=release or "", opt_ins=[opt_in] if opt_in else [], target=target)
     return builtin_tables
 
 

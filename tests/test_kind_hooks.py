@@ -80,10 +80,13 @@ def _hook_entries(tables: Tables) -> list[Any]:
 
 @pytest.fixture(scope="module")
 def every_kind_tables() -> Tables:
-    """The built-in rules with the fixtures' user rules: every kind has at least one rule."""
+    """The built-in rules with the fixtures' user rules, every opt-in taken: every kind has at
+    least one rule, and every rule its hooks."""
     rules = load_rules(USER_RULES) + load_rules(target="accelerator")  # no rule twice: ids differ
     assert {rule.kind for rule in rules} == set(all_kinds())
-    return compile_rules(rules)
+    return compile_rules(
+        rules, opt_ins={rule.params["opt_in"] for rule in rules if rule.params.get("opt_in")}
+    )
 
 
 @pytest.mark.parametrize("kind_name", sorted(all_kinds()))

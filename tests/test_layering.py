@@ -33,6 +33,18 @@ FORBIDDEN = {
         "openpyxl",
     ),
     "distributed": ("ms_fmk_transplt.cli", "ms_fmk_transplt.reports", "click", "rich", "openpyxl", "torch"),
+    # advice is asked by the engine through engine/tables.py's Advisor; it writes no report
+    "advice": (
+        "ms_fmk_transplt.ruleset",
+        "ms_fmk_transplt.cli",
+        "ms_fmk_transplt.reports",
+        "ms_fmk_transplt.run",
+        "ms_fmk_transplt.pipeline",
+        "click",
+        "rich",
+        "openpyxl",
+        "torch",
+    ),
     "reports": ("ms_fmk_transplt.engine", "ms_fmk_transplt.ruleset", "ms_fmk_transplt.cli", "click", "rich"),
     # verify drives the runtime in subprocesses: it never imports torch or the runtime itself
     "verify": ("torch", "runtime_shim", "ms_fmk_transplt.cli", "click", "rich"),

@@ -11,8 +11,13 @@ from ms_fmk_transplt.ruleset.loader import load_builtin_rules
 
 
 def _tables(example, builtin_tables, target: str = "npu"):
-    if example.release or target != "npu":
-        return compile_rules(load_rules(target=target), release=example.release or "", target=target)
+    if example.release or example.opt_in or target != "npu":
+        return compile_rules(
+            load_rules(target=target),
+            release=example.release or "",
+            opt_ins=[example.opt_in] if example.opt_in else [],
+            target=target,
+        )
     return builtin_tables
 
 

@@ -52,7 +52,7 @@ def test_guide_example_loads(tmp_path: Path) -> None:
             {"rules": {"RenameRule": []}},
             'FILE: /rules: unknown rule kind "RenameRule" (did you mean MethodRenameRule?); valid kinds: '
             "ApiSupportRule, ArgValueRule, "
-            "ArgsModifyRule, AttributeRenameRule, CallTemplateRule, CudaSourceRule, EnvVarRule, FuncNameModifyRule, ImportInsertRule, KeywordDefaultRule, "
+            "ArgsModifyRule, AttributeRenameRule, CallTemplateRule, CudaSourceRule, EnvVarRule, FuncNameModifyRule, FusedCallRule, ImportInsertRule, KeywordDefaultRule, "
             "KeywordRenameRule, MapLocationRule, "
             "MethodRenameRule, ModuleMemberRule, ModuleNameModifyRule, PatchTargetRule, ResultUseRule, StringLiteralRule, TextScanRule, UnsupportedApiRule",
         ),
@@ -286,7 +286,7 @@ _ARGS = {"func_name": "f", "arg_new": "1"}
         # a key the schema closes is named itself, not its object
         ({"rules": {"FuncNameModifyRule": [{"old_name": "a.f", "new_name": "a.g",
                                             "examples": [{"before": "a.f()", "afer": "a.g()"}]}]}},
-         "FILE: /rules/FuncNameModifyRule/0/examples/0/afer: unknown key (did you mean after?) (valid: after, before, file, release)"),
+         "FILE: /rules/FuncNameModifyRule/0/examples/0/afer: unknown key (did you mean after?) (valid: after, before, file, opt_in, release)"),
         # JSON Python reads but JSON has not: NaN, and a key given twice (Python keeps the last)
         ('{"rules": {"ArgsModifyRule": [{"func_name": "f", "arg_new": "1", "arg_idx": NaN}]}}',
          "FILE: invalid JSON: NaN is not a JSON value"),

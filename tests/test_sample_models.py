@@ -25,6 +25,7 @@ SCRIPTS = [
     ("nanogpt_amp", "nanogpt_amp/train.py", []),
     ("ddp_trainer", "ddp_trainer/train_ddp.py", ["--world-size", "2"]),
     ("inhouse_ctr", "inhouse_ctr/train.py", []),
+    ("llama_mini", "llama_mini/train.py", []),
 ]
 STEP_RE = re.compile(r"^step=(\d+) loss=(\S+)$")
 

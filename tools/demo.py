@@ -28,6 +28,7 @@ SCRIPTS = {
     "nanogpt_amp/train.py": ["--dtype", "float32", "--fused", "yes"],
     "inhouse_ctr/train.py": [],
     "ddp_trainer/train_ddp.py": [],
+    "llama_mini/train.py": [],
 }
 
 

@@ -110,7 +110,19 @@ def convert_source(path: str, data: bytes, tables: Tables, *, fast: bool = True)
 
 
 def _convert(path: str, data: bytes, tables: Tables, fast: bool) -> FileResult:
-    tables = tables.for_file(path)
+    result = _converted(path, data, tables.for_file(path), fast)
+    if tables.advisor is None or result.status is Status.FAILED:
+        return result
+    advice = annotate(tables.advisor.advise(data), data)
+    if not advice:
+        return result
+    findings = sorted(
+        (*result.findings, *advice), key=lambda f: (f.start_line, f.column, f.end_line, f.rule_id)
+    )
+    return dataclasses.replace(result, findings=tuple(findings))
+
+
+def _converted(path: str, data: bytes, tables: Tables, fast: bool) -> FileResult:
     problem = _decode_problem(data)
     if problem:
         return FileResult(path, Status.FAILED, reason=problem)

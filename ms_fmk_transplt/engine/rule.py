@@ -14,6 +14,7 @@ class Example:
     after: str
     release: str | None = None  # the Ascend release data it needs, when not the default
     file: str | None = None  # a non-Python file name (run.sh, config.yaml) the example stands for
+    opt_in: str | None = None  # the --opt-in it runs under, when its rewrite needs one
 
 
 @dataclass(frozen=True)

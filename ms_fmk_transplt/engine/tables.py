@@ -13,6 +13,7 @@ import dataclasses
 import fnmatch
 import re
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ms_fmk_transplt.engine.context import DeviceSpec
 from ms_fmk_transplt.engine.first_party import FirstParty, ProjectLayout
@@ -28,7 +29,7 @@ from ms_fmk_transplt.engine.hooks import (
     ValueHook,
 )
 from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.records import Support
+from ms_fmk_transplt.records import Finding, Support
 from ms_fmk_transplt.suggest import closest
 
 
@@ -95,6 +96,14 @@ class SupportLists:
     advice: dict[str, str] = field(default_factory=dict)  # API name or dotted prefix -> advice
 
 
+class Advisor(Protocol):
+    """Performance advice on one file (ms_fmk_transplt/advice/, asked only with --advice)."""
+
+    def advise(self, data: bytes) -> tuple[Finding, ...]:
+        """ADVICE findings at the original positions of `data`, a Python source; never raises."""
+        ...
+
+
 @dataclass
 class Tables:
     """Everything the transformer needs, keyed for dictionary lookups."""
@@ -137,6 +146,7 @@ class Tables:
     # the run's input tree (engine/first_party.py), and one file's view of it (`for_file`)
     project: ProjectLayout | None = None
     first_party: FirstParty | None = None
+    advisor: Advisor | None = None  # --advice: performance advice beside the conversion
 
     def for_file(self, path: str) -> Tables:
         """These tables as the file at `path` sees them: its imports of the project's own modules

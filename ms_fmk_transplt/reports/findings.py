@@ -1,6 +1,7 @@
 """The analysis reports: issues as JSON, CSV and SARIF 2.1.0 (for GitHub code scanning).
 
-Every format lists the same issues (analysis.issues) at their original lines and columns.
+Every format lists the same issues (analysis.issues) at their original lines and columns. With
+--advice, the JSON report adds the advice (its own list) and SARIF adds it as `note` results.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ms_fmk_transplt import __version__
-from ms_fmk_transplt.analysis import Issue
-from ms_fmk_transplt.records import RunResult, Support
+from ms_fmk_transplt.analysis import Issue, advice
+from ms_fmk_transplt.records import AdviceFact, Finding, RunResult, Support
 from ms_fmk_transplt.reports.csv_cells import csv_text
 
 FIELDS = [
@@ -62,14 +63,39 @@ def _row(issue: Issue) -> dict:
     }
 
 
+def advice_entries(run: RunResult) -> list[dict]:
+    """One object per piece of advice found: where, the pattern, its replacement, condition, gain
+    and the fact behind it."""
+    facts = {fact.id: fact for fact in run.advice}
+    return [
+        {
+            "file": path,
+            "line": f.start_line,
+            "column": f.column or 1,
+            "end_line": f.end_line,
+            "rule": f.rule_id,
+            "api": f.api,
+            "found": fact.found,
+            "replacement": fact.replacement,
+            "condition": fact.condition,
+            "gain": fact.gain,
+            "source": f.source,
+            "suppressed": f.suppressed,
+        }
+        for path, f in advice(run)
+        if (fact := facts.get(f.rule_id)) is not None
+    ]
+
+
 def issues_json(run: RunResult, found: list[Issue]) -> bytes:
-    """The issues with the run's release and input, one object each."""
+    """The issues with the run's release and input, one object each (and the advice, with --advice)."""
     document = {
         "tool": "ms_fmk_transplt",
         "version": __version__,
         "input": run.input_root,
         "release": run.release,
         "issues": [_row(issue) for issue in found],
+        **({"advice": advice_entries(run)} if run.advice else {}),
     }
     return (json.dumps(document, indent=1) + "\n").encode()
 
@@ -85,8 +111,10 @@ def issues_sarif(run: RunResult, found: list[Issue], level: str = "note") -> byt
     input's folder when there is none), as code scanning reads them."""
     lowest = SARIF_LEVELS.index(level)
     found = [issue for issue in found if SARIF_LEVELS.index(_LEVEL[issue.status]) <= lowest]
+    advised = advice(run) if level == "note" else []
     summaries = {rule_id: (kind, summary) for rule_id, kind, summary in run.rules}
-    used = sorted({issue.finding.rule_id for issue in found})
+    summaries.update({fact.id: ("advice", f"{fact.found} -> {fact.replacement}") for fact in run.advice})
+    used = sorted({issue.finding.rule_id for issue in found} | {f.rule_id for _, f in advised})
     index = {rule_id: i for i, rule_id in enumerate(used)}
     rules = []
     for rule_id in used:
@@ -96,7 +124,7 @@ def issues_sarif(run: RunResult, found: list[Issue], level: str = "note") -> byt
                 "id": rule_id,
                 **({"name": kind} if kind else {}),
                 "shortDescription": {"text": summary},
-                "defaultConfiguration": {"level": "error"},
+                "defaultConfiguration": {"level": "note" if kind == "advice" else "error"},
             }
         )
     root = Path(run.input_root).resolve()
@@ -138,6 +166,12 @@ def issues_sarif(run: RunResult, found: list[Issue], level: str = "note") -> byt
         elif issue.baselined:
             result["suppressions"] = [{"kind": "external", "justification": "in the baseline file"}]
         results.append(result)
+    facts = {fact.id: fact for fact in run.advice}
+    results += [
+        _advice_result(f, facts[f.rule_id], index[f.rule_id], _uri(folder, base, path))
+        for path, f in advised
+        if f.rule_id in facts
+    ]
     document = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
@@ -158,6 +192,34 @@ def issues_sarif(run: RunResult, found: list[Issue], level: str = "note") -> byt
         ],
     }
     return (json.dumps(document, indent=1) + "\n").encode()
+
+
+def _advice_result(f: Finding, fact: AdviceFact, rule_index: int, uri: str) -> dict:
+    """A piece of advice as a SARIF `note` result."""
+    result: dict = {
+        "ruleId": f.rule_id,
+        "ruleIndex": rule_index,
+        "level": "note",
+        "message": {"text": f"{f.message} (when {fact.condition}; gain: {fact.gain})"},
+        "locations": [
+            {
+                "physicalLocation": {
+                    "artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"},
+                    "region": {
+                        "startLine": f.start_line,
+                        "startColumn": f.column or 1,
+                        "endLine": max(f.end_line, f.start_line),
+                    },
+                }
+            }
+        ],
+        "properties": {"status": "advice", "api": f.api, "source": f.source},
+    }
+    if f.fingerprint:
+        result["partialFingerprints"] = {"msFmkTranspltLine/v1": f.fingerprint}
+    if f.suppressed:
+        result["suppressions"] = [{"kind": "inSource", "justification": "ms_fmk_transplt: ignore comment"}]
+    return result
 
 
 def repository_root(folder: Path) -> Path:

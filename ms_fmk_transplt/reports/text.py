@@ -6,7 +6,7 @@ import json
 from collections import Counter
 
 from ms_fmk_transplt import __version__
-from ms_fmk_transplt.analysis import is_change, issues, notes, status_of
+from ms_fmk_transplt.analysis import advice, is_change, issues, notes, status_of
 from ms_fmk_transplt.records import Finding, RunResult, Status
 from ms_fmk_transplt.reports.csv_cells import csv_text
 from ms_fmk_transplt.reports.pieces import Piece, Utf8Buffer
@@ -73,6 +73,11 @@ def log_body(run: RunResult) -> bytearray:
         out.write(_line(path, f, "NOTE"))
         if f.suggestion:
             out.write(f"    what to do: {f.suggestion}\n")
+    if run.advice:  # --advice: the section only when asked for
+        out.write("\n== advice (a faster form on the NPU) ==\n")
+        for path, f in advice(run):
+            out.write(_line(path, f, "ADVICE"))
+            out.write(f"    use {f.suggestion}\n")
     out.write("\n== skipped files ==\n")
     for result in run.files:
         if result.status is Status.SKIPPED:

@@ -126,13 +126,50 @@ RUNTIME_HEADER = ["Op", "Calls", "Status", "Unsupported dtypes", "First call sit
 FINDINGS_HEADER = ["Kind", "What", "Dependency site", "User site", "Count", "Shapes"]
 CHANGES_HEADER = ["File", "Start Line", "End Line", "Operation", "Rule", "Message", "Heuristic"]
 NOTES_HEADER = ["File", "Start Line", "End Line", "Rule", "Message", "What to do"]
+ADVICE_HEADER = [
+    "File",
+    "Line",
+    "Pattern found",
+    "NPU replacement",
+    "Condition",
+    "Expected gain",
+    "Source",
+    "Rule",
+    "Suppressed",
+]
+
+
+def advice_rows(run: RunResult) -> list[tuple[Any, ...]]:
+    """The Advice sheet: each pattern found, where, with its replacement, condition, gain and source."""
+    from ms_fmk_transplt.analysis import advice
+
+    facts = {fact.id: fact for fact in run.advice}
+    rows = []
+    for path, f in advice(run):
+        fact = facts.get(f.rule_id)
+        if fact is None:  # a cached result of another catalogue cannot reach here (the key holds it)
+            continue
+        rows.append(
+            (
+                path,
+                f.start_line,
+                fact.found,
+                fact.replacement,
+                fact.condition,
+                fact.gain,
+                f.source,
+                f.rule_id,
+                f.suppressed,
+            )
+        )
+    return rows
 
 
 def unsupported_xlsx(run: RunResult) -> bytes:
     """Sheets: Summary (read first), Unsupported (what will not run, one row per cause in a file,
     by file and first line, with its uses and their lines), Check on NPU (partial and not verified, one row per API), Changes (every rewrite), Notes
-    (findings that are neither, when there are any) and Runtime ops or Runtime findings when a
-    runtime operator-check or findings report was merged in."""
+    (findings that are neither, when there are any), Advice (with --advice) and Runtime ops or
+    Runtime findings when a runtime operator-check or findings report was merged in."""
     from ms_fmk_transplt import __version__
     from ms_fmk_transplt.analysis import is_change, issues, notes
 
@@ -166,6 +203,9 @@ def unsupported_xlsx(run: RunResult) -> bytes:
     if left:  # what the conversion could not do for the user (the distributed mode's DS1xx)
         tables["Notes"] = [(p, f.start_line, f.end_line, f.rule_id, f.message, f.suggestion) for p, f in left]
         headers["Notes"] = NOTES_HEADER
+    if run.advice:  # --advice: one row per pattern found, even none found is news
+        tables["Advice"] = advice_rows(run)
+        headers["Advice"] = ADVICE_HEADER
     if run.runtime_findings is not None:  # a findings report; none found is news too
         tables["Runtime findings"] = [
             (f.kind, f.what, f.dependency_site, f.user_site, f.count, " / ".join(f.shapes))
@@ -186,6 +226,10 @@ def unsupported_xlsx(run: RunResult) -> bytes:
     ]
     by_status = Counter(i.status.value for i in found)
     summary += [(f"issues {status}", count) for status, count in sorted(by_status.items())]
+    if run.advice:
+        summary.append(
+            ("advice", f"{len(tables['Advice'])} places where torch_npu has a faster form (sheet Advice)")
+        )
     summary += [
         (f"files {key.removeprefix('files_')}", n)
         for key, n in totals(run).items()

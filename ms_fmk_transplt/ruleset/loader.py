@@ -43,6 +43,7 @@ COMMON = {
                 "after": {"type": "string"},
                 "release": {"type": "string"},
                 "file": {"type": "string"},
+                "opt_in": {"type": "string"},
             },
             "additionalProperties": False,
         },
@@ -156,7 +157,13 @@ def parse_rule_document(
                     message=entry.get("message") or kind.message,
                     origin=f"{origin}:{where}",
                     examples=tuple(
-                        Example(e["before"], e.get("after", e["before"]), e.get("release"), e.get("file"))
+                        Example(
+                            e["before"],
+                            e.get("after", e["before"]),
+                            e.get("release"),
+                            e.get("file"),
+                            e.get("opt_in"),
+                        )
                         for e in entry.get("examples", [])
                     ),
                     needs_torch_npu=entry.get(

@@ -19,7 +19,7 @@ RANGES = [
     ("TP6", "Profiler"),
     ("TP7", "cuDNN / TF32 knobs (no-ops on the NPU)"),
     ("TP8", "Launch scripts and configs (reported; copied unchanged)"),
-    ("TP9", "Release API support lists"),
+    ("TP9", "Release API support lists; torch_npu fused operators (opt-in: affinity)"),
     ("TA1", "`--target accelerator`: device APIs, streams, memory, amp"),
     ("TA2", "`--target accelerator`: tensor and module methods"),
     ("TA3", "`--target accelerator`: device strings and backends"),

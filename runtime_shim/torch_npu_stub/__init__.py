@@ -3,7 +3,7 @@
 ``import torch_npu`` resolves here through runtime_shim's import hook. The
 device itself is ``torch.npu``. The fused operators ported Ascend code calls most are simulated
 (``npu_fusion_attention``, ``npu_rms_norm``, ``npu_rotary_mul``, ``npu_swiglu``,
-``npu_confusion_transpose``: fusion_attention.py, fused_ops.py); every other NPU-only operator
+``npu_confusion_transpose``, ``npu_apply_adam_w``: fusion_attention.py, fused_ops.py); every other NPU-only operator
 (``torch_npu.npu_*``) is an AttributeError that names it (feature probes take their other path).
 """
 
@@ -22,6 +22,7 @@ _runtime_shim.activate()
 from runtime_shim import npu  # noqa: E402,F401  (torch_npu.npu)
 from runtime_shim.torch_npu_stub import optim, profiler  # noqa: E402,F401  (torch_npu imports them too)
 from runtime_shim.torch_npu_stub.fused_ops import (  # noqa: E402,F401
+    npu_apply_adam_w,
     npu_confusion_transpose,
     npu_rms_norm,
     npu_rotary_mul,

@@ -75,5 +75,46 @@ def npu_confusion_transpose(
     return self.reshape(shape).permute(*perm)
 
 
+def npu_apply_adam_w(
+    beta1_power: float,
+    beta2_power: float,
+    lr: float,
+    weight_decay: float,
+    beta1: float,
+    beta2: float,
+    epsilon: float,
+    grad: torch.Tensor,
+    max_grad_norm: torch.Tensor | None = None,
+    amsgrad: bool | None = False,
+    maximize: bool | None = False,
+    *,
+    out: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | list[torch.Tensor] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One AdamW step on ``out = (var, m, v)``, updated in place and returned.
+
+    `beta1_power` and `beta2_power` are the powers *before* this step (the kernel multiplies them
+    by `beta1` and `beta2` once more for the bias corrections), so passing ``beta ** (t - 1)`` at
+    step t gives ``torch.optim.AdamW``'s update; `max_grad_norm` (amsgrad) is the running maximum of
+    ``v`` the caller keeps, read and not written."""
+    if out is None:
+        raise NotImplementedError(
+            "torch_npu.npu_apply_adam_w without out=(var, m, v) is not simulated by runtime_shim"
+        )
+    if len(out) != 3:
+        raise ValueError(f"npu_apply_adam_w: out must hold (var, m, v), not {len(out)} tensors")
+    var, m, v = out
+    if amsgrad and max_grad_norm is None:
+        raise ValueError("npu_apply_adam_w: amsgrad=True needs max_grad_norm")
+    with torch.no_grad():
+        g = -grad if maximize else grad
+        var.mul_(1.0 - lr * weight_decay)
+        m.mul_(beta1).add_(g, alpha=1.0 - beta1)
+        v.mul_(beta2).addcmul_(g, g, value=1.0 - beta2)
+        second = torch.maximum(max_grad_norm, v) if amsgrad and max_grad_norm is not None else v
+        denom = (second / (1.0 - beta2_power * beta2)).sqrt().add_(epsilon)
+        var.addcdiv_(m, denom, value=-lr / (1.0 - beta1_power * beta1))
+    return var, m, v
+
+
 if not _TYPE_CHECKING:  # hidden from mypy, which then still checks every name read from here
     __getattr__ = _module_getattr("torch_npu.fused_ops")

@@ -99,3 +99,103 @@ def test_what_torch_npu_refuses_is_refused(call, error, message):
 def test_operators_still_not_simulated_say_so():
     with pytest.raises(AttributeError, match="npu_moe_gating_top_k"):
         torch_npu.npu_moe_gating_top_k  # noqa: B018
+
+
+@pytest.mark.parametrize(("amsgrad", "maximize"), [(False, False), (True, False), (False, True)])
+def test_apply_adam_w_steps_as_torch_adamw_does(amsgrad, maximize):
+    """Three steps of npu_apply_adam_w on the simulated NPU against torch.optim.AdamW on the CPU,
+    the powers passed as beta ** (t - 1) and the amsgrad maximum kept by the caller."""
+    g = torch.Generator().manual_seed(3)
+    start = torch.randn(4, 6, generator=g)
+    grads = [torch.randn(4, 6, generator=g) for _ in range(3)]
+    lr, wd, (b1, b2), eps = 1e-2, 0.1, (0.9, 0.99), 1e-8
+    reference = torch.nn.Parameter(start.clone())
+    adamw = torch.optim.AdamW(
+        [reference], lr=lr, betas=(b1, b2), eps=eps, weight_decay=wd, amsgrad=amsgrad, maximize=maximize
+    )
+    var = start.to("npu")
+    m, v = torch.zeros_like(var), torch.zeros_like(var)
+    most = torch.zeros_like(var)
+    for t, grad in enumerate(grads, 1):
+        reference.grad = grad.clone()
+        adamw.step()
+        out = torch_npu.npu_apply_adam_w(
+            b1 ** (t - 1),
+            b2 ** (t - 1),
+            lr,
+            wd,
+            b1,
+            b2,
+            eps,
+            grad.to("npu"),
+            most if amsgrad else None,
+            amsgrad,
+            maximize,
+            out=(var, m, v),
+        )
+        assert out[0] is var and out[1] is m and out[2] is v  # updated in place, and returned
+        most = torch.maximum(most, v)
+        torch.testing.assert_close(var.cpu(), reference.detach(), rtol=1e-6, atol=1e-7)
+        torch.testing.assert_close(m.cpu(), adamw.state[reference]["exp_avg"])
+        torch.testing.assert_close(v.cpu(), adamw.state[reference]["exp_avg_sq"])
+    assert var.device.type == "npu"
+
+
+def test_apply_adam_w_refuses_what_it_cannot_do():
+    grad = torch.ones(3)
+    with pytest.raises(NotImplementedError, match=r"without out=.* is not simulated"):
+        torch_npu.npu_apply_adam_w(1.0, 1.0, 0.1, 0.0, 0.9, 0.99, 1e-8, grad)
+    with pytest.raises(ValueError, match="amsgrad=True needs max_grad_norm"):
+        torch_npu.npu_apply_adam_w(
+            1.0,
+            1.0,
+            0.1,
+            0.0,
+            0.9,
+            0.99,
+            1e-8,
+            grad,
+            None,
+            True,
+            out=(grad.clone(), grad.clone(), grad.clone()),
+        )
+
+
+def test_every_torch_npu_replacement_the_advice_names_is_simulated():
+    """What `--advice` tells a user to call runs on the simulated NPU, for every release."""
+    import functools
+
+    from ms_fmk_transplt import data
+    from ms_fmk_transplt.advice import advisor
+
+    named = {
+        fact.replacement
+        for release in data.releases()
+        for fact in advisor(release).facts
+        if fact.replacement.startswith("torch_npu.")
+    }
+    assert "torch_npu.npu_fusion_attention" in named and "torch_npu.optim.NpuFusedSGD" in named
+    for name in sorted(named):
+        assert callable(functools.reduce(getattr, name.split(".")[1:], torch_npu)), name
+
+
+@pytest.mark.parametrize("function", ["causal", "scaled"])
+def test_affinity_rewrite_of_sdpa_is_bit_for_bit_on_the_simulated_npu(function):
+    """The fixture of `--opt-in affinity` (TP950) run as converted on the simulated NPU, against
+    the original on the CPU: the tolerance the rule states here is none."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    folder = Path(__file__).resolve().parents[1] / "fixtures" / "rules" / "fused_calls+affinity"
+    original, converted = {}, {}
+    exec((folder / "sdpa_fused.in.py").read_text(), original)
+    exec((folder / "sdpa_fused.out.py").read_text(), converted)
+    g = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(2, 4, 6, 8, generator=g) for _ in range(3))
+    args = (q, k, v) if function == "causal" else (SimpleNamespace(q=q), q, k, v)
+    on_npu = [a if isinstance(a, SimpleNamespace) else a.to("npu") for a in args]
+    if function == "scaled":
+        on_npu[0] = SimpleNamespace(q=q.to("npu"))
+    expected = original[function](*args)
+    got = converted[function](*on_npu)
+    assert got.device.type == "npu" and torch.equal(got.cpu(), expected)
