@@ -15,6 +15,7 @@ import libcst as cst
 
 from ms_fmk_transplt.engine.bindings import NameClaims
 from ms_fmk_transplt.engine.dispatch import CachedDispatch
+from ms_fmk_transplt.engine.dispatch_rewrites import DispatchRewrites, KeptAlternatives
 from ms_fmk_transplt.engine.environment import Environment
 from ms_fmk_transplt.engine.hooks import CallHook, ResultUse, ValueHook
 from ms_fmk_transplt.engine.import_statements import ImportStatements
@@ -39,7 +40,7 @@ from ms_fmk_transplt.engine.walk import NodeIndex
 from ms_fmk_transplt.records import Operation
 
 
-class ModuleRewriter(SiteReports, CachedDispatch):
+class ModuleRewriter(SiteReports, KeptAlternatives):
     """Applies the tables to one module; read `pending`, `needs_torch_npu` and `imports_needed` after."""
 
     def __init__(self, tables: Tables, module: cst.Module) -> None:
@@ -52,9 +53,7 @@ class ModuleRewriter(SiteReports, CachedDispatch):
         self.aliases = assignment_aliases(
             nodes.of(cst.Assign), alias_table(s for _, s in imports), tables.modules
         )
-        self.uses_needed_api = (
-            False  # e.g. torch.accelerator, which finds the NPU only after import torch_npu
-        )
+        self.uses_needed_api = False  # torch.accelerator finds the NPU only after import torch_npu
         self.imports_needed: set[str] = set()
         self.uses = NameUses(nodes)
         self._qualified: dict[cst.CSTNode, str | None] = {}
@@ -99,6 +98,7 @@ class ModuleRewriter(SiteReports, CachedDispatch):
         self.results = ResultUses(tables.result_hooks, self.qualify, self)
         self.import_statements = ImportStatements(self)
         self.strings = LiteralRewrites(self)
+        self.dispatch = DispatchRewrites(self, nodes)  # code written for several devices: kept alternatives
 
     def close(self) -> None:
         """Drop everything this rewriter holds (read the results first): its helpers hold it back."""
