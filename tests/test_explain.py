@@ -122,8 +122,7 @@ def init(device_type):
         '  4:23  "cuda"  CUDA\'s alternative: compared with device_type; kept: another branch of its'
         ' dispatch has the NPU\'s "npu"',
         "rewrites and reports (rule):",
-        "  4:23  TP103 CHECK  'cuda' kept: the code already has an NPU alternative ('npu', line 6)"
-        " beside this CUDA one",
+        "  4:8  TP103 CHECK  branch kept as written: the code already has an NPU alternative (line 6)",
     ]
 
 

@@ -72,9 +72,13 @@ NAME_LISTS = (
     "backend_keywords",
     "env_calls",
     "env_setters",
+    "dispatch_devices",
+    "vendor_reads",
+    "enumerating_keywords",
+    "enumerating_calls",
 )
 #: the `device_context` lists of regular expressions
-PATTERN_LISTS = ("names", "device_tests", "accelerator_names")
+PATTERN_LISTS = ("names", "device_tests", "accelerator_names", "predicate_names", "identity_names")
 
 
 @dataclass
@@ -102,6 +106,16 @@ class DeviceSpec:
     backend_keywords: set[str] = field(default_factory=set)
     env_calls: set[str] = field(default_factory=set)
     env_setters: set[str] = field(default_factory=set)
+    # code written for several devices: the device-dispatch analysis reads these (engine/dispatch_sites.py)
+    predicates: dict[str, str] = field(default_factory=dict)  # torch.npu.is_available -> "npu"
+    predicate_names: list[re.Pattern[str]] = field(
+        default_factory=list
+    )  # is_npu(): its group names the device
+    identity_names: list[re.Pattern[str]] = field(default_factory=list)  # is_nvidia: a vendor, not a device
+    dispatch_devices: set[str] = field(default_factory=set)  # "cuda", "npu", "hip": what a branch selects
+    vendor_reads: set[str] = field(default_factory=set)  # get_device_capability: NVIDIA's or AMD's only
+    enumerating_keywords: set[str] = field(default_factory=set)  # choices=[...]: every supported type
+    enumerating_calls: set[str] = field(default_factory=set)  # parametrize(..., [...]), runs_on([...])
 
     def add(self, params: dict) -> None:
         """Merge one rule's `device_context`."""
@@ -117,6 +131,9 @@ class DeviceSpec:
         self.names.extend(re.compile(p, re.IGNORECASE) for p in params.get("names", ()))
         self.device_tests.extend(re.compile(p, re.IGNORECASE) for p in params.get("device_tests", ()))
         self.accelerator_names.extend(re.compile(p) for p in params.get("accelerator_names", ()))
+        self.predicates.update(params.get("predicates", {}))
+        self.predicate_names.extend(re.compile(p, re.IGNORECASE) for p in params.get("predicate_names", ()))
+        self.identity_names.extend(re.compile(p, re.IGNORECASE) for p in params.get("identity_names", ()))
         for key in NAME_LISTS:
             getattr(self, key).update(params.get(key, ()))
 

@@ -25,9 +25,11 @@ What is left holds no finding but the classifier's, read here as the transformer
   unless the receiver is a literal or a class of the file defines the method (`self.method()`);
 - positions are libcst's: 1-based character columns, inner nodes before the chains holding them.
 
-A file goes to libcst also where the two trees could disagree: a finding inside an f-string
-(3.11's `ast` positions there are not reliable), a name that `ast` keeps as a bare string
-(`global nn`, `except ... as F`, match captures) resolving to a torch API. tests/test_fast_path.py
+A file naming the NPU goes to libcst: it may keep a device dispatch's alternatives as written,
+with no classification inside them (engine/dispatch_sites.py). A file goes to libcst also where
+the two trees could disagree: a finding inside an f-string (3.11's `ast` positions there are not
+reliable), a name that `ast` keeps as a bare string (`global nn`, `except ... as F`, match
+captures) resolving to a torch API. tests/test_fast_path.py
 proves the result equal to libcst's on every fixture, and `bench/fast_path.py` on whole corpora.
 """
 
@@ -62,6 +64,8 @@ class _Fallback(Exception):
 
 def classify(path: str, data: bytes, tree: ast.Module, tables: Tables) -> FileResult | None:
     """The file's result when nothing in it is rewritten, or None when it must take libcst's path."""
+    if any(word.encode() in data for word in tables.dispatch_words):
+        return None  # it may keep a device dispatch's alternatives, unclassified (engine/dispatch_sites.py)
     try:
         scan = _Scan(tables, tree, data)
         findings = scan.run()

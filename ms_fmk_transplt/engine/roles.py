@@ -323,9 +323,8 @@ from the pinned torch by `tools/derive_device_apis.py`.
   another branch (`==`, `!=`, `in`, `is`, `.startswith("npu:")`, inside `and` / `or` / `not`), a
   case of a `match` with a `case "npu":`; `"nccl"` beside `"hccl"` alike. Why: the author already
   routes the NPU to the branch written for it; converting would duplicate a dict key (the later
-  value wins) or shadow that branch. The CUDA branch's body still converts. Literals of one branch
-  (`if dev in ("cuda", "npu")`) and lists of choices convert as before: a duplicate there changes
-  nothing, and keeping one would leave `"cuda"` a value the NPU program can still receive.
+  value wins) or shadow that branch. The whole CUDA branch stays as written, and a list holding
+  `"npu"` keeps its `"cuda"`: see "Code written for several devices" below.
 - **Reported, not converted**, because the change would be wrong or is not the converter's to
   make: a device spelled only by pieces that match together (`'cu' 'da'`, `"cu" + "da"`,
   `"".join(["cu", "da"])`: the converter rewrites whole literals, not an expression the user

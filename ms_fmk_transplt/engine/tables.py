@@ -123,6 +123,9 @@ class Tables:
     method_call_hooks: dict[str, list[CallHook]] = field(default_factory=dict)  # heuristic: by short name
     string_hooks: list[StringHook] = field(default_factory=list)  # tried in order, the first match wins
     keyed_strings: bool = False  # some string hook also applies to dict keys and subscripts
+    # a file naming one may keep alternatives of a device dispatch as written (engine/dispatch_sites.py):
+    # libcst's path decides, the fast path's classification would report inside them
+    dispatch_words: set[str] = field(default_factory=set)
     device_spec: DeviceSpec = field(default_factory=DeviceSpec)  # where a string literal is a device
     env_hooks: dict[str, EnvHook] = field(default_factory=dict)  # by environment variable name
     env_prefix_hooks: dict[str, EnvHook] = field(default_factory=dict)  # by a prefix of the name

@@ -15,6 +15,7 @@ import libcst as cst
 
 from ms_fmk_transplt.engine.bindings import NameClaims
 from ms_fmk_transplt.engine.dispatch import CachedDispatch
+from ms_fmk_transplt.engine.dispatch_rewrites import DispatchRewrites, KeptAlternatives
 from ms_fmk_transplt.engine.embedded_scripts import ShellScripts
 from ms_fmk_transplt.engine.environment import Environment
 from ms_fmk_transplt.engine.guards import GuardedStatements
@@ -41,7 +42,7 @@ from ms_fmk_transplt.engine.walk import NodeIndex, short_name, type_check_target
 from ms_fmk_transplt.records import Operation
 
 
-class ModuleRewriter(SiteReports, CachedDispatch):
+class ModuleRewriter(SiteReports, KeptAlternatives):
     """Applies the tables to one module; read `pending`, `needs_torch_npu` and `imports_needed` after."""
 
     def __init__(self, tables: Tables, module: cst.Module) -> None:
@@ -54,8 +55,7 @@ class ModuleRewriter(SiteReports, CachedDispatch):
         self.aliases = assignment_aliases(
             nodes.of(cst.Assign), alias_table(s for _, s in imports), tables.modules
         )
-        # e.g. torch.accelerator, which finds the NPU only after import torch_npu
-        self.uses_needed_api = False
+        self.uses_needed_api = False  # torch.accelerator finds the NPU only after import torch_npu
         self.imports_needed: set[str] = set()
         self.uses = NameUses(nodes)
         self.type_checks = type_check_targets(nodes)
@@ -103,6 +103,7 @@ class ModuleRewriter(SiteReports, CachedDispatch):
         self.import_statements = ImportStatements(self)
         self.guarded = GuardedStatements(nodes, self.qualify)  # guarded calls, `if` statements
         self.strings = LiteralRewrites(self)
+        self.dispatch = DispatchRewrites(self, nodes)  # code written for several devices: kept alternatives
 
     def close(self) -> None:
         """Drop everything this rewriter holds (read the results first): its helpers hold it back."""

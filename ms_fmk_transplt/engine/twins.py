@@ -11,9 +11,9 @@ a *branch*:
 - a `match`: each case is a branch (`case "cuda" | "mps":` is one).
 A string rule keeps a literal whose place has, in another branch, the value the rule would write
 (engine/roles.py asks `rival`): the author already routes the NPU to the branch written for it,
-and converting the CUDA one would duplicate a dict key or shadow that branch. Literals of one
-branch (`if dev in ("cuda", "npu")`) and sequences of choices (`choices=["cuda", "npu"]`) are no
-place: a duplicate there changes nothing, and they convert as everywhere else.
+and converting the CUDA one would duplicate a dict key or shadow that branch. Whole branches,
+entries and list items beside an NPU alternative are kept by engine/dispatch_sites.py before a
+string rule sees them; this literal-level test remains for the places it alone finds.
 """
 
 from __future__ import annotations

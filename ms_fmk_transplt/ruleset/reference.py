@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ms_fmk_transplt import data
+from ms_fmk_transplt.engine.dispatch_sites import POLICY as DISPATCH
 from ms_fmk_transplt.engine.first_party import POLICY as FIRST_PARTY
 from ms_fmk_transplt.engine.roles import POLICY
 from ms_fmk_transplt.engine.rule import Rule
@@ -45,6 +46,8 @@ def rules_markdown(rules: list[Rule]) -> str:
         "findings say so in the log. Every example below is run by the test suite.\n",
         "\n## What a string literal is: the policy\n\n",
         POLICY,
+        "\n## Code written for several devices: the policy\n\n",
+        DISPATCH,
         "\n## Whose module is it: the project's own first\n\n",
         FIRST_PARTY,
     ]

@@ -76,6 +76,7 @@ from ms_fmk_transplt.ruleset.schema import spell
                         "additionalProperties": {"type": "array", "items": {"type": "integer", "minimum": 0}},
                     },
                     "calls_from": {"enum": ["torch"]},
+                    "predicates": {"type": "object", "additionalProperties": {"type": "string"}},
                     "call_keywords": {
                         "type": "object",
                         "additionalProperties": {"type": "array", "items": {"type": "string"}},
@@ -105,7 +106,7 @@ class StringLiteralRule:
             starts or regex.fullmatch(entry["old"] + _sample_suffix(regex, entry["old"]))
         ):
             return [("old", f"the pattern must match strings that start with {spell(entry['old'])}")]
-        for field in ("names", "device_tests", "accelerator_names"):
+        for field in PATTERN_LISTS:
             for i, name in enumerate(entry.get("device_context", {}).get(field, ())):
                 if p := checks.regex(name):
                     return [(f"device_context/{field}/{i}", p)]
@@ -141,6 +142,9 @@ class StringLiteralRule:
             tables.string_hooks.append(rewrite)
             tables.keyed_strings = tables.keyed_strings or bool(p.get("in_keys"))
             tables.add_trigger(p["old"])
+            if "predicates" in p.get("device_context", {}):
+                tables.add_trigger(p["new"])  # an NPU alternative keeps the others (engine/dispatch_sites.py)
+                tables.dispatch_words.add(p["new"])
             tables.device_spec.add(p.get("device_context", {}))
 
 
