@@ -34,6 +34,7 @@ from enum import Enum
 from typing import Any
 
 import libcst as cst
+import libcst.matchers as m
 
 from ms_fmk_transplt import data
 from ms_fmk_transplt.engine.device_flow import DeviceFlow, option_fields, own_attribute, returns
@@ -243,6 +244,8 @@ class DeviceContext:
         self.tables: set[str] = set()  # dicts the file looks up by a device type: their keys are devices
         self.arguments: dict[str, str] = {}  # value -> a command-line argument carrying it: "--device=cuda:0"
         self.echoes: dict[int, str] = {}  # id(literal) -> the argument it is compared as parsed back
+        # id(function) -> its parameters that pick among labels, with their words (module_labels)
+        self.labels: dict[int, dict[str, list[tuple[str, cst.SimpleString]]]] = {}
 
     # ---- the module-wide pass: which variables flow into device-taking APIs ----------------------
     def scan(self, module: cst.Module | NodeIndex) -> None:
@@ -284,6 +287,8 @@ class DeviceContext:
             argument = _ARGUMENT.fullmatch(_string(string) or "")
             if argument is not None:
                 self.arguments.setdefault(argument.group(1), str(string.evaluated_value))
+        # parameters that pick among labels (`impl="cuda"` beside "ref"), per function
+        self.labels = module_labels(nodes.of(cst.FunctionDef), self)
         marker = _Marker(self)
         handlers: tuple[tuple[type[cst.CSTNode], Callable[[Any], None]], ...] = (
             (cst.Call, marker.visit_Call),
@@ -577,6 +582,9 @@ class _Marker:
             for statement in returns(node):
                 if statement.value is not None:
                     self.c.mark([statement.value], self.c.devices, f"returned by {node.name.value}()")
+        for name, words in self.c.labels.get(id(node), {}).items():
+            why = f"a label: {name} picks among {', '.join(sorted({w for w, _ in words}))}"
+            self.c.mark([literal for _, literal in words], self.c.text, why)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if literal_type(node):  # Literal["cpu", "cuda"]: members, as a list's elements are
@@ -667,3 +675,79 @@ class _Marker:
         other = next((_string(v) for v in found if _string(v) in self.c.spec.device_types), None)
         if other is not None:
             self.c.mark(found, self.c.devices, why.format(other=repr(other)) + CONVENTION)
+
+
+def label_choices(
+    function: cst.FunctionDef, context: DeviceContext
+) -> dict[str, list[tuple[str, cst.SimpleString]]]:
+    """`def bias_act(x, impl="cuda")` with `assert impl in ["ref", "cuda"]` or `impl == "ref"`: a
+    parameter with a string default, compared only with strings, one of which is no device type,
+    selects among labels (an implementation, a mode), not devices. Its default and the strings
+    compared with it, per parameter name. A device-named or device-typed parameter is never one."""
+    spec = context.spec
+    candidates = {
+        p.name.value: p.default
+        for p in (*function.params.params, *function.params.kwonly_params)
+        if isinstance(p.default, cst.SimpleString)
+        and not spec.device_named(p.name.value)
+        and not context.device_typed(p.name)
+    }
+    if not candidates:
+        return {}
+    words: dict[str, list[tuple[str, cst.SimpleString]]] = {}
+    for comparison in m.findall(function.body, m.Comparison()):
+        assert isinstance(comparison, cst.Comparison)
+        parts = [comparison.left, *(t.comparator for t in comparison.comparisons)]
+        names = [p.value for p in parts if isinstance(p, cst.Name) and p.value in candidates]
+        for name in names:
+            for part in parts:
+                elements = part.elements if isinstance(part, (cst.List, cst.Tuple, cst.Set)) else [part]
+                for element in elements:
+                    value = element.value if isinstance(element, cst.BaseElement) else element
+                    if isinstance(value, cst.SimpleString) and isinstance(value.evaluated_value, str):
+                        words.setdefault(name, []).append((value.evaluated_value, value))
+    devices = spec.device_types | spec.dispatch_devices | {"cuda", "cpu", "npu"}
+    found = {}
+    for name, compared in words.items():
+        default = candidates[name]
+        assert isinstance(default, cst.SimpleString)
+        every = [*compared, (str(default.evaluated_value), default)]
+        if any(word.split(":")[0] not in devices for word, _ in every):
+            found[name] = every
+    return found
+
+
+def module_labels(
+    functions: list[cst.FunctionDef], context: DeviceContext
+) -> dict[int, dict[str, list[tuple[str, cst.SimpleString]]]]:
+    """`label_choices` of each function (by id), and the parameters that only hand their value on
+    to a label parameter of the same name of another function of the module (`filter2d(...,
+    impl="cuda")` calling `upfirdn2d(..., impl=impl)`), until nothing new is found."""
+    found = {id(f): label_choices(f, context) for f in functions}
+    by_name = {f.name.value: f for f in functions}
+    changed = True
+    while changed:
+        changed = False
+        for function in functions:
+            labels = found[id(function)]
+            for param in (*function.params.params, *function.params.kwonly_params):
+                name = param.name.value
+                if name in labels or not isinstance(param.default, cst.SimpleString):
+                    continue
+                if context.spec.device_named(name) or context.device_typed(param.name):
+                    continue
+                for call in m.findall(function.body, m.Call()):
+                    assert isinstance(call, cst.Call)
+                    callee = by_name.get(short_name(call.func))
+                    passed = any(
+                        a.keyword is not None
+                        and a.keyword.value == name
+                        and isinstance(a.value, cst.Name)
+                        and a.value.value == name
+                        for a in call.args
+                    )
+                    if callee is not None and passed and name in found[id(callee)]:
+                        labels[name] = [(str(param.default.evaluated_value), param.default)]
+                        changed = True
+                        break
+    return found
