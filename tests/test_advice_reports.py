@@ -118,3 +118,14 @@ def test_the_result_cache_keeps_advice_apart(tmp_path: Path) -> None:
         return len(analysis.advice(analyse_project(options, [source], None)))
 
     assert (run(False), run(True), run(False), run(True)) == (0, 3, 0, 3)
+
+
+def test_advice_a_rewrite_of_the_run_followed_is_not_given_again(tmp_path: Path) -> None:
+    source = _project(tmp_path)
+    options = Options(source=source, output=tmp_path, advice=True, opt_ins=("affinity",), use_cache=False)
+    run = analyse_project(options, [source], None)
+    # AdamW became NpuFusedAdamW (TP951): its advice is gone, the others stay
+    assert [(line, rule) for _, line, rule in EXPECTED if rule != "AF201"] == [
+        (f.start_line, f.rule_id) for _, f in analysis.advice(run)
+    ]
+    assert any(f.rule_id == "TP951" for r in run.files for f in r.findings)

@@ -113,7 +113,15 @@ def _convert(path: str, data: bytes, tables: Tables, fast: bool) -> FileResult:
     result = _converted(path, data, tables.for_file(path), fast)
     if tables.advisor is None or result.status is Status.FAILED:
         return result
-    advice = annotate(tables.advisor.advise(data), data)
+    # advice a rewrite of this run already followed (--opt-in affinity) is not given again
+    applied = {
+        (f.start_line, f.message.partition(" -> ")[2].split(" (")[0]) for f in result.findings if is_change(f)
+    }
+    advice = tuple(
+        f
+        for f in annotate(tables.advisor.advise(data), data)
+        if (f.start_line, f.message.partition(" -> ")[2]) not in applied
+    )
     if not advice:
         return result
     findings = sorted(
@@ -254,6 +262,11 @@ class Counted(TypedDict):
 def counted(converter: ModuleRewriter) -> Counted:
     """The API uses counted, not listed: supported by a list, and by an NPU kernel alone."""
     return {"supported": converter.support.supported, "supported_by_kernel": converter.support.by_kernel}
+
+
+def is_change(finding: Finding) -> bool:
+    """A finding that rewrote code."""
+    return finding.operation in (Operation.INSERT, Operation.MODIFY, Operation.DELETE)
 
 
 def edited(converter: ModuleRewriter) -> bool:
