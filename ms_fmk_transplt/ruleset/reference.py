@@ -123,7 +123,11 @@ def accelerator_markdown(rules: list[Rule]) -> str:
         p = rule.params
         old = (
             p.get("name")
-            or (f"x.{p['attribute']}" if "attribute" in p else None)
+            or (
+                f"{p.get('module', 'x')}.{p['attribute'] if isinstance(p['attribute'], str) else 'XTensor'}"
+                if "attribute" in p
+                else None
+            )
             or (f"x.{p['method']}(...)" if "method" in p else p.get("old_name") or repr(p.get("old")))
         )
         new = p.get("template") or p.get("new_name") or p.get("device_form") or "(reported)"

@@ -2,8 +2,11 @@
 from a template, `x.is_cuda` -> a test of `x.device` (`--target accelerator`).
 
 A heuristic, as AttributeRenameRule: the receiver's type is not known statically. `{receiver}` in
-the template is the object read from. Kept where the file assigns an attribute of that name on the
-same object (its own attribute); reported where it assigns one on another object.
+the template is the object read from, `{attribute}` the attribute's name. With `module`, only that
+module's attribute is rewritten, resolved through imports (`torch.cuda.FloatTensor`, not
+`torch.FloatTensor`), and `attribute` may list several names. Kept where the file assigns an
+attribute of that name on the same object (its own attribute); reported where it assigns one on
+another object.
 
 Code: `AttributeTemplate.rewrite_attribute`, an attribute hook (engine/hooks.py) keyed by the
 attribute's name.
@@ -28,37 +31,55 @@ from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
     name="AttributeTemplateRule",
     schema={
         "required": ["attribute", "template"],
-        "properties": {"attribute": {"type": "string"}, "template": {"type": "string"}},
+        "properties": {
+            "attribute": {"type": ["string", "array"], "items": {"type": "string"}},
+            "template": {"type": "string"},
+            "module": {"type": "string"},
+        },
     },
-    message=".{old} -> {new}",
+    message="{old} -> {new}",
     heuristic=True,
 )
 class AttributeTemplateRule:
     @staticmethod
     def check(entry: Entry) -> list[Problem]:
-        if p := checks.identifier(entry["attribute"]):
-            return [("attribute", p)]
+        for name in _names(entry):
+            if p := checks.identifier(name):
+                return [("attribute", p)]
+        if "module" in entry and (p := checks.dotted_name(entry["module"])):
+            return [("module", p)]
         try:
-            filled = entry["template"].format(receiver="x")
+            filled = entry["template"].format(receiver="x", attribute="a")
         except (KeyError, IndexError, ValueError) as exc:
-            return [("template", f"unknown field or stray brace in the template ({exc}); fields: receiver")]
+            return [
+                (
+                    "template",
+                    f"unknown field or stray brace in the template ({exc}); fields: receiver, attribute",
+                )
+            ]
         return [("template", p)] if (p := checks.expression(filled)) else []
 
     @staticmethod
     def summary(entry: Entry) -> str:
-        return f"attribute x.{entry['attribute']} -> {entry['template']} (by name)"
+        where = entry.get("module", "x")
+        return f"attribute {where}.{'/'.join(_names(entry))} -> {entry['template']}"
 
     @staticmethod
     def key(entry: Entry) -> Hashable:
-        return entry["attribute"]
+        return tuple(_names(entry))
 
     @staticmethod
     def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
-            tables.attribute_hooks[rule.params["attribute"]] = AttributeTemplate(
-                rule, rule.params["template"]
-            )
-            tables.add_name_trigger(rule.params["attribute"])
+            module = rule.params.get("module", "")
+            for name in _names(rule.params):
+                tables.attribute_hooks[name] = AttributeTemplate(rule, rule.params["template"], module)
+                tables.add_name_trigger(f"{module}.{name}" if module else name)
+
+
+def _names(entry: Entry) -> list[str]:
+    names = entry["attribute"]
+    return [names] if isinstance(names, str) else list(names)
 
 
 @dataclass(frozen=True)
@@ -67,6 +88,7 @@ class AttributeTemplate:
 
     rule: Rule
     template: str
+    module: str = ""  # only this module's attribute (qualified), not any object's
 
     @property
     def new(self) -> str:
@@ -79,6 +101,8 @@ class AttributeTemplate:
         """The expression; the attribute kept where it is the file's own (reported when only
         another object's is)."""
         attr = original.attr.value
+        if self.module and site.qualify(original.value) != self.module:
+            return None
         if site.names.assigns(original.value, attr):
             return updated
         if site.names.assigns_anywhere(attr):
@@ -92,6 +116,7 @@ class AttributeTemplate:
             )
             return updated
         receiver = cst.Module(body=[]).code_for_node(updated.value)
-        new_code = self.template.format(receiver=receiver)
-        site.report(original, self.rule, Operation.MODIFY, heuristic=True, old=attr, new=new_code)
+        new_code = self.template.format(receiver=receiver, attribute=attr)
+        old = f"{self.module}.{attr}" if self.module else attr
+        site.report(original, self.rule, Operation.MODIFY, heuristic=not self.module, old=old, new=new_code)
         return cst.parse_expression(new_code)
