@@ -109,7 +109,10 @@ support classification: run the default target for that report). The spellings:
 
 Known gaps: a non-call use of a `torch.cuda` name (`f = torch.cuda.synchronize`, `from torch.cuda
 import X` imports themselves) is kept; `CUDA_VISIBLE_DEVICES` is reported (no portable name); a
-`map_location` dict's keys name where a checkpoint was saved and are kept.
+`map_location` dict's keys name where a checkpoint was saved and are kept; `torch.autocast("cuda")`
+becomes autocast of the accelerator's type, which on a machine without one is the CPU's (bfloat16
+by default) where CUDA's was switched off: pass `enabled=torch.accelerator.is_available()` to keep
+the CPU run in full precision.
 
 | rule | CUDA | portable form | without an accelerator | PyTorch |
 |---|---|---|---|---|
