@@ -63,6 +63,20 @@ def test_guide_example_loads(tmp_path: Path) -> None:
         (
             {
                 "rules": {
+                    "ArgValueRule": [
+                        {"func_name": "m.Model", "keyword": "mode", "pattern": "cuda[", "suggestion": "s"}
+                    ]
+                }
+            },
+            "FILE: /rules/ArgValueRule/0/pattern: not a valid regular expression",
+        ),
+        (
+            {"rules": {"ArgValueRule": [{"func_name": "m.Model", "keyword": "mode", "suggestion": "s"}]}},
+            "FILE: /rules/ArgValueRule/0/values: give the values to report, or a pattern they match",
+        ),
+        (
+            {
+                "rules": {
                     "MapLocationRule": [
                         {
                             "calls": {"torch.load": 1},

@@ -12,7 +12,7 @@ from typing import TypedDict
 
 import libcst as cst
 
-from ms_fmk_transplt.engine import fast_path
+from ms_fmk_transplt.engine import embedded_scripts, fast_path
 from ms_fmk_transplt.engine.imports import add_needed_imports
 from ms_fmk_transplt.engine.normalise import (
     LONE_BACKSLASH,
@@ -117,9 +117,10 @@ def _convert(path: str, data: bytes, tables: Tables, fast: bool) -> FileResult:
     tree = _syntax_problem(data)
     if isinstance(tree, str):
         return FileResult(path, Status.FAILED, reason=tree)
-    if not tables.could_match(data):
+    shell = embedded_scripts.could_hold(data, tables.text_hooks_for(embedded_scripts.SHELL_FILE))
+    if not shell and not tables.could_match(data):
         return FileResult(path, Status.UNCHANGED)
-    if fast and not tables.could_rewrite(data):
+    if fast and not shell and not tables.could_rewrite(data):
         result = fast_path.classify(path, data, tree, tables)
         if result is not None:
             return result
@@ -291,6 +292,9 @@ def _place(module: cst.Module, converter: ModuleRewriter) -> tuple[tuple[Finding
             continue
         if item.line_offset:
             start, column = end, 0
+        elif item.within:
+            start = end = start + item.within
+            column = 1
         unsupported = item.operation is Operation.UNSUPPORTED and not item.noop
         message = item.message
         if item.related is not None:  # "... at line {line}": the other node's original line

@@ -92,6 +92,10 @@ def choices(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
         yield node
 
 
+def _is_flag(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value in ("True", "False")
+
+
 def returns(function: cst.FunctionDef) -> Iterator[cst.Return]:
     """The return statements of a function, not of the functions and classes nested in it."""
     stack: list[cst.CSTNode] = [function.body]
@@ -125,6 +129,7 @@ class DeviceFlow:
         self.aliases: dict[str, str] = {}  # variable -> the device-taking API it is bound to
         self.params: dict[str, list[str]] = {}  # function the module defines -> positional params
         self.strings: dict[str, list[cst.SimpleString]] = {}  # variable -> the literals bound to it
+        self.flags: dict[str, set[bool]] = {}  # variable -> the True / False bound to it
         self.enums: set[str] = set()  # the enum classes the module defines (`class Kind(Enum)`)
 
     def scan_aliases(
@@ -189,11 +194,19 @@ class DeviceFlow:
             if key is not None and value is not None:
                 found = [c for c in choices(value) if isinstance(c, cst.SimpleString)]
                 self.strings.setdefault(key, []).extend(found)
+                flags = {c.value == "True" for c in choices(value) if isinstance(c, cst.Name) and _is_flag(c)}
+                if flags:
+                    self.flags.setdefault(key, set()).update(flags)
 
     def held(self, node: cst.BaseExpression) -> list[cst.SimpleString]:
         """The literals the module binds to a variable or attribute (`accelerator`, `args.accelerator`)."""
         key = value_key(node)
         return [] if key is None else self.strings.get(key, [])
+
+    def held_flags(self, node: cst.BaseExpression) -> set[bool]:
+        """The booleans the module binds to a variable or attribute (`tf32 = True`, `args.tf32`)."""
+        key = value_key(node)
+        return set() if key is None else self.flags.get(key, set())
 
     def reach(self, value: cst.BaseExpression, qualify: Callable[[cst.CSTNode], str | None]) -> None:
         """`value` is handed to a device-taking API: a variable, own attribute or field in it holds

@@ -38,7 +38,15 @@ from collections.abc import Iterator
 from typing import Any
 
 from ms_fmk_transplt.engine.messages import join_clauses
-from ms_fmk_transplt.engine.support import CASTS, DTYPE_WORDS, Verdicts, operation_of
+from ms_fmk_transplt.engine.support import (
+    CASTS,
+    DTYPE_WORDS,
+    HOST_METHODS,
+    INDEX_DTYPES,
+    MOVE_METHODS,
+    Verdicts,
+    operation_of,
+)
 from ms_fmk_transplt.engine.suppress import annotate
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.records import FileResult, Finding, Status
@@ -326,7 +334,8 @@ class _Scan:
         if self.qualify(func) is None:
             method = func.attr
             own = self._own_method(func)
-            if method in tables.support.tensor_methods and not own and not _literal(func.value):
+            host = _on_host(func.value)
+            if method in tables.support.tensor_methods and not own and not _literal(func.value) and not host:
                 self._classify(node, f"torch.Tensor.{method}", in_fstring, heuristic=True)
 
     def _name_by_string(self, owner: ast.expr, attr: ast.expr) -> None:
@@ -411,7 +420,7 @@ class _Scan:
                 if word is not None and (keyword == "dtype" or _is_cast(call)):
                     shown.append(word)
             if keyword is None and isinstance(value, ast.Call):
-                shown += self._cast_to(value)
+                shown += [w for w in self._cast_to(value) if w not in INDEX_DTYPES]
         func = call.func
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
             shown += self._cast_to(func.value)
@@ -436,6 +445,29 @@ class _Scan:
         if name is None or not name.startswith("torch."):
             return None
         return DTYPE_WORDS.get(name[len("torch.") :])
+
+
+def _on_host(receiver: ast.expr) -> bool:
+    """support.on_host on ast: the receiver's last move is to the CPU."""
+    node = receiver
+    while True:
+        if isinstance(node, ast.Subscript):
+            node = node.value
+            continue
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            return False
+        method = node.func.attr
+        if method in HOST_METHODS:
+            return True
+        if method in MOVE_METHODS:
+            targets = [a for a in node.args if not isinstance(a, ast.Starred)][:1]
+            targets += [k.value for k in node.keywords if k.arg == "device"]
+            target = min(targets, key=lambda v: (v.lineno, v.col_offset)) if targets else None
+            if method == "to" and isinstance(target, ast.Constant) and isinstance(target.value, (str, bytes)):
+                return isinstance(target.value, str) and target.value.split(":")[0] == "cpu"
+            if not (method == "to" and isinstance(target, ast.Attribute) and target.attr in DTYPE_WORDS):
+                return False
+        node = node.func.value
 
 
 def _is_cast(call: ast.Call) -> bool:

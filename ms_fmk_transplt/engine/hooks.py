@@ -74,9 +74,12 @@ class Site(Protocol):
         api: str = "",
         support: Support | None = None,
         related: cst.CSTNode | None = None,
+        within: int = 0,
+        suggestion: str = "",
     ) -> None:
         """A finding with a message the hook wrote itself (`api` and `support` for an issue the
-        reports list under that API with that status; `{line}` in it names the line of `related`)."""
+        reports list under that API with that status; `{line}` in it names the line of `related`;
+        `within`: the finding is on that line of the node, counted from its first)."""
         ...
 
     def report_kept(self, node: cst.CSTNode, rule: Rule, message: str) -> None:
@@ -252,11 +255,19 @@ class ValueHook(Protocol):
 
 
 class TextHook(Protocol):
-    """A line scan of non-Python files that are copied as they are."""
+    """A line scan of non-Python files that are copied as they are (and of the shell text a
+    Python module writes: engine/embedded_scripts.py)."""
+
+    @property
+    def rule(self) -> Rule: ...
 
     @property
     def files(self) -> tuple[str, ...]:
         """Globs of the file names it reads (`applies_to` matches them)."""
+
+    def matches_anywhere(self, text: str) -> bool:
+        """Could some line of `text` be reported (a test of the whole text at once)?"""
+        ...
 
     def applies_to(self, file_name: str) -> bool:
         """Does the scan read a file of this name (no folder)?"""

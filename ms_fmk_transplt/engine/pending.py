@@ -20,6 +20,7 @@ class Pending:
     message: str
     heuristic: bool = False
     line_offset: int = 0
+    within: int = 0  # the finding is on this line of the node, counted from its first (0)
     noop: bool = False
     api: str = ""  # the API the finding is about, when there is one
     support: Support | None = None

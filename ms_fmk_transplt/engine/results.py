@@ -2,7 +2,8 @@
 
 The transformer tells this module about each assignment, loop, subscript and comparison in
 traversal order; it finds the uses of a result that a `ResultHook` is keyed by (directly, or
-through the variable it was bound to) and hands each to the hook, once per statement and name.
+through the variable or `self` attribute it was bound to) and hands each to the hook, once per
+statement and name.
 """
 
 from __future__ import annotations
@@ -37,9 +38,8 @@ class ResultUses:
             name = self.qualify(expr.func)
             hook = self.hooks.get(name) if name else None
             return (hook, name) if hook is not None and name else None
-        if isinstance(expr, cst.Name):
-            return self.names.get(expr.value)
-        return None
+        key = _bound_key(expr)
+        return self.names.get(key) if key is not None else None
 
     def use(self, node: cst.CSTNode, expr: cst.BaseExpression, use: ResultUse) -> None:
         """`expr` is used as `use` at `node`: report it if it is a result a hook watches."""
@@ -48,24 +48,25 @@ class ResultUses:
             return
         hook, name = found
         through = ""
-        if isinstance(expr, cst.Name):
-            key = (expr.value, use, node.attr.value if isinstance(node, cst.Attribute) else "")
+        bound = _bound_key(expr)
+        if bound is not None:
+            key = (bound, use, node.attr.value if isinstance(node, cst.Attribute) else "")
             if key in self.reported:
                 return
             self.reported.add(key)
-            through = expr.value
+            through = bound
         hook.result_used(self.site, node, name, use, through)
 
     def assign(self, node: cst.Assign) -> None:
-        """Unpacking is a use; binding to a name makes the name's later uses count."""
+        """Unpacking is a use; binding to a name (or to `self.name`) makes its later uses count."""
         if not self.hooks:
             return
         found = self._breaking(node.value) if isinstance(node.value, cst.Call) else None
         for target in node.targets:
             if isinstance(target.target, (cst.Tuple, cst.List)):
                 self.use(node, node.value, ResultUse.UNPACK)
-            elif found is not None and isinstance(target.target, cst.Name):
-                self.names[target.target.value] = found
+            elif found is not None and (key := _bound_key(target.target)) is not None:
+                self.names[key] = found
 
     def compare(self, node: cst.Comparison) -> None:
         """`==` / `!=` is an equality use, any other comparison but `is` an ordering one."""
@@ -75,3 +76,17 @@ class ResultUses:
         use = ResultUse.COMPARE_EQUAL if equality else ResultUse.ORDER
         for operand in (node.left, *(c.comparator for c in node.comparisons)):
             self.use(node, operand, use)
+
+
+def _bound_key(expr: cst.BaseExpression) -> str | None:
+    """What a result can be bound to and read back from: `props`, or `self.props` (a method's
+    receiver, read in the class's other methods)."""
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if (
+        isinstance(expr, cst.Attribute)
+        and isinstance(expr.value, cst.Name)
+        and expr.value.value in ("self", "cls")
+    ):
+        return f"{expr.value.value}.{expr.attr.value}"
+    return None

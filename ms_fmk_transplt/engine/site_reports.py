@@ -28,6 +28,7 @@ class SiteReports:
     support: SupportClassifier
 
     def __init__(self) -> None:
+        self.type_checks: set[int] = set()  # ids of the classes isinstance/issubclass name (walk.py)
         self.pending: list[Pending] = []
         self.needs_torch_npu = False
 
@@ -76,11 +77,24 @@ class SiteReports:
         api: str = "",
         support: Support | None = None,
         related: cst.CSTNode | None = None,
+        within: int = 0,
+        suggestion: str = "",
     ) -> None:
         """A finding at `node` (an original node) with a message the caller wrote; `{line}` in it
-        becomes the line of the original node `related`."""
+        becomes the line of the original node `related`; `within`: on that line of the node."""
         self.pending.append(
-            Pending(node, rule, operation, message, heuristic, api=api, support=support, related=related)
+            Pending(
+                node,
+                rule,
+                operation,
+                message,
+                heuristic,
+                api=api,
+                support=support,
+                related=related,
+                within=within,
+                suggestion=suggestion,
+            )
         )
 
     def renamed(self, name: str) -> str | None:
@@ -95,7 +109,10 @@ class SiteReports:
         self.pending.append(Pending(node, rule, Operation.UNSUPPORTED, message, heuristic=True))
 
     def report_match(self, node: cst.CSTNode, match: Match) -> None:
-        """A qualified name the tables rewrite (MODIFY) or report (no replacement)."""
+        """A qualified name the tables rewrite (MODIFY) or report (no replacement); a class an
+        `isinstance` / `issubclass` tests against is no use of it (none of its code runs)."""
+        if match.new is None and id(node) in self.type_checks:
+            return
         if match.new is None:
             self.report_unsupported(node, match.rule, match.prefix, match.suggestion)
         else:

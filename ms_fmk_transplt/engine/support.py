@@ -64,6 +64,46 @@ CASTS = {
     "byte": "uint8",
     "bool": "bool",
 }
+# dtypes of an operand that is an index, a target or a mask (`cross_entropy(x, y.long())`,
+# `embedding(ids.long(), w)`): the operation does not compute in them, so they say nothing of
+# the dtypes it supports
+INDEX_DTYPES = frozenset({"int64", "int32", "int16", "int8", "uint8", "bool"})
+# methods that leave a tensor on the host: what is called on their result runs on the CPU
+HOST_METHODS = frozenset({"cpu", "numpy", "tolist"})
+# methods that move a tensor to some device (the one named, or an accelerator)
+MOVE_METHODS = frozenset({"to", "cuda", "npu"})
+
+
+def _host_device(value: str | bytes | None) -> bool:
+    return isinstance(value, str) and value.split(":")[0] == "cpu"
+
+
+def on_host(receiver: cst.BaseExpression) -> bool:
+    """`x.cpu()`, `x.detach().to("cpu")`, `x.cpu()[0]`: a receiver whose last move is to the
+    CPU, so a tensor method called on it runs there, whatever the NPU supports."""
+    node = receiver
+    while True:
+        if isinstance(node, cst.Subscript):
+            node = node.value
+            continue
+        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
+            return False
+        method = node.func.attr.value
+        if method in HOST_METHODS:
+            return True
+        if method in MOVE_METHODS:
+            target = next(
+                (a.value for a in node.args if a.keyword is None or a.keyword.value == "device"), None
+            )
+            if method == "to" and isinstance(target, cst.SimpleString):
+                return _host_device(target.evaluated_value)
+            if not (
+                method == "to" and isinstance(target, cst.Attribute) and target.attr.value in DTYPE_WORDS
+            ):
+                return False  # moved to a device, or to what the code does not spell
+        node = node.func.value
+
+
 # namespaces whose functions are ATen operators of the same name (with a prefix for some)
 _ATEN_NAMESPACES = {
     "torch": "",
@@ -280,7 +320,7 @@ class SupportClassifier(Verdicts):
                 if word is not None and (keyword == "dtype" or _is_cast(call)):
                     shown.append(word)
             if keyword is None and isinstance(arg.value, cst.Call):  # torch.matmul(x.double(), y)
-                shown += self._cast_to(arg.value)
+                shown += [w for w in self._cast_to(arg.value) if w not in INDEX_DTYPES]
         func = call.func
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call):  # x.double().sum()
             shown += self._cast_to(func.value)

@@ -159,9 +159,11 @@ class Tables:
             prefix = ".".join(parts[:end])
             rest = parts[end:]
             entry = self.renames.get(prefix)
-            if entry is not None:
-                return Match(entry.rule, name, prefix, entry.new, entry.suggestion)
             members = self.modules.get(prefix)
+            # a module that one rule renames whole (`torch.cuda.amp` as a member of torch.cuda)
+            # and another moves member by member: a member goes by the second, which knows them
+            if entry is not None and not (rest and members is not None):
+                return Match(entry.rule, name, prefix, entry.new, entry.suggestion)
             if members is not None:
                 if not rest:
                     return Match(members.rule, name, prefix, members.itself or members.new_module)

@@ -15,6 +15,7 @@ import libcst as cst
 
 from ms_fmk_transplt.engine.bindings import NameClaims
 from ms_fmk_transplt.engine.dispatch import CachedDispatch
+from ms_fmk_transplt.engine.embedded_scripts import ShellScripts
 from ms_fmk_transplt.engine.environment import Environment
 from ms_fmk_transplt.engine.guards import GuardedStatements
 from ms_fmk_transplt.engine.hooks import CallHook, ResultUse, ValueHook
@@ -34,9 +35,9 @@ from ms_fmk_transplt.engine.results import ResultUses
 from ms_fmk_transplt.engine.roles import LiteralRoles
 from ms_fmk_transplt.engine.site_reports import SiteReports
 from ms_fmk_transplt.engine.string_rewrites import LiteralRewrites
-from ms_fmk_transplt.engine.support import SupportClassifier, converted_name
+from ms_fmk_transplt.engine.support import SupportClassifier, converted_name, on_host
 from ms_fmk_transplt.engine.tables import Tables
-from ms_fmk_transplt.engine.walk import NodeIndex
+from ms_fmk_transplt.engine.walk import NodeIndex, short_name, type_check_targets
 from ms_fmk_transplt.records import Operation
 
 
@@ -53,11 +54,11 @@ class ModuleRewriter(SiteReports, CachedDispatch):
         self.aliases = assignment_aliases(
             nodes.of(cst.Assign), alias_table(s for _, s in imports), tables.modules
         )
-        self.uses_needed_api = (
-            False  # e.g. torch.accelerator, which finds the NPU only after import torch_npu
-        )
+        # e.g. torch.accelerator, which finds the NPU only after import torch_npu
+        self.uses_needed_api = False
         self.imports_needed: set[str] = set()
         self.uses = NameUses(nodes)
+        self.type_checks = type_check_targets(nodes)
         self._qualified: dict[cst.CSTNode, str | None] = {}
         self.anchor_updated: cst.SimpleStatementLine | None = None
         name_claims = NameClaims(nodes)  # which bare names the file spells, for renamed imports
@@ -74,6 +75,8 @@ class ModuleRewriter(SiteReports, CachedDispatch):
         # what each string literal is (engine/roles.py); the look-ahead passes share one cheap walk
         self.roles = LiteralRoles(spec, self.qualify, self.environment)
         self.roles.scan(nodes, devices=bool(tables.string_hooks))
+        # shell text the module writes or runs, scanned after the traversal (engine/embedded_scripts.py)
+        self.scripts = ShellScripts.of(nodes, tables, self.qualify)
         # value hooks (map_location) claim what they rewrite before the traversal: keys they keep,
         # values that are devices, the dicts they rebuild on the way out
         self._claimed: dict[cst.CSTNode, ValueHook] = {}
@@ -95,7 +98,6 @@ class ModuleRewriter(SiteReports, CachedDispatch):
         self.function_renames, self.function_imports = plan_function_imports(
             tables, imports, self.names.bindings, name_claims
         )
-        # `cap = torch.cuda.get_device_capability()`: name -> (hook, qualified name of the call)
         # `cap = torch.cuda.get_device_capability()`, then `cap[0]`: engine/results.py
         self.results = ResultUses(tables.result_hooks, self.qualify, self)
         self.import_statements = ImportStatements(self)
@@ -139,7 +141,7 @@ class ModuleRewriter(SiteReports, CachedDispatch):
         return updated_node
 
     def visit_Call(self, node: cst.Call) -> bool:
-        name = _short(node.func)
+        name = short_name(node.func)
         positional = [a for a in node.args if a.keyword is None]
         self.support.called(node)
         if name in self.tables.device_spec.attribute_name_calls and len(positional) > 1:
@@ -278,11 +280,8 @@ class ModuleRewriter(SiteReports, CachedDispatch):
             renamed = self.tables.method_hooks.get(method)
             if renamed is not None and renamed.new is not None and not own:
                 method = renamed.new
-            if (
-                method in self.tables.support.tensor_methods
-                and not own
-                and not isinstance(func.value, _LITERALS)
-            ):
+            receiver = func.value  # neither a literal nor a tensor moved to the CPU (`x.cpu().numpy()`)
+            if method in self.tables.support.tensor_methods and not own and not is_host_or_literal(receiver):
                 self.classify(original_node, f"torch.Tensor.{method}", heuristic=True)
         if isinstance(func, cst.Attribute) and not resolved and isinstance(updated_node.func, cst.Attribute):
             method_hook = self.tables.method_hooks.get(func.attr.value)
@@ -294,7 +293,7 @@ class ModuleRewriter(SiteReports, CachedDispatch):
                 result = function_hook.rewrite_function_call(self, original_node, updated_node)
         hooks = self.tables.call_hooks_for(name) if name and not self.tables.owned(name) else None
         if self.tables.method_call_hooks:
-            by_short = self.tables.method_call_hooks.get(_short(func))
+            by_short = self.tables.method_call_hooks.get(short_name(func))
             if by_short:
                 hooks = _compose(hooks, by_short)
         for hook in hooks or ():
@@ -327,14 +326,9 @@ class ModuleRewriter(SiteReports, CachedDispatch):
 
     # ---- module: the torch_npu import (engine/import_statements.py) ----------------------------
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        if self.scripts is not None:
+            self.scripts.report(self)
         return self.import_statements.finish_module(original_node, updated_node)
-
-
-def _short(func: cst.BaseExpression) -> str:
-    """The called name of `x.name(...)` or `name(...)`, else ''."""
-    if isinstance(func, cst.Attribute):
-        return func.attr.value
-    return func.value if isinstance(func, cst.Name) else ""
 
 
 # receivers that are never tensors: "a,b".split(",") is str.split
@@ -362,3 +356,8 @@ def _compose(by_name: list[CallHook] | None, by_short: list[CallHook]) -> list[C
     if not extra:
         return by_name
     return sorted([*(by_name or ()), *extra], key=lambda hook: hook.order)
+
+
+def is_host_or_literal(receiver: cst.BaseExpression) -> bool:
+    """A receiver that is no NPU tensor: a literal, or a tensor moved to the CPU (support.on_host)."""
+    return isinstance(receiver, _LITERALS) or on_host(receiver)

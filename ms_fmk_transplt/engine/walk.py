@@ -103,3 +103,15 @@ def short_name(func: cst.BaseExpression) -> str:
     if isinstance(func, cst.Name):
         return func.value
     return ""
+
+
+def type_check_targets(nodes: NodeIndex) -> set[int]:
+    """The ids of the class expressions `isinstance(x, C)` and `issubclass(K, (C, D))` test against."""
+    found: set[int] = set()
+    for call in nodes.of(cst.Call):
+        if short_name(call.func) not in ("isinstance", "issubclass") or len(call.args) != 2:
+            continue
+        target = call.args[1].value
+        parts = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
+        found.update(map(id, parts))
+    return found

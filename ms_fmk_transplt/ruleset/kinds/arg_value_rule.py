@@ -5,16 +5,22 @@ rewritten, since Lightning has no NPU accelerator name to write instead, so the 
 with what to do. The call is matched by qualified name; the argument by `keyword`, or by its
 0-based position `arg_idx` among positional arguments when given; only a string literal equal to
 one of `values` is reported, or a variable or attribute the module binds (or defaults, or gives
-as an option's default) to one of them (`accelerator = "gpu"; Trainer(accelerator=accelerator)`,
+as an option's default) to one of them (`accelerator = "gpu"; Trainer(accelerator=accelerator)`, `tf32 = True`,
 `add_argument("--accelerator", default="gpu")`, `Trainer(accelerator=args.accelerator)`); any
 other value is left alone. A boolean among `values` matches the literal `True` / `False`
-(`TrainingArguments(tf32=True)`, which raises on any device but a CUDA GPU).
+(`TrainingArguments(tf32=True)`, which raises on any device but a CUDA GPU). Instead of `values`,
+`pattern` (a regular expression searched in the string) matches values that spell a CUDA device
+among other words (rwkv's `RWKV(model, strategy="cuda fp16 *10 -> cpu fp32")`, whose strategy
+grammar has no NPU device). With `method` true, `func_name` is a short name matched whatever it is
+called on (a heuristic: `LlamaForCausalLM.from_pretrained(..., load_in_8bit=True)` on any model
+class).
 
 Code: `ArgValueReport.rewrite_call` (reports only), a call hook (engine/hooks.py) keyed by `func_name`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import ClassVar
@@ -32,12 +38,14 @@ from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 @kind(
     name="ArgValueRule",
     schema={
-        "required": ["func_name", "keyword", "values", "suggestion"],
+        "required": ["func_name", "keyword", "suggestion"],
         "properties": {
             "func_name": {"type": "string"},
             "keyword": {"type": "string"},
             "arg_idx": {"type": "integer", "minimum": 0},
             "values": {"type": "array", "items": {"type": ["string", "boolean"]}, "minItems": 1},
+            "pattern": {"type": "string"},
+            "method": {"type": "boolean"},
             "suggestion": {"type": "string"},
         },
     },
@@ -46,11 +54,19 @@ from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 class ArgValueRule:
     @staticmethod
     def check(entry: Entry) -> list[Problem]:
-        return checks.problems(entry, func_name=checks.dotted_name, keyword=checks.identifier)
+        name_check = checks.identifier if entry.get("method") else checks.dotted_name
+        problems = checks.problems(
+            entry, func_name=name_check, keyword=checks.identifier, pattern=checks.regex
+        )
+        if "values" not in entry and "pattern" not in entry:
+            problems.append(("values", "give the values to report, or a pattern they match"))
+        return problems
 
     @staticmethod
     def summary(entry: Entry) -> str:
-        values = ", ".join(repr(v) for v in entry["values"])
+        values = ", ".join(repr(v) for v in entry.get("values", ()))
+        if "pattern" in entry:
+            values = (values + ", " if values else "") + f"a string matching {entry['pattern']!r}"
         return f"report {entry['func_name']}({entry['keyword']}={values})"
 
     @staticmethod
@@ -61,8 +77,11 @@ class ArgValueRule:
     def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
             p = rule.params
-            hook = ArgValueReport(rule, p["keyword"], p.get("arg_idx"), frozenset(p["values"]))
-            tables.add_call_hook(p["func_name"], hook)
+            pattern = re.compile(p["pattern"]) if "pattern" in p else None
+            hook = ArgValueReport(
+                rule, p["keyword"], p.get("arg_idx"), frozenset(p.get("values", ())), pattern
+            )
+            tables.add_call_hook(p["func_name"], hook, by_short_name=bool(p.get("method")))
             tables.add_name_trigger(p["func_name"])
 
 
@@ -74,7 +93,14 @@ class ArgValueReport:
     keyword: str
     arg_idx: int | None
     values: frozenset[str | bool]
+    pattern: re.Pattern[str] | None = None
     order: ClassVar[int] = 0  # reads the call as written
+
+    def matches(self, value: str | bool) -> bool:
+        """`value` is one of `values`, or a string `pattern` finds."""
+        if value in self.values:
+            return True
+        return isinstance(value, str) and self.pattern is not None and self.pattern.search(value) is not None
 
     def rewrite_call(self, site: Site, original: cst.Call, updated: cst.Call, name: str | None) -> cst.Call:
         """The call unchanged; an UNSUPPORTED finding at the argument when its value is listed."""
@@ -102,8 +128,12 @@ class ArgValueReport:
         if isinstance(
             chosen.value, (cst.Name, cst.Attribute)
         ):  # accelerator = "gpu"; Trainer(accelerator=accelerator)
-            held = site.roles.context.flow.held(chosen.value)
-            found = next((v.evaluated_value for v in held if v.evaluated_value in self.values), None)
+            flow = site.roles.context.flow
+            held: list[str | bool] = [
+                v.evaluated_value for v in flow.held(chosen.value) if isinstance(v.evaluated_value, str)
+            ]
+            held += sorted(flow.held_flags(chosen.value))
+            found = next((v for v in held if self.matches(v)), None)
             if found is not None:
                 what = f"{self.keyword}={code_of(chosen.value)} (which can hold {found!r})"
                 site.report_unsupported(
@@ -113,7 +143,7 @@ class ArgValueReport:
         if not isinstance(chosen.value, cst.SimpleString):
             return updated
         value = chosen.value.evaluated_value
-        if not isinstance(value, str) or value not in self.values:
+        if not isinstance(value, str) or not self.matches(value):
             return updated
         what = f"{self.keyword}={value!r}"
         site.report_unsupported(chosen.value, self.rule, what, self.rule.params["suggestion"], api=name or "")

@@ -4,6 +4,8 @@ Non-Python files are copied byte-identical; this kind only reports. A line of a 
 name matches one of `files` (glob patterns such as `*.sh`, `*.yaml`) and whose text matches
 `pattern` (a regular expression, searched) becomes an UNSUPPORTED finding with the rule's
 `suggestion`, e.g. `export CUDA_VISIBLE_DEVICES=0,1` in run.sh or `backend: nccl` in a config.
+The scans of `*.sh` files also read the shell text of Python modules: a job script a launcher
+writes, a command it runs (engine/embedded_scripts.py).
 
 Code: `TextScan.applies_to` / `scan_line`, a text hook (engine/hooks.py) that engine/convert.py
 (`scan_text`) runs over the lines of each copied file.
@@ -51,8 +53,11 @@ class TextScanRule:
     @staticmethod
     def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
+            pattern = rule.params["pattern"]
             tables.text_hooks.append(
-                TextScan(rule, re.compile(rule.params["pattern"]), tuple(rule.params["files"]))
+                TextScan(
+                    rule, re.compile(pattern), tuple(rule.params["files"]), re.compile(pattern, re.MULTILINE)
+                )
             )
 
 
@@ -63,6 +68,11 @@ class TextScan:
     rule: Rule
     regex: Any  # compiled regex
     files: tuple[str, ...]
+    lines_regex: Any  # the same, compiled to find a line anywhere in a text (re.MULTILINE)
+
+    def matches_anywhere(self, text: str) -> bool:
+        """Does some line of `text` match (a cheap test before the scan of each line)?"""
+        return self.lines_regex.search(text) is not None
 
     def applies_to(self, file_name: str) -> bool:
         """Does one of the globs match the file's name?"""
