@@ -106,3 +106,27 @@ def test_verify_runs_the_portable_copy_on_the_npu_and_on_the_cpu(tmp_path: Path)
     assert document["notes"][-1] == (
         "the converted script on the CPU: identical: 2 step(s), losses and every parameter bit for bit"
     )
+
+
+def test_the_result_cache_keeps_the_targets_apart(tmp_path: Path) -> None:
+    (tmp_path / "t.py").write_text(CUDA_SCRIPT)
+    cache = tmp_path / "cache"
+    texts = []
+    for target in ("npu", "accelerator", "npu"):
+        out = tmp_path / f"out_{len(texts)}"
+        args = [
+            "-i",
+            str(tmp_path / "t.py"),
+            "-o",
+            str(out),
+            "-q",
+            "--cache-dir",
+            str(cache),
+            "--target",
+            target,
+        ]
+        done = CliRunner().invoke(app, args)
+        assert done.exit_code == 0, done.output
+        texts.append((out / "t_msft" / "t.py").read_text())
+    assert texts[0] == texts[2] != texts[1]
+    assert "torch.accelerator" in texts[1]

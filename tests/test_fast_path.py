@@ -19,6 +19,21 @@ FIXTURES = Path(__file__).parent / "fixtures"
 FORMS = FIXTURES / "fast_path"
 
 
+@pytest.fixture(scope="module")
+def accelerator_tables() -> Tables:
+    return compile_rules(load_rules(target="accelerator"), target="accelerator")
+
+
+@pytest.mark.parametrize("case", sorted(FIXTURES.rglob("*.py")), ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_every_fixture_converts_the_same_without_the_fast_path_for_any_accelerator(
+    accelerator_tables: Tables, case: Path
+) -> None:
+    data = case.read_bytes()
+    assert convert_source(case.name, data, accelerator_tables) == convert_source(
+        case.name, data, accelerator_tables, fast=False
+    )
+
+
 def _fast(path: Path, data: bytes, tables: Tables):
     return fast_path.classify(path.name, data, ast.parse(data), tables)
 

@@ -1,6 +1,7 @@
 """Guarded calls: a call hook's `(f(x) if test else None)` standing alone on its line is written
 `if test:` with `f(x)` in its body, as a person would write it; inside the body of an `if` that
-already tests for the accelerator (`if torch.cuda.is_available():`), the call needs no guard."""
+already tests for the accelerator (`if torch.cuda.is_available():`, `torch.cuda.is_available() and`,
+`... if torch.cuda.is_available() else ...`), the call needs no guard."""
 
 from __future__ import annotations
 
@@ -20,9 +21,15 @@ class GuardedStatements:
     def __init__(self, nodes: NodeIndex, qualify: Callable[[cst.CSTNode], str | None]) -> None:
         self._made: set[int] = set()  # id() of IfExp nodes a call hook returned (alive during the transform)
         self._tested: set[int] = set()  # id() of original calls in the body of an accelerator test
-        for node in nodes.of(cst.If):
-            if any(qualify(c.func) in ACCELERATOR_TESTS for c in _calls(node.test)):
-                self._tested.update(id(c) for c in _calls(node.body))
+        # what runs only once the test passed: an if's body, a conditional's value, and's right side
+        guarded: list[tuple[cst.CSTNode, cst.CSTNode]] = [(n.test, n.body) for n in nodes.of(cst.If)]
+        guarded += [(n.test, n.body) for n in nodes.of(cst.IfExp)]
+        guarded += [
+            (n.left, n.right) for n in nodes.of(cst.BooleanOperation) if isinstance(n.operator, cst.And)
+        ]
+        for test, body in guarded:
+            if any(qualify(c.func) in ACCELERATOR_TESTS for c in _calls(test)):
+                self._tested.update(id(c) for c in _calls(body))
 
     def record(self, original: cst.Call, result: cst.BaseExpression) -> cst.BaseExpression:
         """A call hook's result: a guard the enclosing `if` already makes is dropped, and an

@@ -111,8 +111,11 @@ support classification: run the default target for that report). The spellings:
   needs a newer PyTorch than `-v` (the memory functions, 2.9) is reported and the call kept.
 
 Known gaps: a non-call use of a `torch.cuda` name (`f = torch.cuda.synchronize`, `from torch.cuda
-import X` imports themselves) is kept; `CUDA_VISIBLE_DEVICES` is reported (no portable name) and
-`.is_cuda` kept; a `map_location` dict's keys name where a checkpoint was saved and are kept.
+import X` imports themselves) is kept; `CUDA_VISIBLE_DEVICES` is reported (no portable name); a
+`map_location` dict's keys name where a checkpoint was saved and are kept; `torch.autocast("cuda")`
+becomes autocast of the accelerator's type, which on a machine without one is the CPU's (bfloat16
+by default) where CUDA's was switched off: pass `enabled=torch.accelerator.is_available()` to keep
+the CPU run in full precision.
 
 | rule | CUDA | portable form | without an accelerator | PyTorch |
 |---|---|---|---|---|
@@ -124,8 +127,14 @@ def accelerator_markdown(rules: list[Rule]) -> str:
     rows = [ACCELERATOR_POLICY]
     for rule in rules:
         p = rule.params
-        old = p.get("name") or (
-            f"x.{p['method']}(...)" if "method" in p else p.get("old_name") or repr(p.get("old"))
+        old = (
+            p.get("name")
+            or (
+                f"{p.get('module', 'x')}.{p['attribute'] if isinstance(p['attribute'], str) else 'XTensor'}"
+                if "attribute" in p
+                else None
+            )
+            or (f"x.{p['method']}(...)" if "method" in p else p.get("old_name") or repr(p.get("old")))
         )
         new = p.get("template") or p.get("new_name") or p.get("device_form") or "(reported)"
         cpu = f"`{p['otherwise']}`" if "guard" in p else "runs as written (the CPU's device, stream, backend)"
