@@ -95,6 +95,10 @@ class DeviceDispatch:
             return self._device_literals(call.args[1].value)
         if name in ("startswith", "endswith") and call.args:
             return self._device_literals(call.args[0].value)
+        env = self.qualify(call.func) or code_of(call.func)
+        if env in self.spec.env_calls and call.args:  # os.getenv("FORCE_NPU"): a variable naming a device
+            words = (_string(call.args[0].value) or "").lower().split("_")
+            return frozenset(_ALIASES.get(w, w) for w in words if w in self.spec.dispatch_devices)
         return self._named(call.func)
 
     def _named(self, node: cst.BaseExpression) -> Devices:
@@ -133,6 +137,8 @@ class DeviceDispatch:
             if isinstance(target.operator, _TESTS):
                 for side in (left, target.comparator):
                     found |= self._device_literals(side) or self._member(side)
+                    if isinstance(side, cst.Call):  # os.getenv("FORCE_NPU", "0") == "1"
+                        found |= self._called(side)
             left = target.comparator
         return frozenset(found)
 
@@ -191,7 +197,12 @@ class DeviceDispatch:
                 while isinstance(link, cst.IfExp):
                     inner.add(id(link))
                     branches.append(
-                        Branch((link.test, link.body), self.devices(link.test), False, _subjects(link.test))
+                        Branch(
+                            (link.test, link.body),
+                            self.devices(link.test),
+                            False,
+                            _subjects(link.test, self.devices),
+                        )
                     )
                     link = link.orelse
                 self._by_subject([*branches, Branch((link,), _NONE, fallback=True)])
@@ -221,7 +232,7 @@ class DeviceDispatch:
         while isinstance(link, cst.If):
             devices = self.devices(link.test)
             selects = selects or bool(devices)
-            yield Branch((link.test, link.body), devices, False, _subjects(link.test))
+            yield Branch((link.test, link.body), devices, False, _subjects(link.test, self.devices))
             link = link.orelse
         if isinstance(link, cst.Else) and selects:
             yield Branch((link.body,), _NONE, fallback=True)
@@ -340,8 +351,9 @@ class DeviceDispatch:
         return self.kept.get(id(node))
 
 
-def _subjects(test: cst.BaseExpression) -> frozenset[str]:
-    """The expressions a test compares with literals or enum members (`device.type` of `device.type == "npu"`)."""
+def _subjects(test: cst.BaseExpression, selects: Callable[[cst.BaseExpression], Devices]) -> frozenset[str]:
+    """The expressions a test compares with literals or enum members (`device.type` of `device.type == "npu"`);
+    not a call that `selects` a device itself (`os.getenv("FORCE_NPU") == "1"`)."""
     found: set[str] = set()
     stack = [test]
     while stack:
@@ -352,7 +364,7 @@ def _subjects(test: cst.BaseExpression) -> frozenset[str]:
             stack.append(node.expression)
         elif isinstance(node, cst.Comparison):
             for side in (node.left, *(t.comparator for t in node.comparisons)):
-                if not _constant(side):
+                if not _constant(side) and not (isinstance(side, cst.Call) and selects(side)):
                     found.add(code_of(side))
         elif (
             isinstance(node, cst.Call)
