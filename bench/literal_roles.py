@@ -47,6 +47,8 @@ ROLES = {
     "tensor_type": "a legacy tensor type name ('torch.cuda.HalfTensor')",
     "api_name": "a dotted name of a torch.cuda API in a string (mock.patch targets, getattr names)",
     "accelerator": "a framework's accelerator name with no NPU meaning (Lightning 'cuda'): kept, must be reported",
+    "alternative": "a device beside the NPU alternative of its dispatch, or in a list of supported types that gets"
+    " 'npu' beside it: kept as written (engine/dispatch_sites.py)",
     "prose": "messages, logging, docstrings, help= text, exception text, skip reasons",
     "option": "a command-line option, dest, config field or attribute name ('--cuda', 'use_cuda')",
     "data_key": "a key or label of data: metric names, dict keys, column names, test ids",
@@ -55,7 +57,7 @@ ROLES = {
 }
 DEVICE_ROLES = frozenset({"device", "device_piece"})
 CHANGED_ROLES = DEVICE_ROLES | {"backend"}  # always rewritten; env_var and tensor_type: when Ascend has one
-KEPT_ROLES = frozenset({"prose", "option", "data_key", "external", "user_text", "accelerator"})
+KEPT_ROLES = frozenset({"prose", "option", "data_key", "external", "user_text", "accelerator", "alternative"})
 REPORT_ROLES = DEVICE_ROLES | {"accelerator"}  # kept without a finding, these break the port silently
 FIELDS = ("repo", "commit", "path", "line", "column", "role", "expected", "digest", "why")
 KEEP = "keep"

@@ -22,7 +22,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import bench_scale  # noqa: E402  (bench/ holds scripts, not a package)
 import check_reports  # noqa: E402
+import device_dispatch  # noqa: E402
 import literal_roles  # noqa: E402
+import mine_device_dispatch  # noqa: E402
 import profile_phases  # noqa: E402
 
 from ms_fmk_transplt.records import FileResult, Finding, Operation, Status  # noqa: E402
@@ -420,3 +422,52 @@ def test_each_functions_own_count_without_the_callers_outside_the_counted_steps(
         "at::add(at::Tensor const&, at::Tensor const&)": 1000,
         "malloc": 600,
     }
+
+
+# --- bench/device_dispatch.py: labelled dispatch sites of real multi-device code ----------------------
+_DISPATCH = (
+    "import torch\n"
+    "def sync(dev):\n"
+    "    if dev == 'cuda':\n"
+    "        torch.cuda.synchronize()\n"
+    "    elif dev == 'npu':\n"
+    "        torch.npu.synchronize()\n"
+    "def only():\n"
+    "    if torch.cuda.is_available():\n"
+    "        torch.cuda.synchronize()\n"
+    "def nested(dev):\n"
+    "    if dev in ('cpu', 'cuda'):\n"
+    "        if dev == 'cuda':\n"
+    "            torch.cuda.empty_cache()\n"
+    "    elif dev == 'npu':\n"
+    "        pass\n"
+)
+
+
+def test_mining_labels_from_the_code_alone() -> None:
+    """A CUDA line beside an NPU branch is `keep` (also inside a nested chain); one without is `convert`."""
+    assert sorted(set(mine_device_dispatch.sites(_DISPATCH))) == [
+        (3, "keep"),
+        (4, "keep"),
+        (8, "convert"),
+        (9, "convert"),
+        (11, "keep"),
+        (12, "keep"),
+        (13, "keep"),
+    ]
+
+
+def test_dispatch_bench_finds_changed_lines_and_new_duplicates() -> None:
+    old = "import torch\nx = ['cuda', 'npu']\ny = 1\n"
+    new = "import torch\nimport torch_npu\nx = ['npu', 'npu']\ny = 1\n"
+    assert device_dispatch.changed_lines(old, new) == {2}  # an inserted line changes nothing
+    assert device_dispatch.duplicates(new) - device_dispatch.duplicates(old) == Counter({"npu": 1})
+    assert device_dispatch.duplicates("d = {'cuda': 1, 'npu': 2}\n") == Counter()
+
+
+def test_dispatch_data_is_facts_only() -> None:
+    """Every record names where the line is and its label, with the line's digest, never its code."""
+    sites = device_dispatch.load()
+    assert len(sites) >= 150 and len({s.repo for s in sites}) >= 12
+    for line in device_dispatch.DATA.read_text().splitlines():
+        assert set(json.loads(line)) == {"repo", "commit", "path", "line", "digest", "label"}

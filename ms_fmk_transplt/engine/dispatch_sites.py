@@ -95,6 +95,10 @@ class DeviceDispatch:
             return self._device_literals(call.args[1].value)
         if name in ("startswith", "endswith") and call.args:
             return self._device_literals(call.args[0].value)
+        env = self.qualify(call.func) or code_of(call.func)
+        if env in self.spec.env_calls and call.args:  # os.getenv("FORCE_NPU"): a variable naming a device
+            words = (_string(call.args[0].value) or "").lower().split("_")
+            return frozenset(_ALIASES.get(w, w) for w in words if w in self.spec.dispatch_devices)
         return self._named(call.func)
 
     def _named(self, node: cst.BaseExpression) -> Devices:
@@ -133,6 +137,8 @@ class DeviceDispatch:
             if isinstance(target.operator, _TESTS):
                 for side in (left, target.comparator):
                     found |= self._device_literals(side) or self._member(side)
+                    if isinstance(side, cst.Call):  # os.getenv("FORCE_NPU", "0") == "1"
+                        found |= self._called(side)
             left = target.comparator
         return frozenset(found)
 
@@ -175,10 +181,24 @@ class DeviceDispatch:
             if len(self._bound) == before:
                 return
 
+    def _family(self, nodes: NodeIndex) -> None:
+        """A module defining an NPU predicate beside others (`is_npu_available()`, `use_cuda()`) is
+        a dispatch offered to the project: each other predicate keeps its test, which callers in
+        other modules branch on beside the NPU one."""
+        functions = {f.name.value: f for f in nodes.of(cst.FunctionDef) if f.name.value in self._bound}
+        npu = next((f for name, f in functions.items() if self._bound[name] == {_NPU}), None)
+        if npu is None:
+            return
+        for name in functions:
+            if _NPU not in self._bound[name]:
+                for source in self._sources.get(name, ()):
+                    self.kept.setdefault(id(source), Kept(id(npu), npu.name, "predicate"))
+
     # ---- the dispatches ----------------------------------------------------------------------
     def scan(self, nodes: NodeIndex) -> None:
         """Find the module's dispatches and keep the alternatives beside an NPU one."""
         self._follow(nodes)
+        self._family(nodes)
         self._identities(nodes)
         for block in nodes.of_any(cst.Module, cst.IndentedBlock):
             for run in _runs(block.body):
@@ -191,7 +211,12 @@ class DeviceDispatch:
                 while isinstance(link, cst.IfExp):
                     inner.add(id(link))
                     branches.append(
-                        Branch((link.test, link.body), self.devices(link.test), False, _subjects(link.test))
+                        Branch(
+                            (link.test, link.body),
+                            self.devices(link.test),
+                            False,
+                            _subjects(link.test, self.devices),
+                        )
                     )
                     link = link.orelse
                 self._by_subject([*branches, Branch((link,), _NONE, fallback=True)])
@@ -221,7 +246,7 @@ class DeviceDispatch:
         while isinstance(link, cst.If):
             devices = self.devices(link.test)
             selects = selects or bool(devices)
-            yield Branch((link.test, link.body), devices, False, _subjects(link.test))
+            yield Branch((link.test, link.body), devices, False, _subjects(link.test, self.devices))
             link = link.orelse
         if isinstance(link, cst.Else) and selects:
             yield Branch((link.body,), _NONE, fallback=True)
@@ -298,17 +323,7 @@ class DeviceDispatch:
             if devices and devices <= _VENDOR:
                 for node in (test.test, test.body):
                     self.kept.setdefault(id(node), Kept(id(test), None, "vendor"))
-                self.vendor_reads.extend(self._reads(test.body))
-
-    def _reads(self, body: cst.CSTNode) -> Iterator[cst.CSTNode]:
-        """The vendor-only reads under a vendor branch (`get_device_capability()`, `.gcnArchName`)."""
-        stack = [body]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, cst.Attribute) and node.attr.value in self.spec.vendor_reads:
-                yield node
-                continue
-            stack.extend(children(node))
+                self.vendor_reads.extend(_reads(test.body, self.spec.vendor_reads))
 
     def _enumerations(self, nodes: NodeIndex) -> None:
         """A list of every supported type (`choices=`, `parametrize`, `runs_on`) without "npu"."""
@@ -340,8 +355,20 @@ class DeviceDispatch:
         return self.kept.get(id(node))
 
 
-def _subjects(test: cst.BaseExpression) -> frozenset[str]:
-    """The expressions a test compares with literals or enum members (`device.type` of `device.type == "npu"`)."""
+def _reads(body: cst.CSTNode, names: set[str]) -> Iterator[cst.CSTNode]:
+    """The vendor-only reads under a vendor branch (`get_device_capability()`, `.gcnArchName`)."""
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Attribute) and node.attr.value in names:
+            yield node
+            continue
+        stack.extend(children(node))
+
+
+def _subjects(test: cst.BaseExpression, selects: Callable[[cst.BaseExpression], Devices]) -> frozenset[str]:
+    """The expressions a test compares with literals or enum members (`device.type` of `device.type == "npu"`);
+    not a call that `selects` a device itself (`os.getenv("FORCE_NPU") == "1"`)."""
     found: set[str] = set()
     stack = [test]
     while stack:
@@ -352,7 +379,7 @@ def _subjects(test: cst.BaseExpression) -> frozenset[str]:
             stack.append(node.expression)
         elif isinstance(node, cst.Comparison):
             for side in (node.left, *(t.comparator for t in node.comparisons)):
-                if not _constant(side):
+                if not _constant(side) and not (isinstance(side, cst.Call) and selects(side)):
                     found.add(code_of(side))
         elif (
             isinstance(node, cst.Call)
@@ -438,7 +465,10 @@ what each alternative selects. The lists behind it are rule data (`device_contex
   that has an NPU member, the cases of a `match` that has an NPU case, the items of a list, tuple
   or set that holds `"npu"` (`choices=["cpu", "cuda", "npu"]`, `dev in ("cuda", "npu")`), and
   the value a kept test reads through the module's own name (`self.gpu =
-  torch.cuda.is_available()`). Nothing inside is rewritten or reported. Why: the author already
+  torch.cuda.is_available()`), and, in a module that defines an NPU predicate
+  (`def is_npu_available()`), what its other predicates return (`def use_cuda(): return
+  torch.cuda.is_available()`: other modules branch on both). Nothing inside is rewritten or
+  reported. Why: the author already
   routes the NPU to the branch written for it; a converted CUDA branch is dead on the NPU, wrong
   on the GPU the authors still run, and a converted key or item duplicates the NPU's.
 - **Converted as before**: a dispatch with no NPU alternative (`if torch.cuda.is_available():

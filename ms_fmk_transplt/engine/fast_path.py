@@ -36,6 +36,7 @@ proves the result equal to libcst's on every fixture, and `bench/fast_path.py` o
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -64,7 +65,7 @@ class _Fallback(Exception):
 
 def classify(path: str, data: bytes, tree: ast.Module, tables: Tables) -> FileResult | None:
     """The file's result when nothing in it is rewritten, or None when it must take libcst's path."""
-    if any(word.encode() in data for word in tables.dispatch_words):
+    if any(_names(word, data) for word in tables.dispatch_words):
         return None  # it may keep a device dispatch's alternatives, unclassified (engine/dispatch_sites.py)
     try:
         scan = _Scan(tables, tree, data)
@@ -78,6 +79,14 @@ def classify(path: str, data: bytes, tree: ast.Module, tables: Tables) -> FileRe
         findings=annotate(tuple(finding for _, finding in findings), data),
         supported=scan.verdicts.supported,
         supported_by_kernel=scan.verdicts.by_kernel,
+    )
+
+
+def _names(word: str, data: bytes) -> bool:
+    """`word` in `data` not inside a longer word (`is_npu`, `"npu:0"`, `FORCE_NPU`; not `input`)."""
+    return (
+        re.search(rb"(?<![A-Za-z])" + re.escape(word.encode()) + rb"(?![A-Za-z])", data, re.IGNORECASE)
+        is not None
     )
 
 

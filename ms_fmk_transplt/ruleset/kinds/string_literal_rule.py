@@ -143,8 +143,9 @@ class StringLiteralRule:
             tables.keyed_strings = tables.keyed_strings or bool(p.get("in_keys"))
             tables.add_trigger(p["old"])
             if "predicates" in p.get("device_context", {}):
-                tables.add_trigger(p["new"])  # an NPU alternative keeps the others (engine/dispatch_sites.py)
-                tables.dispatch_words.add(p["new"])
+                tables.dispatch_words.add(
+                    p["new"]
+                )  # an NPU alternative keeps the others (engine/dispatch_sites.py)
             tables.device_spec.add(p.get("device_context", {}))
 
 
