@@ -292,7 +292,7 @@ def _prepare(options: Options, warnings: list[str]) -> tuple[str, list, TableSou
 
 def _check_target(target: str, release: str) -> None:
     """A --target the release can serve; UsageError in one line otherwise."""
-    from ms_fmk_transplt.ruleset.loader import TARGET_MIN_TORCH, TARGETS
+    from ms_fmk_transplt.targets import TARGET_MIN_TORCH, TARGETS
 
     if target not in TARGETS:
         raise UsageError(f"unknown --target {target!r}; valid: {', '.join(TARGETS)}")

@@ -14,7 +14,8 @@ import pytest
 from helpers import convert_text, findings_text
 
 from ms_fmk_transplt.ruleset import compile_rules, load_rules
-from ms_fmk_transplt.ruleset.loader import TARGETS, load_builtin_rules
+from ms_fmk_transplt.ruleset.loader import load_builtin_rules
+from ms_fmk_transplt.targets import TARGETS
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -24,6 +24,7 @@ from ms_fmk_transplt.ruleset.schema import (
     unknown_keys,
     validation_errors,
 )
+from ms_fmk_transplt.targets import DEFAULT_TARGET, TARGETS
 
 COMMON = {
     "id": {"type": "string", "pattern": "^[A-Z]{1,4}[0-9]{3}$"},
@@ -49,12 +50,6 @@ COMMON = {
         },
     },
 }
-
-
-TARGETS = ("npu", "accelerator")  # --target: what converted code runs on (README, docs/rules.md)
-DEFAULT_TARGET = "npu"
-# the PyTorch a target's forms need at the least: `-v` of an older release refuses the target
-TARGET_MIN_TORCH = {"accelerator": "2.7"}
 
 
 class RuleFileError(Exception):

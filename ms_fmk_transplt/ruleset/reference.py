@@ -7,8 +7,8 @@ from ms_fmk_transplt.engine.dispatch_sites import POLICY as DISPATCH
 from ms_fmk_transplt.engine.first_party import POLICY as FIRST_PARTY
 from ms_fmk_transplt.engine.roles import POLICY
 from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.ruleset.loader import TARGET_MIN_TORCH
 from ms_fmk_transplt.ruleset.registry import all_kinds
+from ms_fmk_transplt.targets import TARGET_MIN_TORCH
 
 RANGES = [
     ("TP0", "Imports"),
