@@ -245,7 +245,7 @@ class DeviceContext:
         self.arguments: dict[str, str] = {}  # value -> a command-line argument carrying it: "--device=cuda:0"
         self.echoes: dict[int, str] = {}  # id(literal) -> the argument it is compared as parsed back
         # id(function) -> its parameters that pick among labels, with their words (module_labels)
-        self.labels: dict[int, dict[str, list[tuple[str, cst.SimpleString]]]] = {}
+        self.labels: dict[int, Labels] = {}
 
     # ---- the module-wide pass: which variables flow into device-taking APIs ----------------------
     def scan(self, module: cst.Module | NodeIndex) -> None:
@@ -677,24 +677,28 @@ class _Marker:
             self.c.mark(found, self.c.devices, why.format(other=repr(other)) + CONVENTION)
 
 
-def label_choices(
-    function: cst.FunctionDef, context: DeviceContext
-) -> dict[str, list[tuple[str, cst.SimpleString]]]:
-    """`def bias_act(x, impl="cuda")` with `assert impl in ["ref", "cuda"]` or `impl == "ref"`: a
-    parameter with a string default, compared only with strings, one of which is no device type,
-    selects among labels (an implementation, a mode), not devices. Its default and the strings
-    compared with it, per parameter name. A device-named or device-typed parameter is never one."""
-    spec = context.spec
-    candidates = {
+Labels = dict[str, list[tuple[str, cst.SimpleString]]]  # parameter -> (word, literal) it picks among
+
+
+def _label_candidates(function: cst.FunctionDef, context: DeviceContext) -> dict[str, cst.SimpleString]:
+    """The parameters with a string default that neither their name nor their type says are devices."""
+    return {
         p.name.value: p.default
         for p in (*function.params.params, *function.params.kwonly_params)
         if isinstance(p.default, cst.SimpleString)
-        and not spec.device_named(p.name.value)
+        and not context.spec.device_named(p.name.value)
         and not context.device_typed(p.name)
     }
-    if not candidates:
-        return {}
-    words: dict[str, list[tuple[str, cst.SimpleString]]] = {}
+
+
+def label_choices(
+    function: cst.FunctionDef, candidates: dict[str, cst.SimpleString], context: DeviceContext
+) -> Labels:
+    """`def bias_act(x, impl="cuda")` with `assert impl in ["ref", "cuda"]` or `impl == "ref"`: a
+    candidate parameter compared only with strings, one of which is no device type, selects among
+    labels (an implementation, a mode), not devices. Its default and the strings compared with
+    it, per parameter name."""
+    words: Labels = {}
     for comparison in m.findall(function.body, m.Comparison()):
         assert isinstance(comparison, cst.Comparison)
         parts = [comparison.left, *(t.comparator for t in comparison.comparisons)]
@@ -706,48 +710,43 @@ def label_choices(
                     value = element.value if isinstance(element, cst.BaseElement) else element
                     if isinstance(value, cst.SimpleString) and isinstance(value.evaluated_value, str):
                         words.setdefault(name, []).append((value.evaluated_value, value))
+    spec = context.spec
     devices = spec.device_types | spec.dispatch_devices | {"cuda", "cpu", "npu"}
     found = {}
     for name, compared in words.items():
         default = candidates[name]
-        assert isinstance(default, cst.SimpleString)
         every = [*compared, (str(default.evaluated_value), default)]
         if any(word.split(":")[0] not in devices for word, _ in every):
             found[name] = every
     return found
 
 
-def module_labels(
-    functions: list[cst.FunctionDef], context: DeviceContext
-) -> dict[int, dict[str, list[tuple[str, cst.SimpleString]]]]:
+def module_labels(functions: list[cst.FunctionDef], context: DeviceContext) -> dict[int, Labels]:
     """`label_choices` of each function (by id), and the parameters that only hand their value on
     to a label parameter of the same name of another function of the module (`filter2d(...,
     impl="cuda")` calling `upfirdn2d(..., impl=impl)`), until nothing new is found."""
-    found = {id(f): label_choices(f, context) for f in functions}
-    by_name = {f.name.value: f for f in functions}
+    found: dict[int, Labels] = {}
+    # (function's labels, parameter, its default, the module's function it is handed on to)
+    hand_ons: list[tuple[Labels, str, cst.SimpleString, str]] = []
+    names = {f.name.value for f in functions}
+    for function in functions:
+        candidates = _label_candidates(function, context)
+        found[id(function)] = labels = label_choices(function, candidates, context) if candidates else {}
+        if not candidates:
+            continue
+        for call in m.findall(function.body, m.Call()):
+            assert isinstance(call, cst.Call)
+            callee = short_name(call.func)
+            for a in call.args if callee in names else ():
+                name = a.keyword.value if a.keyword is not None else ""
+                if name in candidates and isinstance(a.value, cst.Name) and a.value.value == name:
+                    hand_ons.append((labels, name, candidates[name], callee))
+    by_name = {f.name.value: found[id(f)] for f in functions}
     changed = True
     while changed:
         changed = False
-        for function in functions:
-            labels = found[id(function)]
-            for param in (*function.params.params, *function.params.kwonly_params):
-                name = param.name.value
-                if name in labels or not isinstance(param.default, cst.SimpleString):
-                    continue
-                if context.spec.device_named(name) or context.device_typed(param.name):
-                    continue
-                for call in m.findall(function.body, m.Call()):
-                    assert isinstance(call, cst.Call)
-                    callee = by_name.get(short_name(call.func))
-                    passed = any(
-                        a.keyword is not None
-                        and a.keyword.value == name
-                        and isinstance(a.value, cst.Name)
-                        and a.value.value == name
-                        for a in call.args
-                    )
-                    if callee is not None and passed and name in found[id(callee)]:
-                        labels[name] = [(str(param.default.evaluated_value), param.default)]
-                        changed = True
-                        break
+        for labels, name, default, callee in hand_ons:
+            if name not in labels and name in by_name[callee]:
+                labels[name] = [(str(default.evaluated_value), default)]
+                changed = True
     return found

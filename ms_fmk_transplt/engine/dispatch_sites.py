@@ -32,7 +32,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ms_fmk_transplt.engine.context import DeviceSpec, code_of
-from ms_fmk_transplt.engine.walk import NodeIndex, children, short_name
+from ms_fmk_transplt.engine.device_flow import returns
+from ms_fmk_transplt.engine.walk import NodeIndex, children, if_runs, short_name
 
 _ALIASES = {"ascend": "npu", "rocm": "hip"}  # names of a device type in predicates and enums
 _NPU = "npu"
@@ -162,11 +163,11 @@ class DeviceDispatch:
             before = len(self._bound)
             for function in nodes.of(cst.FunctionDef):
                 found = _NONE
-                for returned in _returns(function.body):
+                for returned in _returns(function):
                     found |= self.devices(returned)
                 if found and function.name.value not in self._bound:
                     self._bound[function.name.value] = found
-                    self._sources[function.name.value] = list(_returns(function.body))
+                    self._sources[function.name.value] = list(_returns(function))
             for assign in nodes.of(cst.Assign):
                 found = self.devices(assign.value)
                 for target in assign.targets:
@@ -201,7 +202,7 @@ class DeviceDispatch:
         self._family(nodes)
         self._identities(nodes)
         for block in nodes.of_any(cst.Module, cst.IndentedBlock):
-            for run in _runs(block.body):
+            for run in if_runs(block.body):
                 self._by_subject([b for head in run for b in self._chain(head)])
         inner: set[int] = set()
         for choice in nodes.of(cst.IfExp):
@@ -414,29 +415,9 @@ def _string(node: cst.BaseExpression) -> str | None:
     return None
 
 
-def _returns(body: cst.BaseSuite) -> Iterator[cst.BaseExpression]:
-    """The values a function body returns, not those of functions or classes nested in it."""
-    stack: list[cst.CSTNode] = [body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Return) and node.value is not None:
-            yield node.value
-        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(children(node))
-
-
-def _runs(body: Iterable[cst.BaseStatement]) -> Iterator[list[cst.If]]:
-    """The runs of `if` statements that directly follow one another in a block."""
-    run: list[cst.If] = []
-    for statement in body:
-        if isinstance(statement, cst.If):
-            run.append(statement)
-            continue
-        if run:
-            yield run
-        run = []
-    if run:
-        yield run
+def _returns(function: cst.FunctionDef) -> Iterator[cst.BaseExpression]:
+    """The values a function returns (device_flow.returns: not those of nested functions)."""
+    return (r.value for r in returns(function) if r.value is not None)
 
 
 # The policy, as the rules reference prints it (docs/rules.md); the code above is its letter.

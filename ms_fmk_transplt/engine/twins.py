@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 import libcst as cst
 
 from ms_fmk_transplt.engine.context import code_of, literals
-from ms_fmk_transplt.engine.walk import NodeIndex
+from ms_fmk_transplt.engine.walk import NodeIndex, if_runs
 
 _TESTS = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn, cst.Is, cst.IsNot)
 _PREFIX_TESTS = ("startswith", "endswith")
@@ -42,7 +42,7 @@ class Places:
         for table in nodes.of(cst.Dict):
             self._add([(i, [e.key]) for i, e in enumerate(table.elements) if isinstance(e, cst.DictElement)])
         for block in nodes.of_any(cst.Module, cst.IndentedBlock):
-            for run in _runs(block.body):
+            for run in if_runs(block.body):
                 self._chain([test for head in run for test in _elifs(head)])
         chained: set[int] = set()  # the inner links of a conditional-expression chain
         for choice in nodes.of(cst.IfExp):
@@ -93,20 +93,6 @@ class Places:
             if branch != own and isinstance(value, str) and wanted(value):
                 return literal
         return None
-
-
-def _runs(body: Iterable[cst.BaseStatement]) -> Iterator[list[cst.If]]:
-    """The runs of `if` statements that directly follow one another in a block."""
-    run: list[cst.If] = []
-    for statement in body:
-        if isinstance(statement, cst.If):
-            run.append(statement)
-            continue
-        if run:
-            yield run
-        run = []
-    if run:
-        yield run
 
 
 def _elifs(head: cst.If) -> Iterator[cst.BaseExpression]:

@@ -115,3 +115,17 @@ def type_check_targets(nodes: NodeIndex) -> set[int]:
         parts = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
         found.update(map(id, parts))
     return found
+
+
+def if_runs(body: Iterable[cst.BaseStatement]) -> Iterator[list[cst.If]]:
+    """The runs of `if` statements that directly follow one another in a block."""
+    run: list[cst.If] = []
+    for statement in body:
+        if isinstance(statement, cst.If):
+            run.append(statement)
+            continue
+        if run:
+            yield run
+        run = []
+    if run:
+        yield run
