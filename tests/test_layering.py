@@ -140,6 +140,29 @@ def test_one_module_makes_every_dispatcher_library() -> None:
     assert text.count("torch.library.Library(") == 1
 
 
+def test_the_library_table_names_each_purpose_it_holds() -> None:
+    """libraries.py's docstring lists exactly the purposes the runtime makes libraries for."""
+    import re
+
+    from runtime_shim.backend import libraries
+
+    made = set()
+    for path in _runtime_modules():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "make"
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "libraries"
+            ):
+                (purpose, *_) = node.args
+                assert isinstance(purpose, ast.Constant), f"{path}: a purpose that is not a literal"
+                made.add(purpose.value)
+    listed = set(re.findall(r"^\* ``(\w+)``(?: and ``(\w+)``)?:", libraries.__doc__ or "", re.M))
+    assert made == {name for pair in listed for name in pair if name}
+
+
 def _root(node: ast.AST) -> str | None:
     """The name an attribute chain starts from (``torch`` for ``torch.Tensor.to``), else None."""
     while isinstance(node, ast.Attribute):

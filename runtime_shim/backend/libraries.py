@@ -13,7 +13,7 @@ Purposes and their registrations:
 * ``autocast_fallthrough`` and ``autocast``: the AutocastPrivateUse1 policy (autocast/policy.py);
 * ``attention``: the SDPA/dropout choice of the CPU (attention.py);
 * ``hccl``: the c10d collectives on npu tensors (runtime/distributed.py);
-* ``opcheck``: the operator check's NPU-level recorders (diagnostics/opcheck.py).
+* ``npu_level``: the operator check's NPU-level recorders on the Python path (dispatch.py).
 """
 
 from __future__ import annotations

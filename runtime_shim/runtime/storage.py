@@ -180,21 +180,6 @@ def _shell(index: int, dtype: torch.dtype) -> torch.Tensor:
 _VIEW_DTYPE = torch.ops.aten.view.dtype._handle
 
 
-def npu_tensor(
-    storage: torch.UntypedStorage,
-    dtype: torch.dtype,
-    offset: int | torch.SymInt,
-    size: Sequence[int],
-    stride: Sequence[int],
-) -> torch.Tensor:
-    """An npu tensor over ``storage`` with the given dtype and geometry."""
-    shell = _shell(binding(storage).index, dtype)
-    # The CPU set_ kernel only edits metadata, so it is safe on an npu tensor and
-    # is the one call that gives it arbitrary sizes, strides and offset.
-    _SET_STORAGE.redispatch_boxed(_CPU_KEYSET, shell, storage, offset, size, stride)
-    return shell
-
-
 def wrap_host(o: torch.Tensor, index: int, inputs: list | None = None) -> torch.Tensor:
     """Return an npu tensor (device ``index``) over the bytes of CPU tensor ``o``.
 
