@@ -102,9 +102,6 @@ def install(backend_module: types.ModuleType) -> None:
     from runtime_shim.backend import rnn
 
     rnn.install()
-    from runtime_shim.autocast import policy as autocast_policy
-
-    autocast_policy.install()
     # The autograd engine runs a non-CPU device's backward on a worker thread,
     # so every Python kernel would hand the GIL between threads; running it on
     # the calling thread (as for CPU) costs nothing and removes that overhead.

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 from torch.multiprocessing import reductions
 
-from runtime_shim.runtime.state import DEVICE_TYPE, STATE
+from runtime_shim.runtime.state import DEVICE_TYPE, STATE, strict_enabled
 from runtime_shim.runtime.storage import binding as _binding
 from runtime_shim.runtime.storage import new_storage
 
@@ -95,8 +95,6 @@ def rebuild_npu_storage(index: int, rebuild: Any, args: tuple) -> torch.UntypedS
 
 def _refuse_npu_after_fork() -> None:
     """In a forked child, strict mode: every npu allocation fails as torch_npu's would."""
-    from runtime_shim.runtime.distributed import strict_enabled
-
     tracker = STATE.tracker
     if tracker is None or not strict_enabled() or not any(d.num_allocs for d in tracker.devices):
         return  # the parent never used the npu: torch_npu initialises it in the child

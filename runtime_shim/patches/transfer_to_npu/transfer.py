@@ -11,6 +11,7 @@ import functools
 import sys
 import warnings
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import torch
@@ -243,10 +244,8 @@ def patch_jit_and_compile(log: PatchLog) -> None:
     log.set(torch._utils, "_get_available_device_type", lambda: "npu" if torch.npu.is_available() else None)  # type: ignore[attr-defined]
 
 
-def patch_profiler_and_tools(log: PatchLog) -> None:
+def patch_profiler_and_tools(log: PatchLog, npu_profiler: ModuleType) -> None:
     """torch.profiler as torch_npu.profiler (CUDA activity = NPU), cpp_extension and Kernel devices."""
-    from runtime_shim.torch_npu_stub import profiler as npu_profiler
-
     log.set(torch.profiler, "profile", _dropping_cuda_experimental_config(npu_profiler.profile))
     log.set(torch.profiler, "schedule", npu_profiler.schedule)
     log.set(torch.profiler, "tensorboard_trace_handler", npu_profiler.tensorboard_trace_handler)
@@ -286,18 +285,18 @@ GROUPS = (
     patch_tensor_and_module,
     patch_distributed,
     patch_jit_and_compile,
-    patch_profiler_and_tools,
 )
 
 
-def install() -> PatchLog:
-    """Apply every patch group; the returned log can undo them (tests do)."""
-    import runtime_shim.torch_npu_stub  # noqa: F401  (= import torch_npu: activates the simulated NPU)
-
+def install(npu_profiler: ModuleType) -> PatchLog:
+    """Apply every patch group, torch.profiler's from ``npu_profiler`` (torch_npu.profiler); the
+    returned log can undo them (tests do). The simulated npu is active: torch_npu's stand-in,
+    which activated it, is the caller."""
     log = PatchLog()
     try:
         for group in GROUPS:
             group(log)
+        patch_profiler_and_tools(log, npu_profiler)
     except BaseException:
         log.restore()
         raise
