@@ -130,3 +130,21 @@ def test_the_result_cache_keeps_the_targets_apart(tmp_path: Path) -> None:
         texts.append((out / "t_msft" / "t.py").read_text())
     assert texts[0] == texts[2] != texts[1]
     assert "torch.accelerator" in texts[1]
+
+
+def test_cuda_autocast_and_grad_scaler_stay_off_on_the_cpu_as_the_originals_did() -> None:
+    """torch.autocast("cuda"), torch.cuda.amp.autocast(True), GradScaler("cuda") and CUDA's old
+    GradScaler do nothing on a machine without CUDA: the portable copy, run on the CPU, must
+    train and scale exactly as the original does there (the CPU's own autocast would not)."""
+    folder = ROOT / "tests" / "fixtures" / "rules" / "accel_amp@accelerator"
+    env = {**_env(), "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-W", "ignore", name], cwd=folder, env=env, text=True, stdout=subprocess.PIPE
+        )
+        for name in ("amp_training.in.py", "amp_training.out.py")
+    ]
+    original, portable = (run.communicate(timeout=300)[0] for run in runs)
+    assert [run.returncode for run in runs] == [0, 0]
+    assert original.count("step=") == 3 and "scale=1.0" in original
+    assert portable == original
