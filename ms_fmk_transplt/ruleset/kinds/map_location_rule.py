@@ -167,8 +167,8 @@ class MapLocation:
                     call,
                     self.rule,
                     Operation.CHECK,
-                    f"{short}(...) without {self.keyword}: a checkpoint saved on CUDA fails to load"
-                    f" {'where CUDA is missing' if self.new_form else 'on the NPU'}; {self.rule.params['suggestion']}",
+                    f"{short}(...) without {self.keyword}: a checkpoint saved on CUDA fails to load on the"
+                    f" NPU; {self.rule.params['suggestion']}",
                     api=name,
                     support=Support.PARTIAL,
                 )
