@@ -229,7 +229,7 @@ def _prepare(options: Options, warnings: list[str]) -> tuple[str, list, TableSou
     release = options.release or data.default_release()
     if release not in data.releases():
         raise UsageError(f"unknown release {release!r}; shipped: {', '.join(data.releases())}")
-    _check_target(options.target, release)
+    check_target(options.target, release)
     cache = None
     if options.use_cache:
         try:
@@ -290,8 +290,9 @@ def _prepare(options: Options, warnings: list[str]) -> tuple[str, list, TableSou
     return release, rules, TableSource.of(tables), cache
 
 
-def _check_target(target: str, release: str) -> None:
-    """A --target the release can serve; UsageError in one line otherwise."""
+def check_target(target: str, release: str) -> None:
+    """A --target the release can serve; UsageError in one line otherwise (convert, analyse,
+    distributed, verify and explain refuse alike)."""
     from ms_fmk_transplt.targets import TARGET_MIN_TORCH, TARGETS
 
     if target not in TARGETS:

@@ -118,6 +118,7 @@ class Tables:
     method_hooks: dict[str, MethodHook] = field(default_factory=dict)
     function_hooks: dict[str, FunctionHook] = field(default_factory=dict)
     attribute_hooks: dict[str, AttributeHook] = field(default_factory=dict)
+    reference_hooks: dict[str, AttributeHook] = field(default_factory=dict)  # reads not called; "*": any
     # hooks (engine/hooks.py), each entry a class of the kind that compiled it (ruleset/kinds/<kind>.py)
     call_hooks: dict[str, list[CallHook]] = field(default_factory=dict)  # by qualified name
     method_call_hooks: dict[str, list[CallHook]] = field(default_factory=dict)  # heuristic: by short name

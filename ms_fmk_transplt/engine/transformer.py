@@ -259,9 +259,11 @@ class ModuleRewriter(SiteReports, KeptAlternatives):
     # ---- calls ------------------------------------------------------------------------------------
     def _rename_attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         """An attribute no qualified name matched: `lib.func` un-called, then `x.is_cuda` by name."""
-        hooks = [self.tables.attribute_hooks.get(original.attr.value)]
-        if not self.uses.is_called(original):
-            hooks.insert(0, self.tables.function_hooks.get(original.attr.value))
+        attr = original.attr.value
+        hooks = [self.tables.attribute_hooks.get(attr)]
+        if not self.uses.is_called(original):  # read as a value: `uncalled` hooks, a module's "*" last
+            references = self.tables.reference_hooks
+            hooks = [self.tables.function_hooks.get(attr), references.get(attr), *hooks, references.get("*")]
         for hook in hooks:
             result = hook.rewrite_attribute(self, original, updated) if hook is not None else None
             if result is not None:
