@@ -53,6 +53,11 @@ class Site(Protocol):
         """The qualified name an original Name/Attribute chain refers to, if the imports tell."""
         ...
 
+    @property
+    def half_precision(self) -> bool:
+        """The file names float16/bfloat16, autocast or `.half()` (a heuristic: not which tensors)."""
+        ...
+
     def report(
         self, node: cst.CSTNode, rule: Rule, operation: Operation, heuristic: bool = False, **fields: Any
     ) -> None:
