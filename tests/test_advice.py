@@ -128,6 +128,8 @@ FOUND = {
     "anomaly": ("AF304", "torch.autograd.set_detect_anomaly(True)\n", 1),
     "anomaly_context": ("AF304", "with torch.autograd.detect_anomaly():\n    loss.backward()\n", 1),
     "float64": ("AF305", "x = torch.zeros(3, dtype=torch.float64)\n", 1),
+    "float64_on_the_device": ("AF305", "acc = torch.zeros(3, device=device).to(torch.float64)\n", 1),
+    "double_on_the_device": ("AF305", "y = x.to(device).double() * w\n", 1),
     "item_per_step": (
         "AF306",
         """
@@ -202,6 +204,13 @@ TWINS = {
         "torch.autograd.set_detect_anomaly(False)\ntorch.autograd.set_detect_anomaly(args.debug)\n"
     ),
     "numpy_float64": "import numpy as np\nx = np.zeros(3, dtype=np.float64)\n",
+    "float64_metrics_on_the_host": (
+        "total = loss.detach().cpu().double()\n"
+        "preds = logits.double().cpu().numpy()\n"
+        "hist = out.cpu().to(torch.float64)\n"
+        "acc = torch.zeros(3, dtype=torch.float64, device='cpu')\n"
+        "vals = y.double().tolist()\n"
+    ),
     "float64_in_a_hint": "def f(x: torch.float64) -> None:\n    pass\n",
     "item_outside_the_loop": """
         for x, y in loader:
