@@ -153,6 +153,31 @@ FOUND = {
     ),
 }
 
+FOUND.update(
+    {
+        "compile_mode_online": (
+            "AF308",
+            "import torch_npu\ntorch_npu.npu.set_compile_mode(jit_compile=True)\n",
+            2,
+        ),
+        "compile_mode_unset_in_ascend_code": (
+            "AF308",
+            """
+            import torch_npu
+            for x, y in loader:
+                model(x, y).backward()
+            """,
+            2,
+        ),
+        "task_queue_off": ("AF309", "import os\nos.environ['TASK_QUEUE_ENABLE'] = '0'\n", 2),
+        "task_queue_off_by_default": (
+            "AF309",
+            "import os\nos.environ.setdefault('TASK_QUEUE_ENABLE', '0')\n",
+            2,
+        ),
+    }
+)
+
 # must-not-advise twins: the same shapes where the condition does not hold
 TWINS = {
     "mean_of_squares_without_rsqrt": """
@@ -204,6 +229,17 @@ TWINS = {
         "torch.autograd.set_detect_anomaly(False)\ntorch.autograd.set_detect_anomaly(args.debug)\n"
     ),
     "numpy_float64": "import numpy as np\nx = np.zeros(3, dtype=np.float64)\n",
+    "compile_mode_set": """
+        import torch_npu
+        torch_npu.npu.set_compile_mode(jit_compile=False)
+        for x, y in loader:
+            model(x, y).backward()
+        """,
+    "cuda_code_training": """
+        for x, y in loader:
+            model(x, y).backward()
+        """,
+    "task_queue_on": "import os\nos.environ['TASK_QUEUE_ENABLE'] = '1'\nos.environ['OTHER'] = '0'\n",
     "float64_metrics_on_the_host": (
         "total = loss.detach().cpu().double()\n"
         "preds = logits.double().cpu().numpy()\n"

@@ -51,8 +51,11 @@ class Walked:
     attributes: list[Site] = field(default_factory=list)  # outside annotations
     # per scope (id of its block, 0 for the module): name -> the values assigned to it, in order
     assigned: dict[int, dict[str, list[cst.BaseExpression]]] = field(default_factory=dict)
-    # loops whose own body (not a nested function's) calls .backward() or .step(): training loops
-    training_loops: set[int] = field(default_factory=set)
+    # loops whose own body (not a nested function's) calls .backward() or .step(): training loops,
+    # by id, in the order they were found
+    training_loops: dict[int, Block] = field(default_factory=dict)
+    # `a[key] = value` assignments (`os.environ["NAME"] = "0"`)
+    item_assigns: list[Site] = field(default_factory=list)
 
     def qualified(self, node: cst.CSTNode) -> str | None:
         """`torch.nn.functional.silu` for `F.silu` after `import torch.nn.functional as F`; None
@@ -86,7 +89,7 @@ def _collect(walked: Walked, module: cst.Module) -> None:
                     if block.__class__ in _SCOPE_CLASSES:
                         break
                     if block.__class__ in _LOOP_CLASSES:
-                        walked.training_loops.add(id(block))
+                        walked.training_loops.setdefault(id(block), block)
         elif kind is cst.BinaryOperation:
             assert isinstance(node, cst.BinaryOperation)
             if isinstance(node.operator, (cst.Multiply, cst.MatrixMultiply)):
@@ -100,6 +103,8 @@ def _collect(walked: Walked, module: cst.Module) -> None:
             if isinstance(node, cst.Assign):
                 for target in node.targets:
                     _bind(table, target.target, node.value)
+                if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Subscript):
+                    walked.item_assigns.append(Site(node, blocks))
             elif node.value is not None:
                 _bind(table, node.target, node.value)
         inner = (*blocks, cast(Block, node)) if kind in _BLOCK_CLASSES else blocks
