@@ -254,9 +254,9 @@ def test_affinity_rewrite_of_swiglu_is_within_float32_rounding(monkeypatch):
     x = torch.randn(3, 6)
     x = x.to("npu")
     assert torch.allclose(converted["swiglu"](x), original["swiglu"](x), rtol=1e-6, atol=1e-7)
-    for cls in ("FeedForward", "NamedProjections"):
+    for cls in ("FeedForward", "NamedProjections", "Rebinding"):
         before = original[cls](6, 10).to("npu")
         after = converted[cls](6, 10).to("npu")
         after.load_state_dict(before.state_dict())
         assert torch.allclose(after(x), before(x), rtol=1e-6, atol=1e-7)
-    assert len(calls) == 3
+    assert len(calls) == 4

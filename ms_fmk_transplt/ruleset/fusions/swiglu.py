@@ -3,9 +3,9 @@ the two halves npu_swiglu splits its input into:
 
 * `a, b = x.chunk(2, dim=-1)` (or `torch.chunk(x, 2, -1)`), each name and `x` bound once in the
   function, `x` before the split: `silu(a) * b` is `npu_swiglu(x, dim=-1)`;
-* `a = self.p(x)`, `b = self.q(x)` (written in place or through names bound once), `p` and `q`
-  created in `__init__` as `nn.Linear` with the same in and out features: the two halves of
-  `torch.cat((a, b), dim=-1)`, which npu_swiglu splits back.
+* `a = self.p(x)`, `b = self.q(x)` (written in place, or through names bound once with `x` bound
+  once too), `p` and `q` created in `__init__` as `nn.Linear` with the same in and out features:
+  the two halves of `torch.cat((a, b), dim=-1)`, which npu_swiglu splits back.
 
 Elsewhere (a gate and an input of unknown shapes) the product is left to `--advice`.
 """
@@ -135,8 +135,10 @@ def _from_chunk(
     return source.value
 
 
-def _projection(node: cst.BaseExpression, function: _Function, at: int) -> tuple[str, str] | None:
-    """(`p`, code of `x`) for `self.p(x)`, written in place or bound once to a name before `at`."""
+def _projection(node: cst.BaseExpression, function: _Function, at: int) -> tuple[str, str, bool] | None:
+    """(`p`, code of `x`, read through a name) for `self.p(x)`, written in place or bound once to a
+    name before `at`."""
+    named = isinstance(node, cst.Name)
     if isinstance(node, cst.Name):
         bound = function.only(node.value)
         if bound is None or not 0 <= bound[0] < at:
@@ -147,11 +149,8 @@ def _projection(node: cst.BaseExpression, function: _Function, at: int) -> tuple
     arg = node.args[0]
     if arg.keyword is not None or arg.star or not isinstance(arg.value, cst.Name):
         return None
-    source = function.only(arg.value.value)
-    if source is None or source[0] >= at:
-        return None
     assert isinstance(node.func, cst.Attribute)
-    return node.func.attr.value, arg.value.value
+    return node.func.attr.value, arg.value.value, named
 
 
 def _linears(init: cst.FunctionDef | None, qualify: Qualify) -> dict[str, tuple[str, str]]:
@@ -214,6 +213,10 @@ def _fused_text(
         return f"{new_name}({source}, dim=-1)"
     first, second = _projection(gate, function, at), _projection(up, function, at)
     if first is None or second is None or first[1] != second[1] or not torch_bound:
+        return None
+    # read in one expression, `x` is the same value in both; read in two statements, only if it is
+    # bound once in the function (so nothing between them rebinds it)
+    if (first[2] or second[2]) and function.only(first[1]) is None:
         return None
     if first[0] not in linears or linears.get(first[0]) != linears.get(second[0]):
         return None
