@@ -595,6 +595,11 @@ def test_tolerance_exact_by_default_relative_with_affinity_and_used_by_the_compa
     assert alike.status is Status.IDENTICAL and alike.tolerance is AFFINITY
     assert alike.message == "alike: 2 step(s), losses within a relative 1e-05 of the original's"
     assert judge(cpu, far, tolerance=AFFINITY).status is Status.DIFFERENT
+    same = judge(cpu, cpu, tolerance=AFFINITY)
+    assert (
+        same.message
+        == "identical: 2 step(s), losses and every parameter bit for bit (a relative 1e-05 allowed)"
+    )
     outcome = Outcome(
         alike, Path("t.py"), Path("out/t.py"), _output(tmp_path, "cpu"), _output(tmp_path, "npu"),
         cpu.records, near.records, [], (), None,

@@ -262,14 +262,15 @@ def _compare(cpu: SideResult | None, npu: SideResult, reference: Reference, tole
         return Verdict(Status.DIFFERENT, f"different: {counts.what}", counts, tuple(notes))
     ranks = len(npu.records)
     where = f" on each of {ranks} ranks" if ranks > 1 else ""
-    how = (
-        "losses and every parameter bit for bit"
-        if tolerance.exact
-        else f"losses within a relative {tolerance.relative:g} of the original's"
-    )
+    # under a tolerance, runs that are bit for bit all the same say so
+    exact = tolerance.exact or first_difference(cpu.records, npu.records, reference.sides) is None
+    how = "losses and every parameter bit for bit"
+    if not tolerance.exact:
+        allowed = f"a relative {tolerance.relative:g}"
+        how = f"{how} ({allowed} allowed)" if exact else f"losses within {allowed} of the original's"
     return Verdict(
         Status.IDENTICAL,
-        f"{'identical' if tolerance.exact else 'alike'}: {common} step(s){where}, {how}",
+        f"{'identical' if exact else 'alike'}: {common} step(s){where}, {how}",
         None,
         tuple(notes),
     )
