@@ -160,15 +160,6 @@ FOUND.update(
             "import torch_npu\ntorch_npu.npu.set_compile_mode(jit_compile=True)\n",
             2,
         ),
-        "compile_mode_unset_in_ascend_code": (
-            "AF308",
-            """
-            import torch_npu
-            for x, y in loader:
-                model(x, y).backward()
-            """,
-            2,
-        ),
         "task_queue_off": ("AF309", "import os\nos.environ['TASK_QUEUE_ENABLE'] = '0'\n", 2),
         "task_queue_off_by_default": (
             "AF309",
@@ -232,6 +223,11 @@ TWINS = {
     "compile_mode_set": """
         import torch_npu
         torch_npu.npu.set_compile_mode(jit_compile=False)
+        for x, y in loader:
+            model(x, y).backward()
+        """,
+    "compile_mode_unset": """
+        import torch_npu
         for x, y in loader:
             model(x, y).backward()
         """,

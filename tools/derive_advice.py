@@ -206,10 +206,10 @@ ADVICE = [
     {
         "id": "AF308",
         "pattern": "compile_mode",
-        "found": "Ascend code training without torch_npu.npu.set_compile_mode(jit_compile=False), or with jit_compile=True",
-        "replacement": "torch_npu.npu.set_compile_mode(jit_compile=False) before the first step",
-        "condition": "the NPU's precompiled binary operators are installed (Atlas A2 and later); on"
-        " older devices, or for an operator with no binary, online compilation stays",
+        "found": "set_compile_mode(jit_compile=True): operators compiled online",
+        "replacement": "torch_npu.npu.set_compile_mode",
+        "condition": "called with jit_compile=False, the NPU's precompiled binary operators installed"
+        " (Atlas A2 and later); an operator with no binary is still compiled",
         "gain": "no operator compiled online at the first use of each new shape",
         "fact": {"npu_module": "set_compile_mode"},
     },

@@ -36,7 +36,7 @@ _PLAIN = re.compile(
     rb"|double|(?:cat|stack|concat)\(\s*[(\[]\s*-|set_compile_mode|TASK_QUEUE_ENABLE"
 )
 _SOFTMAX, _TRANSPOSED = re.compile(rb"softmax"), re.compile(rb"transpose|\.mT\b|\.T\b")
-_STEP = re.compile(rb"\.(?:backward|step)\(")
+_SYNC, _STEP = re.compile(rb"\.(?:item|cpu)\(\)"), re.compile(rb"\.(?:backward|step)\(")
 
 
 def worth_parsing(data: bytes) -> bool:
@@ -44,8 +44,7 @@ def worth_parsing(data: bytes) -> bool:
     return bool(
         _PLAIN.search(data)
         or (_SOFTMAX.search(data) and _TRANSPOSED.search(data))
-        # a training loop: per-step host synchronisation, and the compile mode
-        or _STEP.search(data)
+        or (_SYNC.search(data) and _STEP.search(data))
     )
 
 

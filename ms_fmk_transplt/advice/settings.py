@@ -1,5 +1,5 @@
-"""Settings a training script makes (or leaves out) that slow an NPU down: the operator compile
-mode, and the task queue turned off through the environment."""
+"""Settings a training script makes that slow an NPU down: operators compiled online, and the
+task queue turned off through the environment."""
 
 from __future__ import annotations
 
@@ -16,22 +16,15 @@ _ENVIRON = "os.environ"
 
 
 def compile_mode(walked: Walked) -> Iterator[Hit]:
-    """`set_compile_mode(jit_compile=True)`, or a file of Ascend code (it imports torch_npu) with a
-    training loop that never sets the compile mode (advised once, at its first training loop). A
-    CUDA script is not told: the mode is a torch_npu call, for after its conversion."""
-    api = "torch_npu.npu.set_compile_mode"
-    calls = [
-        site.node
-        for site in walked.calls
-        if isinstance(site.node, cst.Call) and walked.qualified(site.node.func) in _COMPILE_MODE
-    ]
-    for call in calls:
-        value = argument(call, -1, "jit_compile")
-        if isinstance(value, cst.Name) and value.value == "True":
-            yield "compile_mode", call, api
-    ascend = any(bound.split(".")[0] == "torch_npu" for bound in walked.names.values())
-    if not calls and ascend and walked.training_loops:
-        yield "compile_mode", next(iter(walked.training_loops.values())), api
+    """`set_compile_mode(jit_compile=True)`: every operator compiled online. Left unset, recent
+    torch_npu releases already use the binary operators, so nothing is advised there."""
+    for site in walked.calls:
+        call = site.node
+        assert isinstance(call, cst.Call)
+        if walked.qualified(call.func) in _COMPILE_MODE:
+            value = argument(call, 0, "jit_compile")
+            if isinstance(value, cst.Name) and value.value == "True":
+                yield "compile_mode", call, "torch_npu.npu.set_compile_mode"
 
 
 def _text(node: cst.BaseExpression | None) -> str | None:

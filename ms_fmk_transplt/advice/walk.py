@@ -51,9 +51,8 @@ class Walked:
     attributes: list[Site] = field(default_factory=list)  # outside annotations
     # per scope (id of its block, 0 for the module): name -> the values assigned to it, in order
     assigned: dict[int, dict[str, list[cst.BaseExpression]]] = field(default_factory=dict)
-    # loops whose own body (not a nested function's) calls .backward() or .step(): training loops,
-    # by id, in the order they were found
-    training_loops: dict[int, Block] = field(default_factory=dict)
+    # loops whose own body (not a nested function's) calls .backward() or .step(): training loops
+    training_loops: set[int] = field(default_factory=set)
     # `a[key] = value` assignments (`os.environ["NAME"] = "0"`)
     item_assigns: list[Site] = field(default_factory=list)
 
@@ -89,7 +88,7 @@ def _collect(walked: Walked, module: cst.Module) -> None:
                     if block.__class__ in _SCOPE_CLASSES:
                         break
                     if block.__class__ in _LOOP_CLASSES:
-                        walked.training_loops.setdefault(id(block), block)
+                        walked.training_loops.add(id(block))
         elif kind is cst.BinaryOperation:
             assert isinstance(node, cst.BinaryOperation)
             if isinstance(node.operator, (cst.Multiply, cst.MatrixMultiply)):
