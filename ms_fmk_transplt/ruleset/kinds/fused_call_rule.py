@@ -3,7 +3,9 @@
 Applied only when the run opts into the rule's `opt_in` (`--opt-in affinity`); otherwise the rule
 adds nothing to the run (`--advice` names the same replacement, with its condition). A handler,
 named in the rule, rewrites one call or leaves it when the call is outside what the fused operator
-is known to compute the same (the rule's `tolerance` says how close the result stays).
+is known to compute the same (the rule's `tolerance` says how close the result stays). A rule
+with `half_precision` rewrites only in a file that evidently computes in float16/bfloat16
+(autocast, `.half()`, a half dtype named): the fused kernel takes no float32.
 
 Code: `FusedCall.rewrite_call`, a call hook (engine/hooks.py) keyed by `func_name`; the handlers
 are the functions of `HANDLERS`.
@@ -129,6 +131,7 @@ def _opt_in(value: str) -> str | None:
             "keywords": {"type": "array", "items": {"type": "string"}},
             "required": {"type": "array", "items": {"type": "string"}},
             "tolerance": {"type": "string"},
+            "half_precision": {"type": "boolean"},
         },
     },
     message="{old}(...) -> {new} ({tolerance})",
@@ -173,6 +176,8 @@ class FusedCall:
         """The fused operator's expression (a subscript of its result), or the call as it is."""
         if not site.imports_torch:
             return updated  # the replacement names torch (the causal mask)
+        if self.rule.params.get("half_precision") and not site.half_precision:
+            return updated  # the fused kernel takes float16/bfloat16 only: float32 stays advice
         new = HANDLERS[self.handler](updated, self.rule.params)
         if new is None:
             return updated
