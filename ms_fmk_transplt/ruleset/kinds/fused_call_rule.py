@@ -110,16 +110,6 @@ HANDLERS: dict[str, Callable[[cst.Call, dict], cst.BaseExpression | None]] = {
 }
 
 
-def _handler(value: str) -> str | None:
-    if value in HANDLERS:
-        return None
-    return f"{value!r} is not a handler; valid: {', '.join(sorted(HANDLERS))}"
-
-
-def _opt_in(value: str) -> str | None:
-    return None if value else "a fused-call rule needs an opt_in name"
-
-
 @kind(
     name="FusedCallRule",
     schema={
@@ -140,7 +130,11 @@ class FusedCallRule:
     @staticmethod
     def check(entry: Entry) -> list[Problem]:
         return checks.problems(
-            entry, func_name=checks.dotted_name, new_name=checks.dotted_name, handler=_handler, opt_in=_opt_in
+            entry,
+            func_name=checks.dotted_name,
+            new_name=checks.dotted_name,
+            handler=checks.one_of(HANDLERS, "handler"),
+            opt_in=checks.non_empty("an opt_in name"),
         )
 
     @staticmethod

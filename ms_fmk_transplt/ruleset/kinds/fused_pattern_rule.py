@@ -32,16 +32,6 @@ PATTERNS: dict[str, Callable[[cst.Module, Qualify, str], Iterator[Match]]] = {
 }
 
 
-def _pattern(value: str) -> str | None:
-    if value in PATTERNS:
-        return None
-    return f"{value!r} is not a pattern; valid: {', '.join(sorted(PATTERNS))}"
-
-
-def _opt_in(value: str) -> str | None:
-    return None if value else "a fused-pattern rule needs an opt_in name"
-
-
 @kind(
     name="FusedPatternRule",
     schema={
@@ -58,7 +48,12 @@ def _opt_in(value: str) -> str | None:
 class FusedPatternRule:
     @staticmethod
     def check(entry: Entry) -> list[Problem]:
-        return checks.problems(entry, new_name=checks.dotted_name, pattern=_pattern, opt_in=_opt_in)
+        return checks.problems(
+            entry,
+            new_name=checks.dotted_name,
+            pattern=checks.one_of(PATTERNS, "pattern"),
+            opt_in=checks.non_empty("an opt_in name"),
+        )
 
     @staticmethod
     def summary(entry: Entry) -> str:
