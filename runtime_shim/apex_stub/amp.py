@@ -342,7 +342,7 @@ def master_params(optimizer: torch.optim.Optimizer) -> Iterator[torch.Tensor]:
         yield from group["params"]
 
 
-def state_dict(destination: dict | None = None) -> dict:
+def state_dict(destination: dict[str, Any] | None = None) -> dict[str, Any]:
     """Loss scaler state for checkpoints: ``{"loss_scaler0": {"loss_scale", "unskipped"}, ...}``."""
     out = OrderedDict() if destination is None else destination
     for index, scaler in enumerate(_STATE.scalers):
@@ -350,7 +350,7 @@ def state_dict(destination: dict | None = None) -> dict:
     return out
 
 
-def load_state_dict(state: dict) -> None:
+def load_state_dict(state: dict[str, Any]) -> None:
     """Restore what :func:`state_dict` saved (one entry per loss of amp.initialize)."""
     if len(state) != len(_STATE.scalers):
         raise ValueError(

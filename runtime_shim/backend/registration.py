@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import os
 import types
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -158,7 +159,7 @@ def _register_kernels() -> None:
 
     # Anything else that reaches the device (ops with neither a CPU kernel nor a
     # composite one) gets a kernel built on first use.
-    built: dict = {}
+    built: dict[torch._ops.OpOverload, Callable[..., Any]] = {}
 
     def fallback(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
         kernel = built.get(op)

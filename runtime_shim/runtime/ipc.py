@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import weakref
+from collections.abc import Callable
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
@@ -68,7 +69,7 @@ def share_npu_storage(storage: torch.UntypedStorage) -> torch.UntypedStorage:
     return storage
 
 
-def _reduce_storage(storage: torch.UntypedStorage) -> tuple:
+def _reduce_storage(storage: torch.UntypedStorage) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     """Pickle an npu storage as its (shared) host storage and device index."""
     if storage.device.type != DEVICE_TYPE:
         return reductions.reduce_storage(storage)
@@ -78,7 +79,7 @@ def _reduce_storage(storage: torch.UntypedStorage) -> tuple:
     return (rebuild_npu_storage, (binding.index, rebuild, args))
 
 
-def rebuild_npu_storage(index: int, rebuild: Any, args: tuple) -> torch.UntypedStorage:
+def rebuild_npu_storage(index: int, rebuild: Any, args: tuple[Any, ...]) -> torch.UntypedStorage:
     """In the receiving process: an npu storage over the shared host bytes."""
     host = rebuild(*args)
     key = (index, host.data_ptr())
