@@ -271,14 +271,14 @@ def _prepare_optimizer(optimizer: torch.optim.Optimizer, master: bool) -> None:
             elif model_param.grad is not None:
                 model_param.grad.zero_()
 
-    optimizer._amp_original = original  # type: ignore[attr-defined]
-    optimizer._amp_stash = stash  # type: ignore[attr-defined]
-    optimizer.step = amp_step  # type: ignore[method-assign]
-    optimizer.zero_grad = amp_zero_grad  # type: ignore[method-assign]
+    optimizer._amp_original = original  # type: ignore[attr-defined]  # apex keeps its state on the optimizer
+    optimizer._amp_stash = stash  # type: ignore[attr-defined]  # as above
+    optimizer.step = amp_step  # type: ignore[method-assign]  # apex wraps the instance's step
+    optimizer.zero_grad = amp_zero_grad  # type: ignore[method-assign]  # and its zero_grad
 
 
 def _grads(optimizer: torch.optim.Optimizer) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    stash: _Stash = optimizer._amp_stash  # type: ignore[attr-defined]
+    stash: _Stash = optimizer._amp_stash  # type: ignore[attr-defined]  # set by _wrap_optimizer
     masters = {id(master): model for model, master in stash.pairs}
     model_grads: list[torch.Tensor] = []
     master_grads: list[torch.Tensor] = []

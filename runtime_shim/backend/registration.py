@@ -49,7 +49,7 @@ class _Guard(torch._C._acc.DeviceGuard):
     # autograd node); a C-level callable answers without a Python frame.
     # (A builtin bound method is not a descriptor, so it is called with no
     # arguments and returns the constant.)
-    type_ = itertools.repeat(torch._C._autograd.DeviceType.PrivateUse1).__next__  # type: ignore[assignment]
+    type_ = itertools.repeat(torch._C._autograd.DeviceType.PrivateUse1).__next__  # type: ignore[assignment]  # a C callable for the method
 
 
 def device_count_from_env() -> int:

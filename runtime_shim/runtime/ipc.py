@@ -56,7 +56,7 @@ def share_npu_storage(storage: torch.UntypedStorage) -> torch.UntypedStorage:
     shared.copy_(host)
     # Point the npu storage at the shared bytes: tensors over it keep their geometry.
     replacement = _storage_from_ptr(shared.data_ptr(), storage.device, binding.nbytes)
-    storage._swap_data_ptr_(replacement)  # type: ignore[attr-defined]
+    storage._swap_data_ptr_(replacement)  # type: ignore[attr-defined]  # in torch's C API, not in its stubs
     if not binding.counted:
         # A storage the native kernels made: its old data pointer (now in `replacement`)
         # releases the native count when dropped, so the binding counts the bytes from here on.

@@ -128,7 +128,7 @@ def native_binding(storage: torch.UntypedStorage) -> HostBinding | None:
     host, index, nbytes = found
     assert STATE.tracker is not None
     info = HostBinding(host.untyped_storage(), index, nbytes, STATE.tracker.devices[index], counted=False)
-    storage._npu_binding = info  # type: ignore[attr-defined]
+    storage._npu_binding = info  # type: ignore[attr-defined]  # the binding rides on the storage object
     return info
 
 
@@ -144,7 +144,7 @@ def new_storage(host: torch.UntypedStorage, index: int) -> torch.UntypedStorage:
     memory = STATE.tracker.devices[index]
     memory.check(nbytes)
     storage = _storage_from_ptr(host.data_ptr(), STATE.devices[index], nbytes)
-    storage._npu_binding = HostBinding(host, index, nbytes, memory)  # type: ignore[attr-defined]
+    storage._npu_binding = HostBinding(host, index, nbytes, memory)  # type: ignore[attr-defined]  # the binding rides on the storage object
     return storage
 
 
@@ -208,7 +208,7 @@ def wrap_host(o: torch.Tensor, index: int, inputs: list[torch.UntypedStorage] | 
         if memory.allocated + nbytes > memory.capacity:
             memory.check(nbytes)
         storage = _storage_from_ptr(ptr, STATE.devices[index], nbytes)
-        info = storage._npu_binding = HostBinding(host, index, nbytes, memory)  # type: ignore[attr-defined]
+        info = storage._npu_binding = HostBinding(host, index, nbytes, memory)  # type: ignore[attr-defined]  # as above
     else:
         info = binding(storage)
         index = info.index
