@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import Any
 
 import libcst as cst
 
@@ -49,7 +50,7 @@ def worth_parsing(data: bytes) -> bool:
 
 
 @cache
-def catalogue() -> dict:
+def catalogue() -> dict[str, Any]:
     """data/advice.json: every piece of advice and, per release, the fact backing it."""
     text = resources.files("ms_fmk_transplt.data").joinpath("advice.json").read_text(encoding="utf-8")
     return json.loads(text)

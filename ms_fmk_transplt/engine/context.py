@@ -118,7 +118,7 @@ class DeviceSpec:
     enumerating_keywords: set[str] = field(default_factory=set)  # choices=[...]: every supported type
     enumerating_calls: set[str] = field(default_factory=set)  # parametrize(..., [...]), runs_on([...])
 
-    def add(self, params: dict) -> None:
+    def add(self, params: dict[str, Any]) -> None:
         """Merge one rule's `device_context`."""
         if params.get("calls_from") == "torch":
             apis = data.torch_device_apis()

@@ -11,6 +11,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 class RecordError(Exception):
@@ -75,7 +76,7 @@ def read_records(folder: Path) -> dict[int, RankRecord]:
     return ranks
 
 
-def _add(ranks: dict[int, RankRecord], entry: dict, path: Path) -> None:
+def _add(ranks: dict[int, RankRecord], entry: dict[str, Any], path: Path) -> None:
     if "end" in entry:
         rank = _rank_of_file(path)
         record = ranks.setdefault(rank, RankRecord())

@@ -36,7 +36,7 @@ class _State:
         self.op_counts: dict[str, list[int]] = {}
         #: called with the op name and its arguments on the first call of each op (opcheck
         #: hook); it may zero the op's count to be called again on the next call.
-        self.on_first_call: Callable[[str, tuple], None] | None = None
+        self.on_first_call: Callable[[str, tuple[Any, ...]], None] | None = None
 
     @property
     def current(self) -> int:

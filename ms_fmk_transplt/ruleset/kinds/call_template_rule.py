@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import libcst as cst
 
@@ -179,7 +179,7 @@ class DeviceArgument:
         return isinstance(text, str) and bool(self.pattern.fullmatch(text))
 
 
-def _device_argument(spec: dict | None) -> DeviceArgument | None:
+def _device_argument(spec: dict[str, Any] | None) -> DeviceArgument | None:
     if spec is None:
         return None
     return DeviceArgument(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import libcst as cst
 
@@ -52,7 +52,7 @@ def _is(node: cst.BaseExpression | None, *spellings: str) -> bool:
     return node is not None and cst.Module(body=[]).code_for_node(node).strip() in spellings
 
 
-def sdpa_to_fusion_attention(call: cst.Call, params: dict) -> cst.BaseExpression | None:
+def sdpa_to_fusion_attention(call: cst.Call, params: dict[str, Any]) -> cst.BaseExpression | None:
     """`F.scaled_dot_product_attention(q, k, v[, is_causal=True][, scale=s])` as
     `torch_npu.npu_fusion_attention(q, k, v, q.size(1), "BNSD", ...)[0]`: BNSD is SDPA's layout,
     causal is sparse_mode 2 with torch_npu's 2048 x 2048 compressed mask, the scale SDPA's default
@@ -90,7 +90,7 @@ def sdpa_to_fusion_attention(call: cst.Call, params: dict) -> cst.BaseExpression
     return cst.parse_expression(text)
 
 
-def optimizer_to_fused(call: cst.Call, params: dict) -> cst.BaseExpression | None:
+def optimizer_to_fused(call: cst.Call, params: dict[str, Any]) -> cst.BaseExpression | None:
     """`torch.optim.X(params, kw=...)` as `new_name(params, kw=...)` when every keyword is one the
     fused optimizer documents (`keywords`), those it requires (`required`) are given, and only the
     parameters are positional; else left (`fused=True`, `foreach=...`, `**options`)."""
@@ -104,7 +104,7 @@ def optimizer_to_fused(call: cst.Call, params: dict) -> cst.BaseExpression | Non
     return call.with_changes(func=build_dotted(params["new_name"]))
 
 
-HANDLERS: dict[str, Callable[[cst.Call, dict], cst.BaseExpression | None]] = {
+HANDLERS: dict[str, Callable[[cst.Call, dict[str, Any]], cst.BaseExpression | None]] = {
     "sdpa_to_fusion_attention": sdpa_to_fusion_attention,
     "optimizer_to_fused": optimizer_to_fused,
 }
