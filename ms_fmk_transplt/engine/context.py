@@ -38,6 +38,8 @@ import libcst.matchers as m
 
 from ms_fmk_transplt import data
 from ms_fmk_transplt.engine.device_flow import DeviceFlow, option_fields, own_attribute, returns
+from ms_fmk_transplt.engine.first_party import FirstParty
+from ms_fmk_transplt.engine.project_devices import Reach
 from ms_fmk_transplt.engine.walk import NodeIndex, short_name
 
 CONVENTION = " (convention)"
@@ -79,7 +81,13 @@ NAME_LISTS = (
     "enumerating_calls",
 )
 #: the `device_context` lists of regular expressions
-PATTERN_LISTS = ("names", "device_tests", "accelerator_names", "predicate_names", "identity_names")
+PATTERN_LISTS = (
+    "names",
+    "device_tests",
+    "accelerator_names",
+    "predicate_names",
+    "identity_names",
+)
 
 
 @dataclass
@@ -234,9 +242,20 @@ def literal_members(annotation: cst.BaseExpression) -> list[cst.BaseExpression]:
 class DeviceContext:
     """Marks the literals of one module as devices or text, each with its evidence."""
 
-    def __init__(self, spec: DeviceSpec, qualify: Callable[[cst.CSTNode], str | None]) -> None:
+    def __init__(
+        self,
+        spec: DeviceSpec,
+        qualify: Callable[[cst.CSTNode], str | None],
+        project: FirstParty | None = None,
+    ) -> None:
         self.spec = spec
         self.qualify = qualify
+        # the project's own functions in other modules, and the parameters they hand to a device API
+        self.project = (
+            None
+            if project is None or not project.layout.signatures
+            else Reach(project.layout.signatures, project.module_of, self.slot_takes_device)
+        )
         self.devices: dict[int, str] = {}  # id(literal) -> evidence
         self.text: dict[int, str] = {}
         self.flow = DeviceFlow()  # variables and attributes that hold or reach a device
@@ -342,6 +361,18 @@ class DeviceContext:
             if index in positions:
                 yield arg, f"argument {index + 1} of {name} takes a device"
             index += 1
+
+    def slot_takes_device(self, callee: str, slot: int | str) -> str | None:
+        """The API's name when `callee` (qualified, or a method's name) takes a device at position
+        or keyword `slot` (engine/project_devices.py), else None."""
+        if isinstance(slot, str):
+            if slot in self.spec.keywords or slot in self.spec.call_keywords.get(callee, set()):
+                return f"{callee}({slot}=)"
+            return None
+        short = callee.rpartition(".")[2]
+        if slot in self.spec.calls.get(callee, set()) | self.spec.calls.get(short, set()):
+            return callee
+        return None
 
     def _takes_device(self, func: cst.BaseExpression) -> str | None:
         """The API's name when `func` names a callable that takes a device, else None."""
@@ -487,6 +518,29 @@ class _Marker:
             # TimerType("cuda"): a member looked up by its value, a label as the member is
             c.mark((a.value for a in node.args[:1]), c.text, f"a value of the enum {short}")
         self._own_function(node, short)
+        self._project_function(node)
+
+    def _project_function(self, node: cst.Call) -> None:
+        """`move(x, "cuda")` where the project's `helpers.move(batch, target)` hands `target` to `.to()`."""
+        c = self.c
+        qualified = c.qualify(node.func) if c.project is not None else None
+        if c.project is None or qualified is None or qualified in c.spec.calls:
+            return
+        signature = c.project.signature(qualified)
+        if signature is not None and signature.enum and not c.spec.device_named(qualified.rpartition(".")[2]):
+            c.mark((a.value for a in node.args[:1]), c.text, f"a value of the project's enum {qualified}")
+            return
+        index = 0
+        for arg in node.args:
+            if arg.star:
+                break
+            slot: int | str = index if arg.keyword is None else arg.keyword.value
+            index += arg.keyword is None
+            api = c.project.reaches(qualified, slot)
+            if api is not None:
+                c.mark(
+                    [arg.value], c.devices, f"given to {qualified}() as {_slot(slot)}, which reaches {api}"
+                )
 
     def _own_function(self, node: cst.Call, short: str) -> None:
         """`_capture("cuda")` where the module defines `def _capture(target_device)`."""
@@ -637,6 +691,13 @@ class _Marker:
                         for t in small.targets
                     ):
                         self.c.mark([small.value], self.c.devices, "a class attribute that holds a device")
+                    elif (  # @dataclass: accel: str = "cuda", later torch.device(self.accel)
+                        isinstance(small, cst.AnnAssign)
+                        and small.value is not None
+                        and isinstance(small.target, cst.Name)
+                        and small.target.value in self.c.flow.attributes
+                    ):
+                        self.c.mark([small.value], self.c.devices, "a field of the class that holds a device")
         # class Device(Enum): CUDA = "cuda"; class TimerType(Enum): CUDA = "cuda" is a label: members
         # of one enum are compared with each other, and keep working whatever their values say
         if not self.c.spec.device_named(node.name.value):
@@ -675,6 +736,10 @@ class _Marker:
         other = next((_string(v) for v in found if _string(v) in self.c.spec.device_types), None)
         if other is not None:
             self.c.mark(found, self.c.devices, why.format(other=repr(other)) + CONVENTION)
+
+
+def _slot(slot: int | str) -> str:
+    return f"its argument {slot + 1}" if isinstance(slot, int) else f"{slot}="
 
 
 Labels = dict[str, list[tuple[str, cst.SimpleString]]]  # parameter -> (word, literal) it picks among
