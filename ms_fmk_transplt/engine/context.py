@@ -79,6 +79,7 @@ NAME_LISTS = (
     "vendor_reads",
     "enumerating_keywords",
     "enumerating_calls",
+    "cuda_only_apis",
 )
 #: the `device_context` lists of regular expressions
 PATTERN_LISTS = (
@@ -87,6 +88,7 @@ PATTERN_LISTS = (
     "accelerator_names",
     "predicate_names",
     "identity_names",
+    "cuda_only_strings",
 )
 
 
@@ -125,6 +127,9 @@ class DeviceSpec:
     vendor_reads: set[str] = field(default_factory=set)  # get_device_capability: NVIDIA's or AMD's only
     enumerating_keywords: set[str] = field(default_factory=set)  # choices=[...]: every supported type
     enumerating_calls: set[str] = field(default_factory=set)  # parametrize(..., [...]), runs_on([...])
+    # CUDA-only code a device test may guard (engine/cuda_only.py): APIs by qualified name, strings
+    cuda_only_apis: set[str] = field(default_factory=set)  # torch.backends.cudnn, triton
+    cuda_only_strings: list[re.Pattern[str]] = field(default_factory=list)  # "aten::cudnn_.*", "*.cu"
 
     def add(self, params: dict) -> None:
         """Merge one rule's `device_context`."""
@@ -143,6 +148,7 @@ class DeviceSpec:
         self.predicates.update(params.get("predicates", {}))
         self.predicate_names.extend(re.compile(p, re.IGNORECASE) for p in params.get("predicate_names", ()))
         self.identity_names.extend(re.compile(p, re.IGNORECASE) for p in params.get("identity_names", ()))
+        self.cuda_only_strings.extend(re.compile(p) for p in params.get("cuda_only_strings", ()))
         for key in NAME_LISTS:
             getattr(self, key).update(params.get(key, ()))
 
