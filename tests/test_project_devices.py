@@ -153,3 +153,32 @@ def test_a_cached_run_after_editing_a_helper_converts_its_importer_again(tmp_pat
     )
     again = convert_project(Options(source=root, output=tmp_path / "b", cache_dir=cache))
     assert '    y = move(x, "cuda")\n' in (Path(again.output_root) / "train.py").read_text()
+
+
+RELATIVE = """\
+import torch
+from .helpers import move
+from . import moves
+
+
+def run(x):
+    return move(x, "cuda"), moves.place(x, "cuda")
+"""
+
+
+def test_helpers_reached_by_relative_imports(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    files = {"pkg/__init__.py": "", "pkg/helpers.py": HELPERS, "pkg/moves.py": MOVES, "pkg/run.py": RELATIVE}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    run = convert_project(Options(source=root, output=tmp_path / "out", use_cache=False))
+    assert (
+        '    return move(x, "npu"), moves.place(x, "npu")\n'
+        in (Path(run.output_root) / "pkg/run.py").read_text()
+    )
+    # a relative import is a dependency of the importer's result too
+    layout = ProjectLayout.of(files).reading((rel, text.encode()) for rel, text in files.items())
+    edited = {**files, "pkg/moves.py": MOVES.replace("tensor.to(device=device_spec)", "tensor")}
+    other = ProjectLayout.of(edited).reading((rel, text.encode()) for rel, text in edited.items())
+    assert layout.key_part("pkg/run.py") != other.key_part("pkg/run.py")

@@ -39,7 +39,7 @@ import libcst.matchers as m
 from ms_fmk_transplt import data
 from ms_fmk_transplt.engine.device_flow import DeviceFlow, option_fields, own_attribute, returns
 from ms_fmk_transplt.engine.first_party import FirstParty
-from ms_fmk_transplt.engine.project_devices import Reach
+from ms_fmk_transplt.engine.project_devices import Reach, relative
 from ms_fmk_transplt.engine.walk import NodeIndex, short_name
 
 CONVENTION = " (convention)"
@@ -260,8 +260,12 @@ class DeviceContext:
         self.project = (
             None
             if project is None or not project.layout.signatures
-            else Reach(project.layout.signatures, project.module_of, self.slot_takes_device)
+            else Reach(
+                project.layout.files, project.layout.signatures, project.module_of, self.slot_takes_device
+            )
         )
+        self.origin = project.path if project is not None else ""  # the file's own path
+        self.relative: dict[str, str] = {}  # name a relative import binds -> its spelling (`..utils:move`)
         self.devices: dict[int, str] = {}  # id(literal) -> evidence
         self.text: dict[int, str] = {}
         self.flow = DeviceFlow()  # variables and attributes that hold or reach a device
@@ -277,6 +281,7 @@ class DeviceContext:
         """Mark every literal of the module that its place shows to be a device or text."""
         nodes = module if isinstance(module, NodeIndex) else NodeIndex(module)
         calls = nodes.of(cst.Call)
+        self._relative_imports(nodes)
         self.flow.scan_aliases(nodes, self._takes_device)
         self.flow.scan_params(nodes)
         for call in calls:  # first every variable that reaches a device API, wherever it is used
@@ -367,6 +372,29 @@ class DeviceContext:
             if index in positions:
                 yield arg, f"argument {index + 1} of {name} takes a device"
             index += 1
+
+    def _relative_imports(self, nodes: NodeIndex) -> None:
+        """`from .helpers import move`: how `Reach` spells `move` (`.helpers:move`)."""
+        if self.project is None:
+            return
+        for imported in nodes.of(cst.ImportFrom):
+            if not imported.relative or isinstance(imported.names, cst.ImportStar):
+                continue
+            where = code_of(imported.module) if imported.module is not None else None
+            for alias in imported.names:
+                bound = alias.asname.name if alias.asname is not None else alias.name
+                if isinstance(bound, cst.Name):
+                    self.relative[bound.value] = relative(len(imported.relative), where, code_of(alias.name))
+
+    def relative_callee(self, func: cst.BaseExpression) -> str | None:
+        """`move` / `helpers.move` bound by a relative import, spelled for `Reach` (`.:helpers.move`)."""
+        parts: list[str] = []
+        while isinstance(func, cst.Attribute):
+            parts.append(func.attr.value)
+            func = func.value
+        if isinstance(func, cst.Name) and func.value in self.relative:
+            return ".".join([self.relative[func.value], *reversed(parts)])
+        return None
 
     def slot_takes_device(self, callee: str, slot: int | str) -> str | None:
         """The API's name when `callee` (qualified, or a method's name) takes a device at position
@@ -529,10 +557,11 @@ class _Marker:
     def _project_function(self, node: cst.Call) -> None:
         """`move(x, "cuda")` where the project's `helpers.move(batch, target)` hands `target` to `.to()`."""
         c = self.c
-        qualified = c.qualify(node.func) if c.project is not None else None
+        qualified = (c.qualify(node.func) or c.relative_callee(node.func)) if c.project is not None else None
         if c.project is None or qualified is None or qualified in c.spec.calls:
             return
-        signature = c.project.signature(qualified)
+        found = c.project.signature(qualified, c.origin)
+        signature = found[1] if found is not None else None
         if signature is not None and signature.enum and not c.spec.device_named(qualified.rpartition(".")[2]):
             c.mark((a.value for a in node.args[:1]), c.text, f"a value of the project's enum {qualified}")
             return
@@ -542,7 +571,7 @@ class _Marker:
                 break
             slot: int | str = index if arg.keyword is None else arg.keyword.value
             index += arg.keyword is None
-            api = c.project.reaches(qualified, slot)
+            api = c.project.reaches(qualified, slot, c.origin)
             if api is not None:
                 c.mark(
                     [arg.value], c.devices, f"given to {qualified}() as {_slot(slot)}, which reaches {api}"

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from ms_fmk_transplt.engine.project_devices import ModuleFacts, ModuleSignatures, scan_source
+from ms_fmk_transplt.engine.project_devices import ModuleFacts, ModuleSignatures, relative_files, scan_source
 
 
 class SignatureMemo(Protocol):
@@ -104,7 +104,10 @@ class ProjectLayout:
         view = self.seen_from(module)
         found: set[str] = set()
         for name in self.imports.get(module, ()):
-            found.update(view.module_files(name))
+            if name.startswith("."):  # from .helpers import move
+                found.update(relative_files(self.files, module, name))
+            else:
+                found.update(view.module_files(name))
         return found
 
     def seen_from(self, path: str) -> FirstParty:
@@ -124,15 +127,16 @@ class ProjectLayout:
             if not folder or parent == folder or folder in (".", "..") or folder.endswith("/.."):
                 break  # the input root, or the top of an absolute path (analyse of several inputs)
             folder = parent
-        return FirstParty(self, tuple(roots))
+        return FirstParty(self, tuple(roots), posixpath.normpath(path))
 
 
 class FirstParty:
     """One file's view of the project's modules: `owns(name)` for a qualified name."""
 
-    def __init__(self, layout: ProjectLayout, roots: tuple[str, ...]) -> None:
+    def __init__(self, layout: ProjectLayout, roots: tuple[str, ...], path: str = "") -> None:
         self.layout = layout
         self.roots = roots
+        self.path = path  # the file's own path (relative imports start from its folder)
         self._owned: dict[str, bool] = {}
 
     def owns(self, name: str) -> bool:

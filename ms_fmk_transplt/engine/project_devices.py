@@ -17,13 +17,15 @@ the parameter to another function of the project is followed there (`Reach`), ac
   reaches in any method (`self.where = where` ... `x.to(self.where)`); a class without `__init__`
   (a dataclass) takes its annotated fields in order (`accel: str = "cuda"`, a property returning
   `torch.device(self.accel)`).
-- Not followed: relative imports (the importing file's qualified names do not resolve them), methods
-  called on an instance (its class is not known), `*args` / `**kwargs`.
+- Imports absolute or relative (`from .helpers import move`, `from . import helpers`).
+- Not followed: methods called on an instance (its class is not known), `*args` / `**kwargs`,
+  values a helper returns (`def pick(): return "cuda"` used by `.to(pick())` in another module).
 """
 
 from __future__ import annotations
 
 import ast
+import posixpath
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
@@ -131,7 +133,59 @@ def _aliases(imports: Iterable[ast.Import | ast.ImportFrom]) -> dict[str, str]:
             for alias in node.names:
                 if alias.name != "*":
                     table[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif node.level:
+            for alias in node.names:
+                if alias.name != "*":
+                    table[alias.asname or alias.name] = relative(node.level, node.module, alias.name)
     return table
+
+
+def relative(level: int, module: str | None, name: str) -> str:
+    """How a name a relative import binds is spelled as a callee: `..utils:move` for
+    `from ..utils import move`, `.:helpers` for `from . import helpers` (resolved by `Reach`
+    against the importing module's path)."""
+    return "." * level + (module or "") + ":" + name
+
+
+def _join(folder: str, name: str) -> str:
+    return f"{folder}/{name}" if folder else name
+
+
+def relative_files(files: frozenset[str], origin: str, spelled: str) -> list[str]:
+    """The project's module files a relative import (`..utils:move`, `.:helpers`) in the module at
+    `origin` may reach: the module it names, and the submodule its name may be."""
+    dots = len(spelled) - len(spelled.lstrip("."))
+    module, _, name = spelled[dots:].partition(":")
+    folder = posixpath.dirname(origin)
+    for _ in range(dots - 1):
+        folder = posixpath.dirname(folder)
+    base = _join(folder, module.replace(".", "/")) if module else folder
+    candidates = [base + ".py", _join(base, "__init__.py")]
+    candidates += [
+        _join(base, name.split(".")[0]) + ".py",
+        _join(_join(base, name.split(".")[0]), "__init__.py"),
+    ]
+    return [path for path in candidates if path in files]
+
+
+def resolve_relative(files: frozenset[str], origin: str, callee: str) -> str | None:
+    """`..utils:move.x` named in the module at `origin`: `"pkg/utils.py::move"` (a module's
+    member), `"pkg/helpers.py::move"` for `.:helpers.move`; None when no project file matches."""
+    dots = len(callee) - len(callee.lstrip("."))
+    module, _, rest = callee[dots:].partition(":")
+    name, *attributes = rest.split(".")
+    folder = posixpath.dirname(origin)
+    for _ in range(dots - 1):
+        folder = posixpath.dirname(folder)
+    base = _join(folder, module.replace(".", "/")) if module else folder
+    submodule = _join(base, name)
+    for path in (submodule + ".py", _join(submodule, "__init__.py")):  # from . import helpers
+        if path in files:
+            return f"{path}{_OWN}{attributes[0]}" if len(attributes) == 1 else None
+    for path in (base + ".py", _join(base, "__init__.py")):
+        if path in files:
+            return f"{path}{_OWN}{name}" if not attributes else None
+    return None
 
 
 def _callee(func: ast.expr, names: Mapping[str, str]) -> str:
@@ -242,34 +296,41 @@ class Reach:
 
     def __init__(
         self,
+        files: frozenset[str],
         signatures: Mapping[str, ModuleSignatures],
         module_of: Callable[[str], tuple[str, str] | None],
         takes_device: Callable[[str, int | str], str | None],
     ) -> None:
+        self.files = files  # the project's modules
         self.signatures = signatures  # module path -> its signatures
         self.module_of = module_of  # qualified name -> (module path, member) of the project
         self.takes_device = takes_device  # (callee, slot) -> the device API's name, else None
 
-    def signature(self, callee: str) -> Signature | None:
-        """The project's callable a qualified name (or a `path::name`) names."""
+    def signature(self, callee: str, origin: str = "") -> tuple[str, Signature] | None:
+        """The project's callable a qualified name, a `path::name` or a relative spelling
+        (`..utils:move`, named in the module at `origin`) names, with its module's path."""
+        if callee.startswith("."):
+            callee = resolve_relative(self.files, origin, callee) or ""
         path, own, member = callee.partition(_OWN)
         if not own:
-            found = self.module_of(callee)
+            found = self.module_of(callee) if callee else None
             if found is None:
                 return None
             path, member = found
-        return self.signatures.get(path, {}).get(member)
+        signature = self.signatures.get(path, {}).get(member)
+        return None if signature is None else (path, signature)
 
-    def reaches(self, callee: str, slot: int | str, depth: int = _DEPTH) -> str | None:
+    def reaches(self, callee: str, slot: int | str, origin: str = "", depth: int = _DEPTH) -> str | None:
         """The device API an argument at `slot` of `callee` is handed to, else None."""
-        signature = self.signature(callee)
-        param = signature.param(slot) if signature is not None else None
-        if signature is None or param is None:
+        found = self.signature(callee, origin)
+        if found is None:
             return None
-        for inner, inner_slot in signature.uses_of(param):
+        path, signature = found
+        param = signature.param(slot)
+        for inner, inner_slot in signature.uses_of(param) if param is not None else ():
             api = self.takes_device(inner, inner_slot)
             if api is None and depth > 1:
-                api = self.reaches(inner, inner_slot, depth - 1)
+                api = self.reaches(inner, inner_slot, path, depth - 1)
             if api is not None:
                 return api
         return None

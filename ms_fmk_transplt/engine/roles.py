@@ -305,9 +305,9 @@ from the pinned torch by `tools/derive_device_apis.py`.
   property hands to one (`accel: str = "cuda"`, `torch.device(self.accel)`); given to the
   project's own function or class in another module whose parameter reaches a device API there,
   directly, through `self`, a dataclass field or another of the project's functions
-  (`move(x, "cuda")` with `def move(batch, target): return batch.to(target)`; absolute imports
-  only: engine/project_devices.py; a value of the project's own enum, `TimerType("cuda")`, is a
-  label, neither converted nor reported); keys of a dict the file looks up by a
+  (`move(x, "cuda")` with `def move(batch, target): return batch.to(target)`, imported
+  absolutely or relatively: engine/project_devices.py; a value of the project's own enum,
+  `TimerType("cuda")`, is a label, neither converted nor reported); keys of a dict the file looks up by a
   device type; members of the Literal type of a device-named target (`device: Literal["cuda"] =
   "cuda"`: a type checker, pydantic or a typed CLI would refuse the new value otherwise). An index (`"cuda:0"`) is proof on its own: nobody names a folder that.
 - **Converted by convention** (marked *heuristic* in the log): a literal beside another device
