@@ -308,7 +308,7 @@ def project_layout(entries: list[Entry], memo: SignatureMemo | None = None) -> P
     the analysed ones hand their parameters to (engine/project_devices.py)."""
     layout = ProjectLayout.of(e.rel for e in entries if e.kind is EntryKind.PYTHON or e.excluded)
     return layout.reading(
-        _sources(e for e in entries if e.kind is EntryKind.PYTHON and e.rel.endswith(".py"))
+        _sources(e for e in entries if e.kind is EntryKind.PYTHON and e.rel.endswith(".py")), memo
     )
 
 

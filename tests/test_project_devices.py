@@ -182,3 +182,31 @@ def test_helpers_reached_by_relative_imports(tmp_path: Path) -> None:
     edited = {**files, "pkg/moves.py": MOVES.replace("tensor.to(device=device_spec)", "tensor")}
     other = ProjectLayout.of(edited).reading((rel, text.encode()) for rel, text in edited.items())
     assert layout.key_part("pkg/run.py") != other.key_part("pkg/run.py")
+
+
+def test_a_cached_run_reads_each_modules_signatures_from_the_cache(tmp_path: Path) -> None:
+    from ms_fmk_transplt.cache import ResultCache
+    from ms_fmk_transplt.discover import discover, project_layout
+
+    root = tmp_path / "proj"
+    files = {"pkg/__init__.py": "", "pkg/helpers.py": HELPERS, "pkg/moves.py": MOVES, "train.py": TRAIN}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    cache = ResultCache(tmp_path / "cache", b"rules", [])
+    first = project_layout(discover(root), cache)
+    cache.flush()
+    stored = cache.get_signatures("pkg/helpers.py", HELPERS.encode())
+    assert stored is not None and "move" in stored.signatures
+    again = project_layout(discover(root), cache)
+    assert again.signatures == first.signatures and again.key_part("train.py") == first.key_part("train.py")
+
+
+def test_an_import_inside_a_method_is_a_dependency_too() -> None:
+    lazy = "class Trainer:\n    def fit(self, x):\n        from pkg.helpers import move\n\n        return move(x, 'cuda')\n"
+    printed = HELPERS.replace("    return batch.to(target)\n", "    print(batch, target)\n")
+    layouts = []
+    for helpers in (HELPERS, printed):
+        files = {"pkg/__init__.py": "", "pkg/helpers.py": helpers, "pkg/moves.py": MOVES, "lazy.py": lazy}
+        layouts.append(ProjectLayout.of(files).reading((rel, text.encode()) for rel, text in files.items()))
+    assert layouts[0].key_part("lazy.py") != layouts[1].key_part("lazy.py")

@@ -96,9 +96,18 @@ class ProjectLayout:
                     if module not in reached:
                         reached.add(module)
                         stack.append(module)
-            known = sorted((m, sorted(self.signatures[m].items())) for m in reached if m in self.signatures)
-            part = self._parts[path] = hashlib.sha256(repr(known).encode()).digest()
+            digest = hashlib.sha256()
+            for module in sorted(reached.intersection(self.signatures)):
+                digest.update(module.encode() + b"\0" + self._digest_of(module))
+            part = self._parts[path] = digest.digest()
         return part
+
+    def _digest_of(self, module: str) -> bytes:
+        """A digest of one module's signatures, made once (many files import the same modules)."""
+        key = "\0" + module  # beside the files' parts, never a path
+        if key not in self._parts:
+            self._parts[key] = hashlib.sha256(repr(sorted(self.signatures[module].items())).encode()).digest()
+        return self._parts[key]
 
     def _imported(self, module: str) -> set[str]:
         view = self.seen_from(module)

@@ -72,7 +72,12 @@ def scan_source(source: bytes, path: str) -> ModuleFacts:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return ModuleFacts({})
-    walked = [(statement, _Walked(statement)) for statement in tree.body]
+    # a class is walked method by method (`_class`), and here only for the imports in its methods
+    lines = source.split(b"\n")
+    walked = [
+        (s, _Walked(s if not isinstance(s, ast.ClassDef) or _importing(s, lines) else None))
+        for s in tree.body
+    ]
     names = _aliases(node for _, w in walked for node in w.imports)
     imports = tuple(
         sorted(
@@ -93,7 +98,7 @@ def scan_source(source: bytes, path: str) -> ModuleFacts:
     found: dict[str, Signature] = {}
     for statement, w in walked:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            signature: Signature | None = _function(statement, w, names)
+            signature: Signature | None = _function(statement, w, names) if _params(statement) else None
         elif isinstance(statement, ast.ClassDef):
             signature = _class(statement, names)
         else:
@@ -103,14 +108,20 @@ def scan_source(source: bytes, path: str) -> ModuleFacts:
     return ModuleFacts(found, imports)
 
 
+def _importing(statement: ast.stmt, lines: list[bytes]) -> bool:
+    """Does the statement's text hold an import (`import x` in a method: the module depends on x)?"""
+    end = statement.end_lineno or statement.lineno
+    return any(b"import" in line for line in lines[statement.lineno - 1 : end])
+
+
 class _Walked:
     """The calls, assignments and imports under one statement, from one walk."""
 
-    def __init__(self, statement: ast.AST) -> None:
+    def __init__(self, statement: ast.AST | None) -> None:
         self.calls: list[ast.Call] = []
         self.assigns: list[ast.Assign] = []
         self.imports: list[ast.Import | ast.ImportFrom] = []
-        for node in ast.walk(statement):
+        for node in ast.walk(statement) if statement is not None else ():
             if isinstance(node, ast.Call):
                 self.calls.append(node)
             elif isinstance(node, ast.Assign):
@@ -261,6 +272,12 @@ def _function(
     return _signature(positional, keyword_only, _handed(walked.calls, _param(wanted), names))
 
 
+def _params(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Does the function take a parameter besides its receiver?"""
+    positional, keyword_only = _param_names(function)
+    return bool(positional or keyword_only)
+
+
 def _param(wanted: set[str]) -> Callable[[ast.expr], str | None]:
     return lambda node: node.id if isinstance(node, ast.Name) and node.id in wanted else None
 
@@ -268,16 +285,18 @@ def _param(wanted: set[str]) -> Callable[[ast.expr], str | None]:
 def _class(cls: ast.ClassDef, names: Mapping[str, str]) -> Signature | None:
     if any(_callee(b, {}).endswith("Enum") for b in cls.bases):
         return Signature((), (), enum=True)
-    methods = {
-        s.name: (s, _Walked(s)) for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
-    }
+    functions = [s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    init = next((f for f in functions if f.name == "__init__"), None)
+    fields = [
+        s.target.id for s in cls.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+    ]
+    if (init is None and not fields) or (init is not None and not _params(init)):
+        return None  # nothing a caller hands it: its methods are not walked
+    methods = {f.name: (f, _Walked(f)) for f in functions}
     # attribute -> what it is handed to, in any method
     through = _handed((c for _, w in methods.values() for c in w.calls), _attribute, names)
     if "__init__" not in methods:  # a dataclass: its annotated fields, in order
-        fields = [
-            s.target.id for s in cls.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
-        ]
-        return _signature(fields, [], through) if fields else None
+        return _signature(fields, [], through)
     init, walked = methods["__init__"]
     positional, keyword_only = _param_names(init)
     wanted = {*positional, *keyword_only}
