@@ -19,7 +19,7 @@ from typing import Any
 
 from ms_fmk_transplt import __version__
 from ms_fmk_transplt.engine.project_devices import ModuleFacts
-from ms_fmk_transplt.records import FileResult, PackedFindings
+from ms_fmk_transplt.records import FileResult, Finding, PackedFindings
 
 CACHE_FILE = "results.sqlite3"
 FORMAT = "ms_fmk_transplt result cache 1"
@@ -78,7 +78,7 @@ class ResultCache:
         self.pending_bytes = 0
         # this run's findings that are a function of a key: the file's result from the cache or
         # stored under it (by path: the findings tuple and the key)
-        self.keyed: dict[str, tuple[Sequence, bytes]] = {}
+        self.keyed: dict[str, tuple[Sequence[Finding], bytes]] = {}
         self.db: sqlite3.Connection | None = None
         try:
             directory.mkdir(parents=True, exist_ok=True)
@@ -150,7 +150,7 @@ class ResultCache:
             return None
         return dataclasses.replace(result, findings=PackedFindings(packed, count))
 
-    def note(self, rel: str, findings: Sequence, key: bytes) -> None:
+    def note(self, rel: str, findings: Sequence[Finding], key: bytes) -> None:
         """`findings` are those of the result kept under `key` (a hit, or a result just stored)."""
         self.keyed[rel] = (findings, key)
 

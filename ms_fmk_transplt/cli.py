@@ -102,6 +102,13 @@ def _gate_options(command: Callable[..., None]) -> Callable[..., None]:
     return command
 
 
+def _target_option(help: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """`--target`, the same choices for every command that converts or explains."""
+    from ms_fmk_transplt.targets import DEFAULT_TARGET, TARGETS
+
+    return click.option("--target", type=click.Choice(list(TARGETS)), default=DEFAULT_TARGET, help=help)
+
+
 def _fail(message: str) -> NoReturn:
     err.print(labelled("error:", "bold red", message), soft_wrap=True)
     raise click.exceptions.Exit(EXIT_USAGE)
@@ -151,12 +158,9 @@ def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> No
     default=None,
     help=f"Ascend release data, by PyTorch version: {', '.join(data.releases())} (default {data.default_release()}).",
 )
-@click.option(
-    "--target",
-    type=click.Choice(["npu", "accelerator"]),
-    default="npu",
-    help="What the converted code runs on: npu (torch_npu, the default) or accelerator (device-agnostic"
-    " torch.accelerator code: CUDA, Ascend, any accelerator, else the CPU; PyTorch 2.7+).",
+@_target_option(
+    "What the converted code runs on: npu (torch_npu, the default) or accelerator (device-agnostic"
+    " torch.accelerator code: CUDA, Ascend, any accelerator, else the CPU; PyTorch 2.7+)."
 )
 @click.option("--force", is_flag=True, help="Replace an existing <name>_msft folder.")
 @click.option(
@@ -273,6 +277,10 @@ def app(
 )
 @click.option("-r", "--rule", type=PATH, multiple=True, help="User rule file (JSON); may repeat.")
 @click.option("-v", "--version", "release", default=None, help="Ascend release data, by PyTorch version.")
+@_target_option(
+    "The rules to analyse with: npu (the default: what the NPU port changes and what Ascend lacks) or"
+    " accelerator (what the device-agnostic port changes and reports; PyTorch 2.7+)."
+)
 @click.option("--exclude", multiple=True, help="Glob of files not to analyse; may repeat.")
 @_gate_options
 @click.option("--no-xlsx", "no_files", is_flag=True, help="Write no unsupported_op.xlsx / report.json.")
@@ -296,6 +304,7 @@ def _analyse(
     output: Path | None,
     rule: tuple[Path, ...],
     release: str | None,
+    target: str,
     exclude: tuple[str, ...],
     report_format: str | None,
     report: Path | None,
@@ -329,6 +338,7 @@ def _analyse(
         exclude=tuple(exclude or ()),
         runtime_report=runtime_report,
         advice=advice,
+        target=target,
     )
     folder = None if no_files else (output or Path.cwd())
     try:
@@ -418,6 +428,7 @@ def distributed(ctx: click.Context, main: Path | None, model: str | None) -> Non
         runtime_report=top.get("runtime_report"),
         suffix=stage.suffix,
         advice=bool(top.get("advice")),
+        target=top.get("target", "npu"),
     )
     try:
         with _progress(top["quiet"]) as progress:
@@ -487,12 +498,9 @@ def distributed(ctx: click.Context, main: Path | None, model: str | None) -> Non
     default=None,
     help="Simulated NPUs in the NPU runs (default: the runtime's, 8).",
 )
-@click.option(
-    "--target",
-    type=click.Choice(["npu", "accelerator"]),
-    default="npu",
-    help="Convert for the NPU (default) or for any accelerator; accelerator also runs the converted"
-    " script on the CPU, compared with the original too.",
+@_target_option(
+    "Convert for the NPU (default) or for any accelerator; accelerator also runs the converted"
+    " script on the CPU, compared with the original too."
 )
 @click.option("--work-dir", type=PATH, default=None, help="Keep the runs' output and records here.")
 @click.option("--report", type=PATH, default=None, help="Write the JSON report here (- for stdout).")
@@ -821,15 +829,24 @@ def _summary(run: RunResult, found: list[Issue], gate: _Gate) -> None:
 
 
 @app.command("explain", context_settings=CONTEXT)
-@click.argument("target")
+@click.argument("spec", metavar="FILE[:LINE]")
 @click.option("-r", "--rule", type=PATH, multiple=True, help="Also apply the rules of this file.")
-def explain(target: str, rule: tuple[Path, ...]) -> None:
+@click.option("-v", "--version", "release", default=None, help="Ascend release data, by PyTorch version.")
+@_target_option(
+    "The rules explained: npu (the default) or accelerator (the TA rules of the device-agnostic port)."
+)
+@click.pass_context
+def explain(ctx: click.Context, **params: Any) -> None:
     """Why did (or didn't) this change? Each string literal's role and evidence, each rewrite's rule."""
+    _explain(**_with_options_before_the_command(ctx))
+
+
+def _explain(spec: str, rule: tuple[Path, ...], release: str | None, target: str) -> None:
     from ms_fmk_transplt.explain import explain_target
     from ms_fmk_transplt.ruleset import RuleFileError
 
     try:
-        lines = explain_target(target, tuple(str(r) for r in rule or ()))
+        lines = explain_target(spec, tuple(str(r) for r in rule or ()), release, to=target)
     except (ValueError, RuleFileError) as exc:
         _fail(str(exc))
     sys.stdout.write("".join(line + "\n" for line in lines))

@@ -26,6 +26,7 @@ from ms_fmk_transplt.engine.positions import positions
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.engine.transformer import ModuleRewriter
 from ms_fmk_transplt.engine.walk import NodeIndex
+from ms_fmk_transplt.targets import DEFAULT_TARGET
 
 _STRINGS = (cst.SimpleString, cst.FormattedString)
 
@@ -106,10 +107,22 @@ def _where(line: int, cells: CodeCells | None) -> tuple[int, str]:
     return (line, "") if cells is None else cells.place(line)
 
 
-def explain_target(target: str, rule_files: tuple[str, ...] = (), release: str | None = None) -> list[str]:
-    """`FILE` or `FILE:LINE` explained with the built-in rules (and `rule_files`); ValueError names the problem."""
+def explain_target(
+    target: str, rule_files: tuple[str, ...] = (), release: str | None = None, to: str = DEFAULT_TARGET
+) -> list[str]:
+    """`FILE` or `FILE:LINE` explained with the built-in rules of `--target to` (and `rule_files`);
+    ValueError names the problem (a target `-v` cannot serve too)."""
+    from ms_fmk_transplt import data as shipped
     from ms_fmk_transplt.ruleset import compile_rules, load_rules
+    from ms_fmk_transplt.run import UsageError, check_target
 
+    release = release or shipped.default_release()
+    if release not in shipped.releases():
+        raise ValueError(f"unknown release {release!r}; shipped: {', '.join(shipped.releases())}")
+    try:
+        check_target(to, release)
+    except UsageError as exc:
+        raise ValueError(str(exc)) from None
     path, line = _file_and_line(target)
     try:
         data = path.read_bytes()
@@ -120,7 +133,7 @@ def explain_target(target: str, rule_files: tuple[str, ...] = (), release: str |
         raise ValueError(
             f"{target}: line {line} is out of range ({path} has {count} line{'s' * (count != 1)})"
         )
-    tables = compile_rules(load_rules(rule_files), release=release or "")
+    tables = compile_rules(load_rules(rule_files, target=to), release=release, target=to)
     return explain(str(path), data, _in_project(path, tables), line)
 
 

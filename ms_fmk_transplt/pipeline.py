@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ms_fmk_transplt import interrupts
 from ms_fmk_transplt.cache import ResultCache, file_key
 from ms_fmk_transplt.discover import Entry, EntryKind
-from ms_fmk_transplt.records import FileResult, PackedFindings, Status
+from ms_fmk_transplt.records import FileResult, Finding, PackedFindings, Status
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -372,7 +372,9 @@ def _joined(worker: BaseProcess, timeout: float) -> bool:
 TEXT_SCAN_MAX_BYTES = 1 << 20
 
 
-def _scan(entry: Entry, source: TableSource, cache: ResultCache | None) -> tuple | PackedFindings:
+def _scan(
+    entry: Entry, source: TableSource, cache: ResultCache | None
+) -> tuple[Finding, ...] | PackedFindings:
     """The text-scan findings of a copied file; only files a text-scan glob names are read."""
     if not any(fnmatch(entry.path.name, glob) for glob in source.text_globs):
         return ()  # most copied files (images, data) are never read
@@ -393,7 +395,7 @@ def _scan(entry: Entry, source: TableSource, cache: ResultCache | None) -> tuple
     return findings
 
 
-def _scan_text(rel: str, data: bytes, source: TableSource) -> tuple:
+def _scan_text(rel: str, data: bytes, source: TableSource) -> tuple[Finding, ...]:
     from ms_fmk_transplt.engine.convert import scan_text
 
     return scan_text(rel, data, source.get())

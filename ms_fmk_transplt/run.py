@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ms_fmk_transplt import data, reports
 from ms_fmk_transplt.cache import ResultCache, default_cache_dir, rule_set_key
@@ -34,10 +34,11 @@ from ms_fmk_transplt.discover import (
     project_layout,
 )
 from ms_fmk_transplt.pipeline import Progress, Staging, StreamWriter, TableSource, map_files, write_tree
-from ms_fmk_transplt.records import AdviceFact, FileResult, RunResult, Status
+from ms_fmk_transplt.records import AdviceFact, FileResult, Finding, RunResult, Status
 from ms_fmk_transplt.reports.pieces import Piece
 
 if TYPE_CHECKING:
+    from ms_fmk_transplt.engine.rule import Rule
     from ms_fmk_transplt.engine.tables import Tables
 
 REPORTS: dict[str, Callable[[RunResult], bytes | bytearray]] = {
@@ -62,7 +63,7 @@ KEPT_PARTS: dict[
 }
 
 
-def _results_digest(run: RunResult, keyed: dict[str, tuple[Sequence, bytes]] | None = None) -> bytes:
+def _results_digest(run: RunResult, keyed: dict[str, tuple[Sequence[Finding], bytes]] | None = None) -> bytes:
     """What a kept report depends on: the results without converted bytes, timings or warnings.
 
     With `keyed` (ResultCache.keyed), a file's findings that are still the ones kept under a
@@ -164,7 +165,7 @@ class Options:
     advice: bool = False  # performance advice (ms_fmk_transplt/advice/) beside the conversion
 
 
-def _runtime(options: Options) -> dict:
+def _runtime(options: Options) -> dict[str, Any]:
     """The RunResult fields of a runtime report, read before any work (a bad one is a UsageError)."""
     if options.runtime_report is None:
         return {}
@@ -222,14 +223,16 @@ def _check_paths(options: Options) -> Path:
     return final
 
 
-def _prepare(options: Options, warnings: list[str]) -> tuple[str, list, TableSource, ResultCache | None]:
+def _prepare(
+    options: Options, warnings: list[str]
+) -> tuple[str, list[Rule], TableSource, ResultCache | None]:
     """The release, the validated rules, their tables and the result cache; UsageError for anything
     wrong. With the cache, a rule set seen before is neither validated nor compiled again, and its
     tables are unpickled only when a file needs them (a fully cached run needs none)."""
     release = options.release or data.default_release()
     if release not in data.releases():
         raise UsageError(f"unknown release {release!r}; shipped: {', '.join(data.releases())}")
-    _check_target(options.target, release)
+    check_target(options.target, release)
     cache = None
     if options.use_cache:
         try:
@@ -290,8 +293,9 @@ def _prepare(options: Options, warnings: list[str]) -> tuple[str, list, TableSou
     return release, rules, TableSource.of(tables), cache
 
 
-def _check_target(target: str, release: str) -> None:
-    """A --target the release can serve; UsageError in one line otherwise."""
+def check_target(target: str, release: str) -> None:
+    """A --target the release can serve; UsageError in one line otherwise (convert, analyse,
+    distributed, verify and explain refuse alike)."""
     from ms_fmk_transplt.targets import TARGET_MIN_TORCH, TARGETS
 
     if target not in TARGETS:
@@ -358,7 +362,7 @@ def distinct_files(paths: Sequence[Path]) -> tuple[str, ...]:
     return tuple(first.values())
 
 
-def _rule_table(rules: list) -> tuple[tuple[str, str, str], ...]:
+def _rule_table(rules: list[Rule]) -> tuple[tuple[str, str, str], ...]:
     return tuple((r.id, r.kind, r.summary) for r in rules)
 
 

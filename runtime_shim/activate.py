@@ -62,11 +62,13 @@ def activate() -> bool:
 
         check_torch_version()
         from runtime_shim import npu, patches
+        from runtime_shim.autocast import policy as autocast_policy
         from runtime_shim.backend import attention, registration
         from runtime_shim.diagnostics import findings, opcheck
         from runtime_shim.runtime import ipc
 
         registration.install(npu)
+        autocast_policy.install()
         for submodule in TORCH_NPU_SUBMODULES:
             sys.modules.setdefault(f"torch.npu.{submodule}", getattr(npu, submodule))
         opcheck.configure_from_env()
@@ -90,7 +92,7 @@ def _register_extras() -> None:
     except ImportError:  # pragma: no cover - depends on the torch build
         return
     if dist.is_available():
-        from runtime_shim.runtime import distributed
+        from runtime_shim.backend import distributed
 
         distributed.register()
 

@@ -128,6 +128,8 @@ FOUND = {
     "anomaly": ("AF304", "torch.autograd.set_detect_anomaly(True)\n", 1),
     "anomaly_context": ("AF304", "with torch.autograd.detect_anomaly():\n    loss.backward()\n", 1),
     "float64": ("AF305", "x = torch.zeros(3, dtype=torch.float64)\n", 1),
+    "float64_on_the_device": ("AF305", "acc = torch.zeros(3, device=device).to(torch.float64)\n", 1),
+    "double_on_the_device": ("AF305", "y = x.to(device).double() * w\n", 1),
     "item_per_step": (
         "AF306",
         """
@@ -150,6 +152,22 @@ FOUND = {
         4,
     ),
 }
+
+FOUND.update(
+    {
+        "compile_mode_online": (
+            "AF308",
+            "import torch_npu\ntorch_npu.npu.set_compile_mode(jit_compile=True)\n",
+            2,
+        ),
+        "task_queue_off": ("AF309", "import os\nos.environ['TASK_QUEUE_ENABLE'] = '0'\n", 2),
+        "task_queue_off_by_default": (
+            "AF309",
+            "import os\nos.environ.setdefault('TASK_QUEUE_ENABLE', '0')\n",
+            2,
+        ),
+    }
+)
 
 # must-not-advise twins: the same shapes where the condition does not hold
 TWINS = {
@@ -202,6 +220,29 @@ TWINS = {
         "torch.autograd.set_detect_anomaly(False)\ntorch.autograd.set_detect_anomaly(args.debug)\n"
     ),
     "numpy_float64": "import numpy as np\nx = np.zeros(3, dtype=np.float64)\n",
+    "compile_mode_set": """
+        import torch_npu
+        torch_npu.npu.set_compile_mode(jit_compile=False)
+        for x, y in loader:
+            model(x, y).backward()
+        """,
+    "compile_mode_unset": """
+        import torch_npu
+        for x, y in loader:
+            model(x, y).backward()
+        """,
+    "cuda_code_training": """
+        for x, y in loader:
+            model(x, y).backward()
+        """,
+    "task_queue_on": "import os\nos.environ['TASK_QUEUE_ENABLE'] = '1'\nos.environ['OTHER'] = '0'\n",
+    "float64_metrics_on_the_host": (
+        "total = loss.detach().cpu().double()\n"
+        "preds = logits.double().cpu().numpy()\n"
+        "hist = out.cpu().to(torch.float64)\n"
+        "acc = torch.zeros(3, dtype=torch.float64, device='cpu')\n"
+        "vals = y.double().tolist()\n"
+    ),
     "float64_in_a_hint": "def f(x: torch.float64) -> None:\n    pass\n",
     "item_outside_the_loop": """
         for x, y in loader:

@@ -38,6 +38,7 @@ PROTOCOLS = (
     hooks.ResultHook,
     hooks.TextHook,
     hooks.ValueHook,
+    hooks.PatternHook,
 )
 
 

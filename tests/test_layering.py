@@ -129,6 +129,52 @@ def _library_calls(tree: ast.AST) -> list[int]:
     ]
 
 
+# runtime_shim's layers, lowest first (as OpenReg: the backend on the runtime, the Python API on
+# both, then what patches torch and watches it, installed by activate(); entry points on top).
+# A module imports from its own layer or below, at module level or inside a function alike.
+RUNTIME_LAYERS = (
+    ("runtime", "not_simulated", "torch_version"),
+    ("backend",),
+    ("autocast",),
+    ("npu",),
+    ("patches", "diagnostics"),
+    ("activate",),
+    ("torch_npu_stub", "apex_stub", "__init__", "__main__", "_boot"),
+)
+
+
+def _runtime_layer(module: str) -> int:
+    """The layer of a runtime_shim module (``runtime_shim.backend.rnn`` -> the backend's)."""
+    part = [*module.split("."), "__init__"][1]
+    (layer,) = [i for i, parts in enumerate(RUNTIME_LAYERS) if part in parts]
+    return layer
+
+
+def test_runtime_layers_point_down() -> None:
+    upward = []
+    for path in _runtime_modules():
+        module = ".".join(path.relative_to(RUNTIME.parent).with_suffix("").parts)
+        package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+        for line, name in _imports(path, package.removesuffix(".__init__")):
+            if name.startswith("runtime_shim.") and _runtime_layer(name) > _runtime_layer(module):
+                upward.append(f"{path.relative_to(RUNTIME.parent)}:{line} imports {name}")
+    assert upward == []
+
+
+def test_every_runtime_part_has_a_layer() -> None:
+    parts = {
+        p.stem if p.is_file() else p.name
+        for p in RUNTIME.iterdir()
+        if p.suffix == ".py" or (p / "__init__.py").exists()
+    }
+    parts |= {p.name for p in RUNTIME.iterdir() if p.is_dir() and any(p.glob("*.py"))}
+    assert parts == {part for layer in RUNTIME_LAYERS for part in layer}
+    assert _runtime_layer("runtime_shim.runtime.distributed") < _runtime_layer(
+        "runtime_shim.backend.libraries"
+    )
+    assert _runtime_layer("runtime_shim") == _runtime_layer("runtime_shim.torch_npu_stub.contrib")
+
+
 def test_one_module_makes_every_dispatcher_library() -> None:
     made = [
         f"{path.relative_to(RUNTIME.parent)}:{line}"
@@ -138,6 +184,29 @@ def test_one_module_makes_every_dispatcher_library() -> None:
     assert [site.rsplit(":", 1)[0] for site in made] == ["runtime_shim/backend/libraries.py"], made
     text = "".join(path.read_text(encoding="utf-8") for path in _runtime_modules())
     assert text.count("torch.library.Library(") == 1
+
+
+def test_the_library_table_names_each_purpose_it_holds() -> None:
+    """libraries.py's docstring lists exactly the purposes the runtime makes libraries for."""
+    import re
+
+    from runtime_shim.backend import libraries
+
+    made = set()
+    for path in _runtime_modules():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "make"
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "libraries"
+            ):
+                (purpose, *_) = node.args
+                assert isinstance(purpose, ast.Constant), f"{path}: a purpose that is not a literal"
+                made.add(purpose.value)
+    listed = set(re.findall(r"^\* ``(\w+)``(?: and ``(\w+)``)?:", libraries.__doc__ or "", re.M))
+    assert made == {name for pair in listed for name in pair if name}
 
 
 def _root(node: ast.AST) -> str | None:

@@ -52,7 +52,7 @@ def test_guide_example_loads(tmp_path: Path) -> None:
             {"rules": {"RenameRule": []}},
             'FILE: /rules: unknown rule kind "RenameRule" (did you mean MethodRenameRule?); valid kinds: '
             "ApiSupportRule, ArgValueRule, "
-            "ArgsModifyRule, AttributeRenameRule, AttributeTemplateRule, CallTemplateRule, CudaSourceRule, EnvVarRule, FuncNameModifyRule, FusedCallRule, ImportInsertRule, KeywordDefaultRule, "
+            "ArgsModifyRule, AttributeRenameRule, AttributeTemplateRule, CallTemplateRule, CudaSourceRule, EnvVarRule, FuncNameModifyRule, FusedCallRule, FusedPatternRule, ImportInsertRule, KeywordDefaultRule, "
             "KeywordRenameRule, MapLocationRule, "
             "MethodRenameRule, ModuleMemberRule, ModuleNameModifyRule, PatchTargetRule, ResultUseRule, StringLiteralRule, TextScanRule, UnsupportedApiRule",
         ),

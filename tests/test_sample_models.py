@@ -1,4 +1,6 @@
-"""Every sample model runs on CPU, prints >= 3 finite `step=` lines, and is deterministic per seed."""
+"""Every sample model runs on CPU, prints >= 3 finite `step=` lines, and is deterministic per seed;
+its `--target accelerator` copy trains exactly as it does on the CPU (the same runs of the original
+serve both checks)."""
 
 import math
 import os
@@ -38,10 +40,10 @@ def _env():
     return env
 
 
-def _run(name, rel, extra, out_dir):
+def _run(script, extra, out_dir):
     cmd = [
         sys.executable,
-        str(SAMPLES / rel),
+        str(script),
         "--steps",
         str(STEPS),
         "--seed",
@@ -57,18 +59,34 @@ def _run(name, rel, extra, out_dir):
         return -1, exc.stdout or "", f"timed out after {TIMEOUT_S}s"
 
 
+PORTABLE = "portable"  # the run of the sample's --target accelerator copy
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """Run every script twice (same seed), as many at a time as there are cores; slowest first."""
+    """Run every script twice (same seed) and its --target accelerator copy once, as many at a
+    time as there are cores; slowest first."""
+    from ms_fmk_transplt.run import Options, convert_project
+
+    conversion = tmp_path_factory.mktemp("accelerator")
+    portable = Path(
+        convert_project(
+            Options(source=SAMPLES, output=conversion, target="accelerator", use_cache=False)
+        ).output_root
+    )
     jobs = [
-        (name, i, rel, extra, tmp_path_factory.mktemp(f"{name}_{i}"))
+        (name, i, SAMPLES / rel, extra, tmp_path_factory.mktemp(f"{name}_{i}"))
         for name, rel, extra in SCRIPTS
-        for i in range(2)
+        for i in (0, 1, PORTABLE)
+    ]
+    jobs = [
+        (name, i, portable / script.relative_to(SAMPLES) if i == PORTABLE else script, extra, out)
+        for name, i, script, extra, out in jobs
     ]
     jobs.sort(key=lambda j: j[0] != "ddp_trainer")
     # most of each run is `import torch` (single-threaded), so one job per core is the sweet spot
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        futures = {(name, i): pool.submit(_run, name, rel, extra, out) for name, i, rel, extra, out in jobs}
+        futures = {(name, i): pool.submit(_run, script, extra, out) for name, i, script, extra, out in jobs}
         return {key: fut.result() for key, fut in futures.items()}
 
 
@@ -95,6 +113,14 @@ def test_same_seed_same_losses(runs, name):
     assert rc0 == 0 and rc1 == 0, err1[-4000:]
     assert _step_lines(out0) == _step_lines(out1)
     assert len(_step_lines(out0)) >= 3
+
+
+@pytest.mark.parametrize("name", [s[0] for s in SCRIPTS])
+def test_the_portable_copy_trains_as_the_original_on_the_cpu(runs, name):
+    """`--target accelerator` on a machine without an accelerator: the same losses, step by step."""
+    (rc0, out0, _), (rc, out, err) = runs[(name, 0)], runs[(name, PORTABLE)]
+    assert rc0 == 0 and rc == 0, f"{name}: {err[-3000:]}"
+    assert _step_lines(out) == _step_lines(out0) and len(_step_lines(out)) == STEPS
 
 
 def test_every_sample_is_listed_in_readme():

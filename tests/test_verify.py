@@ -11,12 +11,15 @@ import pytest
 from ms_fmk_transplt.verify import launch
 from ms_fmk_transplt.verify.launch import CommandError, RunOutput, parse_command
 from ms_fmk_transplt.verify.records import (
+    AFFINITY,
+    EXACT,
     RankRecord,
     RecordError,
     compare_step,
     first_difference,
     read_records,
     same_value,
+    tolerance_for,
 )
 from ms_fmk_transplt.verify.report import json_document, size_text, text_lines
 from ms_fmk_transplt.verify.session import Outcome
@@ -576,3 +579,42 @@ def test_a_worker_lost_in_verifys_conversion_is_a_failed_conversion_exit_2(tmp_p
     assert [line for line in done.stderr.splitlines() if line.startswith("error:")] == [
         "error: conversion failed: a worker process ended abruptly (killed, or out of memory?): the run was stopped"
     ]
+
+
+def test_tolerance_exact_by_default_relative_with_affinity_and_used_by_the_comparison(tmp_path):
+    """A loss 1e-7 apart (relative) is a difference when exact and alike under --opt-in affinity's
+    tolerance; one 1e-3 apart is a difference under both; the report states the tolerance used."""
+    assert tolerance_for(()) is EXACT and tolerance_for(("fused-optimizers",)) is EXACT
+    assert tolerance_for(("affinity",)) is AFFINITY and AFFINITY.relative == 1e-5
+    other = [["fc.weight", [2, 3], "float32", "cc"], ["fc.bias", [2], "float32", "dd"]]
+    cpu = _side(tmp_path, "c", [_step(1), _step(2, loss=0.5)])
+    near = _side(tmp_path, "n", [_step(1, params=other), _step(2, loss=0.5 * (1 + 1e-7), params=other)])
+    far = _side(tmp_path, "f", [_step(1), _step(2, loss=0.5 * (1 + 1e-3))])
+    assert judge(cpu, near).status is Status.DIFFERENT
+    alike = judge(cpu, near, tolerance=AFFINITY)
+    assert alike.status is Status.IDENTICAL and alike.tolerance is AFFINITY
+    assert alike.message == "alike: 2 step(s), losses within a relative 1e-05 of the original's"
+    assert judge(cpu, far, tolerance=AFFINITY).status is Status.DIFFERENT
+    same = judge(cpu, cpu, tolerance=AFFINITY)
+    assert (
+        same.message
+        == "identical: 2 step(s), losses and every parameter bit for bit (a relative 1e-05 allowed)"
+    )
+    outcome = Outcome(
+        alike, Path("t.py"), Path("out/t.py"), _output(tmp_path, "cpu"), _output(tmp_path, "npu"),
+        cpu.records, near.records, [], (), None,
+    )  # fmt: skip
+    text = "\n".join(text_lines(outcome))
+    assert (
+        "  tolerance: losses within a relative 1e-05 (--opt-in affinity: fused operators round in another order)"
+        in text
+    )
+    document = json.loads(json_document(outcome))
+    assert document["tolerance"] == {"kind": "relative", "relative": 1e-05, "why": AFFINITY.why}
+    exact = judge(cpu, cpu)
+    outcome = Outcome(
+        exact, Path("t.py"), Path("out/t.py"), _output(tmp_path, "cpu"), _output(tmp_path, "npu"),
+        cpu.records, cpu.records, [], (), None,
+    )  # fmt: skip
+    assert "  tolerance: exact: losses and every parameter bit for bit" in text_lines(outcome)
+    assert json.loads(json_document(outcome))["tolerance"]["kind"] == "exact"

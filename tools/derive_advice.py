@@ -12,6 +12,9 @@ support data, per release, and recorded with where they came from:
 - a fused optimizer only where the CUDA -> NPU mapping table pairs the PyTorch optimizer with it
   (``doc:fused_optimizer`` rows, from torch_npu's optimizer docs; that table is not per release);
 - float64 advice only for a release whose native API list gives dtypes for torch.matmul without fp64;
+- compile-mode advice only for a release whose `torch.npu` `__all__` list (``torch_npu_module/``,
+  the nearest release's where a release has none) names ``set_compile_mode``;
+- the task-queue setting from the porting guide's environment-variable section;
 - the data loader, DDP and anomaly-detection settings from msFmkTransplt's own performance advice
   file, the upstream `repository@commit:path` the mapping table names for it.
 Nothing upstream is copied but names and values.
@@ -200,6 +203,26 @@ ADVICE = [
         "gain": "no device-to-host copy and synchronisation per step",
         "fact": {"guide": "Copy Bottleneck Optimization"},
     },
+    {
+        "id": "AF308",
+        "pattern": "compile_mode",
+        "found": "set_compile_mode(jit_compile=True): operators compiled online",
+        "replacement": "torch_npu.npu.set_compile_mode",
+        "condition": "called with jit_compile=False, the NPU's precompiled binary operators installed"
+        " (Atlas A2 and later); an operator with no binary is still compiled",
+        "gain": "no operator compiled online at the first use of each new shape",
+        "fact": {"npu_module": "set_compile_mode"},
+    },
+    {
+        "id": "AF309",
+        "pattern": "task_queue",
+        "found": "TASK_QUEUE_ENABLE set to 0 in the script",
+        "replacement": "TASK_QUEUE_ENABLE=1, the porting guide's setting for training",
+        "condition": "a training run; 0 is for locating an operator error, whose message the queue"
+        " otherwise reports late",
+        "gain": "operators handed to the device by a second thread while Python runs ahead",
+        "fact": {"guide": "Common Environment Variables"},
+    },
 ]
 
 
@@ -248,6 +271,17 @@ def _evidence(
         if row is None or not row["dtypes"] or "fp64" in row["dtypes"].split():
             return None
         return f"ascend-data/api_support/{release.native}: {api} dtypes {row['dtypes']} (no fp64)"
+    if "npu_module" in fact:
+        where = f"ascend-data/torch_npu_module/{release.module.file}"
+        names = set((source / "torch_npu_module" / release.module.file).read_text(encoding="utf-8").split())
+        if fact["npu_module"] not in names:
+            return None
+        borrowed = (
+            f" (the nearest release's list, {release.module.torch})"
+            if release.module.torch != release.torch
+            else ""
+        )
+        return f"{where} lists torch.npu.{fact['npu_module']}{borrowed}"
     if "msfmktransplt" in fact:
         return f"{_msfmktransplt_source(mapping)} ({fact['msfmktransplt']})"
     return _guide_section(fact["guide"])

@@ -15,9 +15,9 @@ PY
 VENV=.venv-libcst-floor
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
-"$VENV/bin/python" -m pip install -q "libcst==$floor" -e . "pytest>=8" "hypothesis>=6" "openpyxl>=3.1"
+"$VENV/bin/python" -m pip install -q "libcst==$floor" -e . "pytest>=8" "pytest-xdist>=3.6" "hypothesis>=6" "openpyxl>=3.1"
 echo "converter tests on libcst $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("libcst"))')"
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider \
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider -n auto --dist loadgroup \
     tests/test_fixtures.py tests/test_engine.py tests/test_positions.py tests/test_cli.py \
     tests/test_imports.py tests/test_walk.py tests/test_bindings.py tests/test_normalise.py \
     tests/test_context.py tests/test_explain.py tests/test_kind_hooks.py tests/test_rule_files.py \

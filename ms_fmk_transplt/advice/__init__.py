@@ -5,7 +5,7 @@ advice, the pattern, the replacement, when it applies, what it gains, and per re
 in the Ascend data that backs it; a release whose data does not back a replacement gets no
 advice naming it. The patterns are found by structure (kernels.py: the operators torch_npu
 fuses; training.py: optimizers, loader and DDP settings, anomaly detection, float64, host
-synchronisation per step). The engine asks `Advisor.advise` for each file (engine/tables.py);
+synchronisation per step; settings.py: the compile mode, the task queue). The engine asks `Advisor.advise` for each file (engine/tables.py);
 the findings are ADVICE, never issues: they fail no gate.
 """
 
@@ -17,10 +17,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import Any
 
 import libcst as cst
 
-from ms_fmk_transplt.advice import kernels, training
+from ms_fmk_transplt.advice import kernels, settings, training
 from ms_fmk_transplt.advice.walk import walk
 from ms_fmk_transplt.engine.parsing import parse_module
 from ms_fmk_transplt.engine.positions import positions
@@ -28,12 +29,12 @@ from ms_fmk_transplt.records import AdviceFact, Finding, Operation
 
 __all__ = ["Advisor", "advisor", "catalogue"]
 
-DETECTORS = (*kernels.DETECTORS, *training.DETECTORS)
+DETECTORS = (*kernels.DETECTORS, *training.DETECTORS, *settings.DETECTORS)
 # What a file must spell for some detector to find something in it: one libcst parse of every
 # file is most of --advice's cost (the conversion reads most files with CPython's ast alone).
 _PLAIN = re.compile(
     rb"sqrt|silu|scaled_dot_product_attention|optim|DataLoader|DistributedDataParallel|anomaly|float64"
-    rb"|double|(?:cat|stack|concat)\(\s*[(\[]\s*-"
+    rb"|double|(?:cat|stack|concat)\(\s*[(\[]\s*-|set_compile_mode|TASK_QUEUE_ENABLE"
 )
 _SOFTMAX, _TRANSPOSED = re.compile(rb"softmax"), re.compile(rb"transpose|\.mT\b|\.T\b")
 _SYNC, _STEP = re.compile(rb"\.(?:item|cpu)\(\)"), re.compile(rb"\.(?:backward|step)\(")
@@ -49,7 +50,7 @@ def worth_parsing(data: bytes) -> bool:
 
 
 @cache
-def catalogue() -> dict:
+def catalogue() -> dict[str, Any]:
     """data/advice.json: every piece of advice and, per release, the fact backing it."""
     text = resources.files("ms_fmk_transplt.data").joinpath("advice.json").read_text(encoding="utf-8")
     return json.loads(text)

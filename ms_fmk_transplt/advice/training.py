@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ms_fmk_transplt.advice.walk import Walked, argument, has_star_kwargs, method_name
+from ms_fmk_transplt.engine.support import on_host
 
 Hit = tuple[str, cst.CSTNode, str]
 
@@ -80,15 +81,47 @@ def anomaly(walked: Walked) -> Iterator[Hit]:
 
 
 def float64(walked: Walked) -> Iterator[Hit]:
-    """`torch.float64` / `torch.double` named outside type hints, and `x.double()`."""
+    """`torch.float64` / `torch.double` named outside type hints, and `x.double()`; not where the
+    float64 work is evidently the host's (`x.cpu().double()`, `x.double().cpu()`, `.numpy()`,
+    `device="cpu"`): metrics kept in float64 on the CPU cost the NPU nothing."""
+    host = _host_side(walked)
     for site in walked.attributes:
-        if walked.qualified(site.node) in _FLOAT64:
+        if walked.qualified(site.node) in _FLOAT64 and id(site.node) not in host:
             yield "float64", site.node, "torch.float64"
     for site in walked.calls:
         call = site.node
         assert isinstance(call, cst.Call)
-        if method_name(call) == "double" and not call.args and walked.qualified(call.func) is None:
+        double = method_name(call) == "double" and not call.args and walked.qualified(call.func) is None
+        if double and id(call) not in host:
             yield "float64", call, "torch.Tensor.double"
+
+
+_TO_HOST = frozenset({"cpu", "numpy", "tolist", "item"})
+_CASTS = frozenset({"double", "to", "type"})
+
+
+def _host_side(walked: Walked) -> set[int]:
+    """Ids of the casts (and the dtypes named in them) whose float64 values live on the host: cast
+    on a tensor already moved there, moved there straight after, or made with `device="cpu"`."""
+    found: set[int] = set()
+    for site in walked.calls:
+        call = site.node
+        assert isinstance(call, cst.Call)
+        func = call.func
+        casts: list[cst.Call] = []
+        name = method_name(call)
+        inner = func.value if isinstance(func, cst.Attribute) else None
+        if name in _TO_HOST and isinstance(inner, cst.Call) and method_name(inner) in _CASTS:
+            casts.append(inner)  # x.double().cpu(): one cast, then the host's work
+        if name in _CASTS and isinstance(func, cst.Attribute) and on_host(func.value):
+            casts.append(call)  # x.cpu().double()
+        device = argument(call, -1, "device")
+        if isinstance(device, cst.SimpleString) and device.evaluated_value == "cpu":
+            casts.append(call)  # torch.zeros(n, dtype=torch.float64, device="cpu")
+        for cast in casts:
+            found.add(id(cast))
+            found.update(id(arg.value) for arg in cast.args)
+    return found
 
 
 def host_sync(walked: Walked) -> Iterator[Hit]:

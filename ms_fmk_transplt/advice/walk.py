@@ -53,6 +53,8 @@ class Walked:
     assigned: dict[int, dict[str, list[cst.BaseExpression]]] = field(default_factory=dict)
     # loops whose own body (not a nested function's) calls .backward() or .step(): training loops
     training_loops: set[int] = field(default_factory=set)
+    # `a[key] = value` assignments (`os.environ["NAME"] = "0"`)
+    item_assigns: list[Site] = field(default_factory=list)
 
     def qualified(self, node: cst.CSTNode) -> str | None:
         """`torch.nn.functional.silu` for `F.silu` after `import torch.nn.functional as F`; None
@@ -100,6 +102,8 @@ def _collect(walked: Walked, module: cst.Module) -> None:
             if isinstance(node, cst.Assign):
                 for target in node.targets:
                     _bind(table, target.target, node.value)
+                if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Subscript):
+                    walked.item_assigns.append(Site(node, blocks))
             elif node.value is not None:
                 _bind(table, node.target, node.value)
         inner = (*blocks, cast(Block, node)) if kind in _BLOCK_CLASSES else blocks

@@ -29,8 +29,3 @@ exec torchrun --nnodes "$NNODES" --node-rank "$NODE_RANK" --nproc-per-node "$NPU
 def launcher(main: str) -> bytes:
     """run_distributed_npu.sh for the main script `main` (relative to the project root)."""
     return SCRIPT.format(main=main, main_quoted=shlex.quote(main)).encode()
-
-
-def torchrun_command(main: str, nproc: int = 8) -> str:
-    """The one-line torchrun command, for the log and the summary."""
-    return f"torchrun --nproc-per-node {nproc} {shlex.quote(main)}"

@@ -54,7 +54,7 @@ class LoaderArgs:
                 guarded = snippets.expression(f"{sampler} is None and {code(snippets.atom(arg.value))}")
                 arg = arg.with_changes(value=guarded)
             elif arg.star == "**" and "shuffle" not in self.given:
-                mapping = code(self.star)  # type: ignore[arg-type]
+                mapping = code(self.star)  # type: ignore[arg-type]  # a ** argument is what set self.star
                 merged = f'{{**{mapping}, "shuffle": False}} if {sampler} is not None else {mapping}'
                 arg = arg.with_changes(value=snippets.expression(f"({merged})"))
             args.append(arg)

@@ -10,6 +10,7 @@ that the script is distributed already.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
@@ -124,7 +125,7 @@ def survey(wrapper: MetadataWrapper, policy: Policy) -> Survey:
     found.setup_anchor = _setup_anchor(module)
     for statement in module.body:
         if _is_main_guard(statement):
-            found.main_guard = statement  # type: ignore[assignment]
+            found.main_guard = statement
     return found
 
 
@@ -165,7 +166,7 @@ def function_of(path: Path) -> cst.FunctionDef | None:
     return next((s for s in reversed(path) if isinstance(s, cst.FunctionDef)), None)
 
 
-def _is_main_guard(statement: cst.CSTNode) -> bool:
+def _is_main_guard(statement: cst.CSTNode) -> TypeGuard[cst.If]:
     if not isinstance(statement, cst.If) or not isinstance(statement.test, cst.Comparison):
         return False
     left = statement.test.left

@@ -23,9 +23,9 @@ def model_candidates(found: Survey) -> list[str]:
     assigned = found.assigned
     built = [n for n in assigned if found.assigned_call.get(n, "").split(".")[-1] in found.module_classes]
     asked = [
-        a.value.value  # type: ignore[attr-defined]
+        a.value.value  # type: ignore[attr-defined]  # the survey keeps attributes of a Name only
         for a in found.attributes
-        if a.attr.value in _MODEL_METHODS and a.value.value in assigned  # type: ignore[attr-defined]
+        if a.attr.value in _MODEL_METHODS and a.value.value in assigned  # type: ignore[attr-defined]  # as above
     ]
     return list(dict.fromkeys([*(m for m in found.optimizer_models if m in assigned), *built, *asked]))
 

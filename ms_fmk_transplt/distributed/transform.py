@@ -113,7 +113,7 @@ class _Planner:
                 self.report("DS109", CHECK, loader.statement, sampler=sampler)
                 continue
             loop = loops[0]
-            epoch = loop.target.value  # type: ignore[attr-defined]
+            epoch = loop.target.value  # type: ignore[attr-defined]  # an epoch loop's target is a Name (survey.py)
             self.plan_.loop_prefix.setdefault(id(loop), []).extend(
                 snippets.statements(snippets.SET_EPOCH, sampler=sampler, epoch=epoch)
             )
@@ -311,7 +311,7 @@ def _children(statement: cst.BaseStatement) -> list[cst.BaseStatement]:
         if isinstance(body, cst.IndentedBlock):
             out.extend(body.body)
         elif isinstance(body, cst.BaseSuite) and not isinstance(body, cst.SimpleStatementSuite):
-            out.extend(body.body)  # type: ignore[arg-type]
+            out.extend(body.body)  # type: ignore[arg-type]  # BaseSuite.body is typed for one-line suites too
         if isinstance(suite_owner, cst.If) and suite_owner is not statement:
             out.extend(_children(suite_owner))
     for handler in getattr(statement, "handlers", ()):

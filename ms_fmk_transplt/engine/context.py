@@ -131,7 +131,7 @@ class DeviceSpec:
     cuda_only_apis: set[str] = field(default_factory=set)  # torch.backends.cudnn, triton
     cuda_only_strings: list[re.Pattern[str]] = field(default_factory=list)  # "aten::cudnn_.*", "*.cu"
 
-    def add(self, params: dict) -> None:
+    def add(self, params: dict[str, Any]) -> None:
         """Merge one rule's `device_context`."""
         if params.get("calls_from") == "torch":
             apis = data.torch_device_apis()

@@ -14,6 +14,7 @@ into plain tables (`engine/tables.py`) instead; their module docstrings say wher
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -50,6 +51,11 @@ class Site(Protocol):
 
     def qualify(self, node: cst.CSTNode) -> str | None:
         """The qualified name an original Name/Attribute chain refers to, if the imports tell."""
+        ...
+
+    @property
+    def half_precision(self) -> bool:
+        """The file names float16/bfloat16, autocast or `.half()` (a heuristic: not which tensors)."""
         ...
 
     def report(
@@ -107,6 +113,27 @@ class CallHook(Protocol):
         """The call rewritten (or `updated` as it is); `name` is the qualified name, if resolved.
         Another expression than a call ends the hooks of the call."""
         ...
+
+
+class PatternHook(Protocol):
+    """A rewrite of a computation written over several statements or functions (a hand-written
+    RMSNorm), planned once per module on the original tree; the transformer replaces each planned
+    node as it leaves it (engine/fused_patterns.py)."""
+
+    def plan(self, site: Site, module: cst.Module) -> list[Planned]:
+        """The nodes of `module` to replace, each with how to build its replacement."""
+        ...
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One planned replacement: `build` makes it from the node as the transformer left it; the
+    finding is reported on `node` (an original node) with `fields` when it is applied."""
+
+    node: cst.CSTNode
+    build: Callable[[cst.CSTNode], cst.CSTNode]
+    rule: Rule
+    fields: dict[str, Any]
 
 
 class MethodHook(Protocol):

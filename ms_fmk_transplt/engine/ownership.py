@@ -34,7 +34,9 @@ class NameOwnership:
         self.own_methods = own_methods(nodes) if tables.method_hooks or tables.method_call_hooks else {}
         # `self.is_cuda = ...`: an attribute the file assigns is the user's, never Tensor.is_cuda
         # (object as code, attribute)
-        self.assigned_attributes = assigned_attributes(nodes) if tables.attribute_hooks else set()
+        self.assigned_attributes = (
+            assigned_attributes(nodes) if tables.attribute_hooks or tables.reference_hooks else set()
+        )
         self._kept: set[str] = set()
 
     def own_method(self, func: cst.Attribute) -> bool:

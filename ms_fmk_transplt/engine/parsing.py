@@ -32,12 +32,12 @@ def parse_module(data: bytes | str) -> cst.Module:
     """`libcst.parse_module(data)`, its nodes not validated a second time."""
     with _LOCK:
         checked = CSTNode.__post_init__
-        CSTNode.__post_init__ = _unchecked  # type: ignore[method-assign]
+        CSTNode.__post_init__ = _unchecked  # type: ignore[method-assign]  # off while parsing: the grammar has checked the nodes
         collecting = gc.isenabled()
         gc.disable()
         try:
             return cst.parse_module(data)
         finally:
-            CSTNode.__post_init__ = checked  # type: ignore[method-assign]
+            CSTNode.__post_init__ = checked  # type: ignore[method-assign]  # libcst's own check, back
             if collecting:
                 gc.enable()

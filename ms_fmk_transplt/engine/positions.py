@@ -42,7 +42,7 @@ class _Recorder(CodegenState):
         self.counted = 0  # how many tokens line and column take in
         self.starts: list[tuple[int, int]] = []
         self.ranges: dict[int, Range] = {}
-        self.add_token = self.tokens.append  # type: ignore[method-assign,assignment]
+        self.add_token = self.tokens.append  # type: ignore[method-assign,assignment]  # add_token only appends: one call fewer a token
 
     def _where(self) -> tuple[int, int]:
         """(line, column) after the tokens printed so far."""

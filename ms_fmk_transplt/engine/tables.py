@@ -23,6 +23,7 @@ from ms_fmk_transplt.engine.hooks import (
     EnvHook,
     FunctionHook,
     MethodHook,
+    PatternHook,
     ResultHook,
     StringHook,
     TextHook,
@@ -118,6 +119,7 @@ class Tables:
     method_hooks: dict[str, MethodHook] = field(default_factory=dict)
     function_hooks: dict[str, FunctionHook] = field(default_factory=dict)
     attribute_hooks: dict[str, AttributeHook] = field(default_factory=dict)
+    reference_hooks: dict[str, AttributeHook] = field(default_factory=dict)  # reads not called; "*": any
     # hooks (engine/hooks.py), each entry a class of the kind that compiled it (ruleset/kinds/<kind>.py)
     call_hooks: dict[str, list[CallHook]] = field(default_factory=dict)  # by qualified name
     method_call_hooks: dict[str, list[CallHook]] = field(default_factory=dict)  # heuristic: by short name
@@ -132,6 +134,7 @@ class Tables:
     result_hooks: dict[str, ResultHook] = field(default_factory=dict)  # calls whose result breaks when used
     text_hooks: list[TextHook] = field(default_factory=list)  # line scans of copied non-Python files
     value_hooks: list[ValueHook] = field(default_factory=list)  # values reaching some calls' arguments
+    pattern_hooks: list[PatternHook] = field(default_factory=list)  # computations over several statements
     opt_ins: frozenset[str] = frozenset()
     import_insert: Rule | None = None
     needs_module: set[str] = field(default_factory=set)  # using these needs the inserted import

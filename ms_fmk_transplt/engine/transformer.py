@@ -15,9 +15,10 @@ import libcst as cst
 
 from ms_fmk_transplt.engine.bindings import NameClaims
 from ms_fmk_transplt.engine.dispatch import CachedDispatch
-from ms_fmk_transplt.engine.dispatch_rewrites import DispatchRewrites, KeptAlternatives
+from ms_fmk_transplt.engine.dispatch_rewrites import DispatchRewrites
 from ms_fmk_transplt.engine.embedded_scripts import ShellScripts
 from ms_fmk_transplt.engine.environment import Environment
+from ms_fmk_transplt.engine.fused_patterns import FusedPatterns, FusedReplacements
 from ms_fmk_transplt.engine.guards import GuardedStatements
 from ms_fmk_transplt.engine.hooks import CallHook, ResultUse, ValueHook
 from ms_fmk_transplt.engine.import_statements import ImportStatements
@@ -42,7 +43,7 @@ from ms_fmk_transplt.engine.walk import NodeIndex, short_name, type_check_target
 from ms_fmk_transplt.records import Operation
 
 
-class ModuleRewriter(SiteReports, KeptAlternatives):
+class ModuleRewriter(SiteReports, FusedReplacements):
     """Applies the tables to one module; read `pending`, `needs_torch_npu` and `imports_needed` after."""
 
     def __init__(self, tables: Tables, module: cst.Module) -> None:
@@ -104,6 +105,7 @@ class ModuleRewriter(SiteReports, KeptAlternatives):
         self.guarded = GuardedStatements(nodes, self.qualify)  # guarded calls, `if` statements
         self.strings = LiteralRewrites(self)
         self.dispatch = DispatchRewrites(self, nodes)  # code written for several devices: kept alternatives
+        self.fused = FusedPatterns(self, tables, module)  # --opt-in affinity: hand-written fused operators
 
     def close(self) -> None:
         """Drop everything this rewriter holds (read the results first): its helpers hold it back."""
@@ -259,9 +261,11 @@ class ModuleRewriter(SiteReports, KeptAlternatives):
     # ---- calls ------------------------------------------------------------------------------------
     def _rename_attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         """An attribute no qualified name matched: `lib.func` un-called, then `x.is_cuda` by name."""
-        hooks = [self.tables.attribute_hooks.get(original.attr.value)]
-        if not self.uses.is_called(original):
-            hooks.insert(0, self.tables.function_hooks.get(original.attr.value))
+        attr = original.attr.value
+        hooks = [self.tables.attribute_hooks.get(attr)]
+        if not self.uses.is_called(original):  # read as a value: `uncalled` hooks, a module's "*" last
+            references = self.tables.reference_hooks
+            hooks = [self.tables.function_hooks.get(attr), references.get(attr), *hooks, references.get("*")]
         for hook in hooks:
             result = hook.rewrite_attribute(self, original, updated) if hook is not None else None
             if result is not None:

@@ -144,7 +144,9 @@ class _Walker:
                 updated = node.with_changes(**changes)
         return self.on_leave(node, updated)
 
-    def _sequence(self, items: tuple | list, body: bool) -> tuple | None:
+    def _sequence(
+        self, items: tuple[cst.CSTNode, ...] | list[cst.CSTNode], body: bool
+    ) -> tuple[cst.CSTNode, ...] | None:
         """The new items, or None when every item came back as itself."""
         skip = self.skip
         out: list[Any] | None = None

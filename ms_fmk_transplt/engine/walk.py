@@ -78,7 +78,7 @@ class NodeIndex:
 
     def of(self, cls: type[N]) -> list[N]:
         """The nodes of exactly this class (subclasses are their own classes, as for visitors)."""
-        return self._by_class.get(cls, [])  # type: ignore[return-value]
+        return self._by_class.get(cls, [])  # type: ignore[return-value]  # a class's list holds only nodes of that class
 
     def of_any(self, *classes: type) -> Iterable[Any]:
         """The nodes of each of these classes (typed loosely: the callers read a shared field)."""

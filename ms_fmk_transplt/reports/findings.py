@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ms_fmk_transplt import __version__
 from ms_fmk_transplt.analysis import Issue, advice
@@ -43,7 +44,7 @@ _LEVEL = {
 }
 
 
-def _row(issue: Issue) -> dict:
+def _row(issue: Issue) -> dict[str, Any]:
     f = issue.finding
     return {
         "file": issue.path,
@@ -63,7 +64,7 @@ def _row(issue: Issue) -> dict:
     }
 
 
-def advice_entries(run: RunResult) -> list[dict]:
+def advice_entries(run: RunResult) -> list[dict[str, Any]]:
     """One object per piece of advice found: where, the pattern, its replacement, condition, gain
     and the fact behind it."""
     facts = {fact.id: fact for fact in run.advice}
@@ -133,7 +134,7 @@ def issues_sarif(run: RunResult, found: list[Issue], level: str = "note") -> byt
     results = []
     for issue in found:
         f = issue.finding
-        result: dict = {
+        result: dict[str, Any] = {
             "ruleId": f.rule_id,
             "ruleIndex": index[f.rule_id],
             "level": _LEVEL[issue.status],
@@ -194,9 +195,9 @@ def issues_sarif(run: RunResult, found: list[Issue], level: str = "note") -> byt
     return (json.dumps(document, indent=1) + "\n").encode()
 
 
-def _advice_result(f: Finding, fact: AdviceFact, rule_index: int, uri: str) -> dict:
+def _advice_result(f: Finding, fact: AdviceFact, rule_index: int, uri: str) -> dict[str, Any]:
     """A piece of advice as a SARIF `note` result."""
-    result: dict = {
+    result: dict[str, Any] = {
         "ruleId": f.rule_id,
         "ruleIndex": rule_index,
         "level": "note",

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ms_fmk_transplt.records import RunResult, Status
 from ms_fmk_transplt.reports.spreadsheet import MAX_ROWS, Workbook
 from ms_fmk_transplt.reports.summary import blocking, by_api, headline
 from ms_fmk_transplt.reports.text import totals
 
+if TYPE_CHECKING:
+    from ms_fmk_transplt.analysis import Issue
 
-def _sheet(workbook: Workbook, title: str, header: list[str], rows: list) -> None:
+
+def _sheet(workbook: Workbook, title: str, header: list[str], rows: Sequence[Sequence[Any]]) -> None:
     """A sheet with a bold frozen header, an autofilter and readable widths; numbers stay numbers,
     everything else is text. A table longer than one sheet holds continues on "<title> (2)", ..."""
     values = [[_text(value) for value in row] for row in rows]
@@ -22,7 +26,7 @@ def _sheet(workbook: Workbook, title: str, header: list[str], rows: list) -> Non
         )
 
 
-def _split_notes(tables: dict[str, list]) -> list[tuple[str, Any]]:
+def _split_notes(tables: dict[str, list[tuple[Any, ...]]]) -> list[tuple[str, Any]]:
     """Summary lines for the tables too long for one sheet."""
     per_sheet = MAX_ROWS - 1
     return [
@@ -45,11 +49,11 @@ LISTED_FILES = 30  # files named in one cell of the Check sheet; the rest counte
 LISTED_LINES = 50  # lines named in one cell of the Unsupported sheet; the rest counted
 
 
-def _by_cause(found: list) -> list[tuple]:
+def _by_cause(found: list[Issue]) -> list[tuple[Any, ...]]:
     """The Unsupported sheet's rows: one per cause in a file (the same rule, status, API and
     message: every use of one CUDA-only library, of one unsupported API), at its first use, with
     the number of uses and their lines. `found` is in file and line order."""
-    rows: dict[tuple, list] = {}
+    rows: dict[tuple[str, str, str, str, str, bool], list[Any]] = {}
     for i in found:
         f = i.finding
         key = (i.path, f.rule_id, i.status.value, f.api, f.message, f.suppressed)
@@ -174,7 +178,7 @@ def unsupported_xlsx(run: RunResult) -> bytes:
     from ms_fmk_transplt.analysis import is_change, issues, notes
 
     found = issues(run)
-    tables: dict[str, list] = {
+    tables: dict[str, list[tuple[Any, ...]]] = {
         "Unsupported": _by_cause(blocking(found)),
         "Check on NPU": [
             (

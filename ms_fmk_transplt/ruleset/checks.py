@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import keyword
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import libcst as cst
@@ -49,6 +49,21 @@ def bare_name(value: str) -> str | None:
     if not name.isidentifier() or keyword.iskeyword(name) or name in ("True", "False", "None"):
         return None
     return f"{spell(value)} is the bare name {name}, written as a variable; for the string write {spell(repr(name))}"
+
+
+def one_of(choices: Iterable[str], noun: str) -> Callable[[str], str | None]:
+    """A check that the value is one of `choices` (a handler, a pattern...), naming the valid ones."""
+    valid = sorted(choices)
+
+    def check(value: str) -> str | None:
+        return None if value in valid else f"{value!r} is not a {noun}; valid: {', '.join(valid)}"
+
+    return check
+
+
+def non_empty(what: str) -> Callable[[str], str | None]:
+    """A check that a name the kind needs (`what`) is given."""
+    return lambda value: None if value else f"needs {what}"
 
 
 def regex(value: str) -> str | None:

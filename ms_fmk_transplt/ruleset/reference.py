@@ -106,16 +106,26 @@ support classification: run the default target for that report). The spellings:
   `synchronize`, memory queries) run under `torch.accelerator.is_available()`, with the value
   given below where there is none; CUDA's amp (`torch.cuda.amp.autocast`, `GradScaler`) becomes
   `torch.amp`'s with the accelerator's type and `enabled=... and torch.accelerator.is_available()`,
-  off on the CPU as CUDA's was there, so a CPU run trains exactly as the original does on the CPU.
+  off on the CPU as CUDA's was there, so a CPU run trains exactly as the original does on the CPU;
+  so do `torch.autocast("cuda")`, `torch.amp.autocast(device_type="cuda")` and
+  `torch.amp.GradScaler("cuda")` (a literal CUDA device; `autocast(device.type)` is the program's
+  own choice and is kept). An `enabled=` or `dtype=` the user wrote is kept, `enabled=` ANDed
+  with the availability (`enabled=False` stays as it is); arguments written by position are named,
+  as `torch.amp`'s order differs from `torch.cuda.amp`'s.
+- **names read, not called**: `torch.cuda` -> `torch.get_device_module()`, `torch.cuda.Event` /
+  `Stream` -> `torch.Event` / `Stream`, `torch.cuda.is_available` -> `torch.accelerator`'s; any
+  other `torch.cuda.X` read as a value (`torch.cuda.amp`, `f = torch.cuda.synchronize`) is
+  reported.
+- **`map_location`**: destinations become the accelerator's type; a dict's keys name where a
+  checkpoint was saved, so a `"cuda:0"` key is kept and a key of the accelerator's type is added
+  beside it with the same destination.
 - **`-v`**: releases before PyTorch 2.7 refuse the target (`-v 2.1.0`, `-v 2.6.0`); a form that
   needs a newer PyTorch than `-v` (the memory functions, 2.9) is reported and the call kept.
 
-Known gaps: a non-call use of a `torch.cuda` name (`f = torch.cuda.synchronize`, `from torch.cuda
-import X` imports themselves) is kept; `CUDA_VISIBLE_DEVICES` is reported (no portable name); a
-`map_location` dict's keys name where a checkpoint was saved and are kept; `torch.autocast("cuda")`
-becomes autocast of the accelerator's type, which on a machine without one is the CPU's (bfloat16
-by default) where CUDA's was switched off: pass `enabled=torch.accelerator.is_available()` to keep
-the CPU run in full precision.
+Known gaps: `from torch.cuda import X` imports themselves are kept (the calls of X are rewritten;
+`X` read as a value through such an import is not); `CUDA_VISIBLE_DEVICES` is reported (no
+portable name); `torch.autocast(dev.type)` with a device that held `"cuda"` is kept as written,
+and on a machine without an accelerator is the CPU's autocast (bfloat16) where CUDA's was off.
 
 | rule | CUDA | portable form | without an accelerator | PyTorch |
 |---|---|---|---|---|
@@ -127,17 +137,28 @@ def accelerator_markdown(rules: list[Rule]) -> str:
     rows = [ACCELERATOR_POLICY]
     for rule in rules:
         p = rule.params
+        attribute = p.get("attribute", "")
+        if not isinstance(attribute, str):
+            attribute = "/".join(attribute) if p.get("uncalled") else "XTensor"
         old = (
             p.get("name")
-            or (
-                f"{p.get('module', 'x')}.{p['attribute'] if isinstance(p['attribute'], str) else 'XTensor'}"
-                if "attribute" in p
-                else None
-            )
+            or (f"{p.get('module', 'x')}.{attribute}" if "attribute" in p else None)
             or (f"x.{p['method']}(...)" if "method" in p else p.get("old_name") or repr(p.get("old")))
         )
+        if "device_argument" in p:
+            old = f'{old}("cuda", ...)'
+        elif "calls" in p:
+            old = "map_location={'cuda:0': ...}"
         new = p.get("template") or p.get("new_name") or p.get("device_form") or "(reported)"
+        if new == "{callee}({args})":
+            new = "{callee}(<accelerator type>, {args}, enabled=... and torch.accelerator.is_available())"
+        elif "calls" in p:
+            new = f"{{'cuda:0': ..., f'{{{p['new_form']}}}:0': ...}}"
         cpu = f"`{p['otherwise']}`" if "guard" in p else "runs as written (the CPU's device, stream, backend)"
+        if "enabled" in p.get("and_keyword", {}):
+            cpu = "off (`enabled` false), as CUDA's was"
+        if p.get("uncalled"):
+            old += " (read, not called)"
         torch = p.get("min_torch", TARGET_MIN_TORCH["accelerator"])
         rows.append(f"| {rule.id} | `{old}` | `{new}` | {cpu} | {torch} |\n")
     return "".join(rows)

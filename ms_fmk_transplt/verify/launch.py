@@ -260,7 +260,7 @@ def _sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _kill_group(process: subprocess.Popen) -> None:
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
     # the run's own session: torchrun's ranks and DataLoader workers go with it
     try:
         os.killpg(process.pid, 9)

@@ -11,6 +11,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 class RecordError(Exception):
@@ -75,7 +76,7 @@ def read_records(folder: Path) -> dict[int, RankRecord]:
     return ranks
 
 
-def _add(ranks: dict[int, RankRecord], entry: dict, path: Path) -> None:
+def _add(ranks: dict[int, RankRecord], entry: dict[str, Any], path: Path) -> None:
     if "end" in entry:
         rank = _rank_of_file(path)
         record = ranks.setdefault(rank, RankRecord())
@@ -122,8 +123,53 @@ def same_value(a: float | str, b: float | str) -> bool:
 SIDES = ("on the CPU", "on the simulated NPU")
 
 
+@dataclass(frozen=True)
+class Tolerance:
+    """How close the converted run must stay to the reference: bit for bit (`relative` 0), or its
+    losses within a relative tolerance, its parameters then alike in shape and dtype only (the
+    recorder keeps digests of their values, which no tolerance can compare)."""
+
+    relative: float = 0.0
+    why: str = ""  # what makes the runs differ by rounding
+
+    @property
+    def exact(self) -> bool:
+        """Bit for bit."""
+        return self.relative == 0.0
+
+    def text(self) -> str:
+        """The tolerance as the report says it."""
+        if self.exact:
+            return "exact: losses and every parameter bit for bit"
+        return (
+            f"losses within a relative {self.relative:g} ({self.why}); parameters compared by shape and dtype"
+        )
+
+    def document(self) -> dict[str, object]:
+        """The tolerance in verify's JSON report."""
+        return {"kind": "exact" if self.exact else "relative", "relative": self.relative, "why": self.why}
+
+    def same(self, a: float | str, b: float | str) -> bool:
+        """Two recorded losses alike under this tolerance (NaN equals NaN; a non-number only itself)."""
+        if same_value(a, b):
+            return True
+        if self.exact or not isinstance(a, float) or not isinstance(b, float):
+            return False
+        return math.isclose(a, b, rel_tol=self.relative, abs_tol=0.0)
+
+
+EXACT = Tolerance()
+#: `--opt-in affinity`: fused operators sum and multiply in another order than the code they replace
+AFFINITY = Tolerance(1e-5, "--opt-in affinity: fused operators round in another order")
+
+
+def tolerance_for(opt_ins: tuple[str, ...] | list[str]) -> Tolerance:
+    """The tolerance a run converted with these opt-ins is held to."""
+    return AFFINITY if "affinity" in opt_ins else EXACT
+
+
 def _param_difference(
-    cpu: tuple[Param, ...], npu: tuple[Param, ...], sides: tuple[str, str] = SIDES
+    cpu: tuple[Param, ...], npu: tuple[Param, ...], sides: tuple[str, str] = SIDES, values: bool = True
 ) -> tuple[str, str] | None:
     """(parameter, why) of the first parameter that differs, or None.
 
@@ -143,7 +189,7 @@ def _param_difference(
                 f"parameter {label}: {mine.dtype}{list(mine.shape)} {sides[0]}, "
                 f"{theirs.dtype}{list(theirs.shape)} {sides[1]}"
             )
-        if mine.digest != theirs.digest:
+        if values and mine.digest != theirs.digest:
             return mine.name, f"parameter {label} {mine.dtype}{list(mine.shape)} has different values"
     if len(cpu) > len(npu):
         missing = cpu[len(npu)].name
@@ -154,13 +200,15 @@ def _param_difference(
     return None
 
 
-def compare_step(cpu: Step, npu: Step, sides: tuple[str, str] = SIDES) -> Difference | None:
-    """How two runs' records of the same step and rank differ, or None when identical."""
+def compare_step(
+    cpu: Step, npu: Step, sides: tuple[str, str] = SIDES, tolerance: Tolerance = EXACT
+) -> Difference | None:
+    """How two runs' records of the same step and rank differ, or None when alike under `tolerance`."""
     loss = None
-    if len(cpu.losses) != len(npu.losses) or not all(map(same_value, cpu.losses, npu.losses)):
-        pairs = [(a, b) for a, b in zip(cpu.losses, npu.losses) if not same_value(a, b)]
+    if len(cpu.losses) != len(npu.losses) or not all(map(tolerance.same, cpu.losses, npu.losses)):
+        pairs = [(a, b) for a, b in zip(cpu.losses, npu.losses) if not tolerance.same(a, b)]
         loss = pairs[0] if pairs else (_losses_text(cpu.losses), _losses_text(npu.losses))
-    param = _param_difference(cpu.params, npu.params, sides)
+    param = _param_difference(cpu.params, npu.params, sides, values=tolerance.exact)
     if loss is None and param is None:
         return None
     parts = []
@@ -176,13 +224,17 @@ def _losses_text(losses: tuple[float | str, ...]) -> str:
 
 
 def first_difference(
-    cpu: dict[int, RankRecord], npu: dict[int, RankRecord], sides: tuple[str, str] = SIDES
+    cpu: dict[int, RankRecord],
+    npu: dict[int, RankRecord],
+    sides: tuple[str, str] = SIDES,
+    tolerance: Tolerance = EXACT,
 ) -> Difference | None:
-    """The earliest step (then lowest rank) at which the runs differ, among steps both recorded."""
+    """The earliest step (then lowest rank) at which the runs differ beyond `tolerance`, among
+    steps both recorded."""
     found: list[Difference] = []
     for rank in sorted(set(cpu) & set(npu)):
         for mine, theirs in zip(cpu[rank].steps, npu[rank].steps):
-            difference = compare_step(mine, theirs, sides)
+            difference = compare_step(mine, theirs, sides, tolerance)
             if difference is not None:
                 found.append(difference)
                 break

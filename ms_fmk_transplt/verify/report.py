@@ -57,6 +57,7 @@ def text_lines(outcome: Outcome) -> list[str]:
     lines += [
         _side_line("converted, simulated NPU:", outcome.npu, outcome.npu_records),
         f"  result: {verdict.message}",
+        f"  tolerance: {verdict.tolerance.text()}",
     ]
     named = {
         "cpu": "the original on the CPU",
@@ -140,6 +141,7 @@ def json_document(outcome: Outcome) -> bytes:
         "status": verdict.status.name.lower(),
         "exit_code": verdict.exit_code,
         "message": verdict.message,
+        "tolerance": verdict.tolerance.document(),
         "script": str(outcome.script),
         "converted_script": str(outcome.converted_script),
         "first_difference": None

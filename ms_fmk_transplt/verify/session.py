@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ms_fmk_transplt.verify import launch, runtime_findings
 from ms_fmk_transplt.verify.failures import Failure, project_test, read_failures
-from ms_fmk_transplt.verify.records import RankRecord, RecordError, read_records
+from ms_fmk_transplt.verify.records import RankRecord, RecordError, read_records, tolerance_for
 from ms_fmk_transplt.verify.sites import original_site
 from ms_fmk_transplt.verify.verdict import (
     OpFinding,
@@ -176,7 +176,8 @@ def _verify(
             failures[output.label] = read_failures(
                 output.records, output.stderr_text(), project_test(*roots), mapping
             )
-    verdict = judge(reference_result, _side(npu, npu_records), ops, request.fail_on_ops, reference)
+    tolerance = tolerance_for(tuple(request.opt_ins))
+    verdict = judge(reference_result, _side(npu, npu_records), ops, request.fail_on_ops, reference, tolerance)
     portable: launch.RunOutput | None = None
     portable_records: dict[int, RankRecord] = {}
     if request.target == "accelerator":  # the same copy must also train as the original on the CPU
@@ -191,7 +192,9 @@ def _verify(
             )
         # on the CPU the copy is held to the original's CPU run, whatever the NPU's reference was
         cpu_reference = (cpu_result, Reference()) if cpu_result is not None else (reference_result, reference)
-        on_cpu = judge(cpu_reference[0], _side(portable, portable_records), None, False, cpu_reference[1])
+        on_cpu = judge(
+            cpu_reference[0], _side(portable, portable_records), None, False, cpu_reference[1], tolerance
+        )
         verdict = with_portable_cpu(verdict, on_cpu)
     return Outcome(
         verdict,

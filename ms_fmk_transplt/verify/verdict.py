@@ -11,7 +11,14 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 
-from ms_fmk_transplt.verify.records import Difference, RankRecord, first_difference, step_count_difference
+from ms_fmk_transplt.verify.records import (
+    EXACT,
+    Difference,
+    RankRecord,
+    Tolerance,
+    first_difference,
+    step_count_difference,
+)
 
 
 class Status(Enum):
@@ -101,6 +108,7 @@ class Verdict:
     message: str
     difference: Difference | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    tolerance: Tolerance = EXACT  # what the comparison allowed
 
     @property
     def exit_code(self) -> int:
@@ -133,14 +141,15 @@ def judge(
     ops: list[OpFinding] | None = None,
     fail_on_ops: bool = False,
     reference: Reference | None = None,
+    tolerance: Tolerance = EXACT,
 ) -> Verdict:
     """The verdict on a reference run (``cpu``; None: not run) of the original, on the CPU or as
-    ``reference`` says, and a simulated-NPU run of the converted script."""
+    ``reference`` says, and a simulated-NPU run of the converted script, alike under `tolerance`."""
     reference = reference or Reference()
-    verdict = _compare(cpu, npu, reference)
+    verdict = replace(_compare(cpu, npu, reference, tolerance), tolerance=tolerance)
     if reference.why is not None:
         note = f"reference: the original under transfer_to_npu on the simulated NPU, because {reference.why}"
-        verdict = Verdict(verdict.status, verdict.message, verdict.difference, (note, *verdict.notes))
+        verdict = replace(verdict, notes=(note, *verdict.notes))
     if fail_on_ops and ops and verdict.status in (Status.IDENTICAL, Status.NEEDS_CUDA):
         names = ", ".join(sorted({f.op for f in ops}))
         return Verdict(
@@ -149,11 +158,12 @@ def judge(
             f"lacks or runs on the CPU: {names}",
             verdict.difference,
             verdict.notes,
+            tolerance,
         )
     return verdict
 
 
-def _compare(cpu: SideResult | None, npu: SideResult, reference: Reference) -> Verdict:
+def _compare(cpu: SideResult | None, npu: SideResult, reference: Reference, tolerance: Tolerance) -> Verdict:
     notes: list[str] = []
     npu_ok = npu.completed(reference=False)
     npu_failure = "timed out" if npu.timed_out else f"exited {npu.returncode}"
@@ -186,7 +196,7 @@ def _compare(cpu: SideResult | None, npu: SideResult, reference: Reference) -> V
     )
     if unreadable:
         notes.append(f"parameters the recorder could not read, so not compared: {', '.join(unreadable[:5])}")
-    difference = first_difference(cpu.records, npu.records, reference.sides)
+    difference = first_difference(cpu.records, npu.records, reference.sides, tolerance)
     if difference is not None:
         return Verdict(
             Status.DIFFERENT,
@@ -252,9 +262,15 @@ def _compare(cpu: SideResult | None, npu: SideResult, reference: Reference) -> V
         return Verdict(Status.DIFFERENT, f"different: {counts.what}", counts, tuple(notes))
     ranks = len(npu.records)
     where = f" on each of {ranks} ranks" if ranks > 1 else ""
+    # under a tolerance, runs that are bit for bit all the same say so
+    exact = tolerance.exact or first_difference(cpu.records, npu.records, reference.sides) is None
+    how = "losses and every parameter bit for bit"
+    if not tolerance.exact:
+        allowed = f"a relative {tolerance.relative:g}"
+        how = f"{how} ({allowed} allowed)" if exact else f"losses within {allowed} of the original's"
     return Verdict(
         Status.IDENTICAL,
-        f"identical: {common} step(s){where}, losses and every parameter bit for bit",
+        f"{'identical' if exact else 'alike'}: {common} step(s){where}, {how}",
         None,
         tuple(notes),
     )
@@ -266,4 +282,4 @@ def with_portable_cpu(verdict: Verdict, on_cpu: Verdict) -> Verdict:
     said = f"the converted script on the CPU: {on_cpu.message}"
     if on_cpu.status is Status.IDENTICAL or verdict.status is not Status.IDENTICAL:
         return replace(verdict, notes=(*verdict.notes, said))
-    return Verdict(on_cpu.status, said, on_cpu.difference, (*verdict.notes, *on_cpu.notes))
+    return Verdict(on_cpu.status, said, on_cpu.difference, (*verdict.notes, *on_cpu.notes), on_cpu.tolerance)

@@ -271,14 +271,14 @@ def _prepare_optimizer(optimizer: torch.optim.Optimizer, master: bool) -> None:
             elif model_param.grad is not None:
                 model_param.grad.zero_()
 
-    optimizer._amp_original = original  # type: ignore[attr-defined]
-    optimizer._amp_stash = stash  # type: ignore[attr-defined]
-    optimizer.step = amp_step  # type: ignore[method-assign]
-    optimizer.zero_grad = amp_zero_grad  # type: ignore[method-assign]
+    optimizer._amp_original = original  # type: ignore[attr-defined]  # apex keeps its state on the optimizer
+    optimizer._amp_stash = stash  # type: ignore[attr-defined]  # as above
+    optimizer.step = amp_step  # type: ignore[method-assign]  # apex wraps the instance's step
+    optimizer.zero_grad = amp_zero_grad  # type: ignore[method-assign]  # and its zero_grad
 
 
 def _grads(optimizer: torch.optim.Optimizer) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    stash: _Stash = optimizer._amp_stash  # type: ignore[attr-defined]
+    stash: _Stash = optimizer._amp_stash  # type: ignore[attr-defined]  # set by _wrap_optimizer
     masters = {id(master): model for model, master in stash.pairs}
     model_grads: list[torch.Tensor] = []
     master_grads: list[torch.Tensor] = []
@@ -342,7 +342,7 @@ def master_params(optimizer: torch.optim.Optimizer) -> Iterator[torch.Tensor]:
         yield from group["params"]
 
 
-def state_dict(destination: dict | None = None) -> dict:
+def state_dict(destination: dict[str, Any] | None = None) -> dict[str, Any]:
     """Loss scaler state for checkpoints: ``{"loss_scaler0": {"loss_scale", "unskipped"}, ...}``."""
     out = OrderedDict() if destination is None else destination
     for index, scaler in enumerate(_STATE.scalers):
@@ -350,7 +350,7 @@ def state_dict(destination: dict | None = None) -> dict:
     return out
 
 
-def load_state_dict(state: dict) -> None:
+def load_state_dict(state: dict[str, Any]) -> None:
     """Restore what :func:`state_dict` saved (one entry per loss of amp.initialize)."""
     if len(state) != len(_STATE.scalers):
         raise ValueError(

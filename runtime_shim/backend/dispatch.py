@@ -220,7 +220,7 @@ def _register_npu_level(name: str, op: torch._ops.OpOverload) -> None:
     library.impl(name, _kernels.npu_level(name, decomposition), "AutogradPrivateUse1")
 
 
-def _call_hook(counter: list[int], name: str, args: tuple) -> bool | list[Any]:
+def _call_hook(counter: list[int], name: str, args: tuple[Any, ...]) -> bool | list[Any]:
     """A native kernel's call while its op is armed: count it and run the first-call check.
 
     Returns True when the op may count in C++ from now on (the check did not ask to see the next

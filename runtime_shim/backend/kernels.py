@@ -65,7 +65,7 @@ _METADATA_INPLACE = {
 # device; [3] an explicit npu target index (-1: none); [4] a Python scalar among tensor arguments.
 
 
-def _convert(a: Any, scan: list, storages: list) -> Any:
+def _convert(a: Any, scan: list[Any], storages: list[torch.UntypedStorage]) -> Any:
     """One tensor-typed argument: npu tensors become CPU views; others are checked."""
     if not isinstance(a, _Tensor):
         # None, or a wrapped Python scalar (the dispatcher unwraps those). A
@@ -113,13 +113,13 @@ def _convert(a: Any, scan: list, storages: list) -> Any:
     return a
 
 
-def _convert_list(values: Any, scan: list, storages: list) -> Any:
+def _convert_list(values: Any, scan: list[Any], storages: list[torch.UntypedStorage]) -> Any:
     if values is None:
         return None
     return [_convert(v, scan, storages) for v in values]
 
 
-def _convert_device(d: Any, scan: list) -> Any:
+def _convert_device(d: Any, scan: list[Any]) -> Any:
     if d is None:
         return None
     d = torch.device(d)
@@ -201,7 +201,7 @@ def _counter(name: str) -> list[int]:
     return STATE.op_counts.setdefault(name, [0])
 
 
-def _first_call(name: str, args: tuple = ()) -> None:
+def _first_call(name: str, args: tuple[Any, ...] = ()) -> None:
     hook = STATE.on_first_call
     if hook is not None:
         hook(name, args)
@@ -229,7 +229,7 @@ def nested() -> bool:
     return NATIVE_LEVELS[0] and STATE.native.npu_level_depth() != 0
 
 
-def _note(counter: list[int], name: str, args: tuple) -> None:
+def _note(counter: list[int], name: str, args: tuple[Any, ...]) -> None:
     """Count one call of ``name`` and check its first one, unless it is part of an NPU-level
     kernel's computation (see nested)."""
     if nested():
@@ -239,7 +239,7 @@ def _note(counter: list[int], name: str, args: tuple) -> None:
         _first_call(name, args)
 
 
-def npu_level(name: str, fn: Callable) -> Callable:
+def npu_level(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap ``fn``, the simulated kernel of ``name``, as an op torch_npu dispatches itself.
 
     ``name`` is counted (and checked) as the op; what ``fn`` calls to compute it is not.
@@ -263,7 +263,7 @@ def npu_level(name: str, fn: Callable) -> Callable:
     return kernel
 
 
-def build_kernel(op: torch._ops.OpOverload) -> Callable:
+def build_kernel(op: torch._ops.OpOverload) -> Callable[..., Any]:
     """Return the PrivateUse1 kernel for ``op`` (specialised from its schema)."""
     spec = _Spec(op)
     special = _SPECIAL.get(spec.qualified) or _SPECIAL.get(spec.base)
@@ -274,7 +274,7 @@ def build_kernel(op: torch._ops.OpOverload) -> Callable:
     return _generic_kernel(op, spec)
 
 
-def _counted(name: str, fn: Callable) -> Callable:
+def _counted(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     counter = _counter(name)
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
@@ -284,7 +284,7 @@ def _counted(name: str, fn: Callable) -> Callable:
     return kernel
 
 
-def _cpu_call(op: torch._ops.OpOverload) -> Callable:
+def _cpu_call(op: torch._ops.OpOverload) -> Callable[..., Any]:
     """Call ``op``'s CPU kernel directly.
 
     Redispatching with the CPU key set goes straight to the kernel the CPU
@@ -302,7 +302,7 @@ def _cpu_call(op: torch._ops.OpOverload) -> Callable:
     return call
 
 
-def _redispatch_kernel(op: torch._ops.OpOverload, name: str | None = None) -> Callable:
+def _redispatch_kernel(op: torch._ops.OpOverload, name: str | None = None) -> Callable[..., Any]:
     # View and metadata ops: the CPU kernel never touches data, so it runs on the
     # npu tensors as they are and the result keeps the npu storage.
     redispatch = op._handle.redispatch_boxed
@@ -322,7 +322,9 @@ def _redispatch_kernel(op: torch._ops.OpOverload, name: str | None = None) -> Ca
     return counted_kernel
 
 
-def _generic_kernel(op: torch._ops.OpOverload, spec: _Spec, fn: Callable | None = None) -> Callable:
+def _generic_kernel(
+    op: torch._ops.OpOverload, spec: _Spec, fn: Callable[..., Any] | None = None
+) -> Callable[..., Any]:
     # op_call: the schema-parsing call path, for the (rarer) calls with Python
     # scalars in tensor positions; redispatch: the direct CPU call.
     op_call = op._op if hasattr(op, "_op") else op
@@ -372,7 +374,7 @@ def _generic_kernel(op: torch._ops.OpOverload, spec: _Spec, fn: Callable | None 
 
     def general(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         scan: list[Any] = [-1, None, False, -1, False]  # slots: see above _convert
-        storages: list = []
+        storages: list[torch.UntypedStorage] = []
         n = len(args)
         cargs = list(args)
         for i in tensor_pos:
@@ -422,7 +424,7 @@ def _generic_kernel(op: torch._ops.OpOverload, spec: _Spec, fn: Callable | None 
         _note(counter, name, args)
         # kwargs here are plain values (no tensors, lists or devices): they pass through.
         scan: list[Any] = [-1, None, False, -1, False]  # slots: see above _convert
-        storages: list = []
+        storages: list[torch.UntypedStorage] = []
         n = len(args)
         cargs = list(args)
         for i in tensor_pos:
@@ -762,7 +764,7 @@ def _itemsize(dtype: torch.dtype) -> int:
     return size
 
 
-_SPECIAL: dict[str, Callable] = {
+_SPECIAL: dict[str, Callable[[torch._ops.OpOverload], Callable[..., Any]]] = {
     "empty.memory_format": _k_empty,
     "empty_strided": _k_empty_strided,
     "_copy_from": _k_copy_from,

@@ -12,8 +12,8 @@ Purposes and their registrations:
 * ``rnn``: LSTM/GRU/RNN layers and cells (rnn.py);
 * ``autocast_fallthrough`` and ``autocast``: the AutocastPrivateUse1 policy (autocast/policy.py);
 * ``attention``: the SDPA/dropout choice of the CPU (attention.py);
-* ``hccl``: the c10d collectives on npu tensors (runtime/distributed.py);
-* ``opcheck``: the operator check's NPU-level recorders (diagnostics/opcheck.py).
+* ``hccl``: the c10d collectives on npu tensors (distributed.py);
+* ``npu_level``: the operator check's NPU-level recorders on the Python path (dispatch.py).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import os
 import types
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -48,7 +49,7 @@ class _Guard(torch._C._acc.DeviceGuard):
     # autograd node); a C-level callable answers without a Python frame.
     # (A builtin bound method is not a descriptor, so it is called with no
     # arguments and returns the constant.)
-    type_ = itertools.repeat(torch._C._autograd.DeviceType.PrivateUse1).__next__  # type: ignore[assignment]
+    type_ = itertools.repeat(torch._C._autograd.DeviceType.PrivateUse1).__next__  # type: ignore[assignment]  # a C callable for the method
 
 
 def device_count_from_env() -> int:
@@ -102,9 +103,6 @@ def install(backend_module: types.ModuleType) -> None:
     from runtime_shim.backend import rnn
 
     rnn.install()
-    from runtime_shim.autocast import policy as autocast_policy
-
-    autocast_policy.install()
     # The autograd engine runs a non-CPU device's backward on a worker thread,
     # so every Python kernel would hand the GIL between threads; running it on
     # the calling thread (as for CPU) costs nothing and removes that overhead.
@@ -161,7 +159,7 @@ def _register_kernels() -> None:
 
     # Anything else that reaches the device (ops with neither a CPU kernel nor a
     # composite one) gets a kernel built on first use.
-    built: dict = {}
+    built: dict[torch._ops.OpOverload, Callable[..., Any]] = {}
 
     def fallback(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
         kernel = built.get(op)

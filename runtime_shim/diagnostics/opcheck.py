@@ -117,7 +117,7 @@ class Release:
     torch: str
     torch_npu: str
     ops: frozenset[str]
-    provenance: dict = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
     dtypes: dict[str, frozenset[str]] = field(default_factory=dict)
     # the torch version the operator list was made for: another one when `torch` has none
     ops_torch: str = ""
@@ -173,7 +173,7 @@ def documented_dtypes(op: str, release: Release) -> frozenset[str] | None:
     return release.dtypes.get(_stem(op))
 
 
-def dtype_label(args: tuple) -> str | None:
+def dtype_label(args: tuple[Any, ...]) -> str | None:
     """Short dtype name (``fp64``) of the first tensor among ``args`` (or in a list there).
 
     None for a zero-dim first tensor: scalar bookkeeping such as GradScaler's float64
@@ -249,7 +249,7 @@ class OpChecker:
         self._dtype_rules[op] = rule
         return rule
 
-    def first_call(self, op: str, args: tuple = ()) -> None:
+    def first_call(self, op: str, args: tuple[Any, ...] = ()) -> None:
         """Check ``op`` once (and each new dtype of it): warn, raise, or remember where it came from."""
         counter = STATE.op_counts.get(op)
         rule = self._dtype_rule(op)
@@ -306,7 +306,7 @@ class OpChecker:
             getattr(torch, name.split(".", 1)[1]) for name, label in _DTYPE_LABELS.items() if label in labels
         ]
 
-    def _check_dtype(self, op: str, args: tuple, documented: frozenset[str]) -> None:
+    def _check_dtype(self, op: str, args: tuple[Any, ...], documented: frozenset[str]) -> None:
         label = dtype_label(args)
         if label is None or label in documented or label in self.bad_dtypes.get(op, {}):
             return

@@ -93,7 +93,7 @@ class ParameterNames:
     """Names of parameters, by the root modules that own them (found by a heap walk, on demand)."""
 
     def __init__(self) -> None:
-        self._owners: dict[int, tuple[weakref.ref, Owner]] = {}
+        self._owners: dict[int, tuple[weakref.ref[Any], Owner]] = {}
         self._unnamed: set[int] = set()
 
     def owner(self, param: Any) -> Owner | None:

@@ -82,9 +82,9 @@ def memory_stats(device: Any = None) -> dict[str, int]:
     return _memory(device).stats()
 
 
-def memory_stats_as_nested_dict(device: Any = None) -> dict:
+def memory_stats_as_nested_dict(device: Any = None) -> dict[str, Any]:
     """memory_stats() nested on its dots, as torch.cuda does."""
-    nested: dict = {}
+    nested: dict[str, Any] = {}
     for key, value in memory_stats(device).items():
         node = nested
         parts = key.split(".")

@@ -10,7 +10,7 @@ from runtime_shim.not_simulated import module_getattr as _module_getattr
 _options: dict[str, Any] = {}
 
 
-def set_option(option: dict) -> None:
+def set_option(option: dict[str, Any]) -> None:
     """Accepted and recorded: no option changes host computation."""
     if not isinstance(option, dict):
         raise TypeError("npu option must be a dict.")

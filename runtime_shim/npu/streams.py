@@ -88,7 +88,7 @@ class StreamContext:
 
     def __init__(self, stream: Stream | None) -> None:
         self.stream = stream
-        self._saved: tuple | None = None
+        self._saved: tuple[int, int, Stream | None] | None = None
 
     def __enter__(self) -> StreamContext:
         if self.stream is None:

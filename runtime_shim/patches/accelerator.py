@@ -55,7 +55,7 @@ def _routed(original: Callable[..., Any], npu_form: Callable[..., Any]) -> Calla
     def binding(*args: Any) -> Any:
         return npu_form(*args) if _on_npu() else original(*args)
 
-    binding._runtime_shim = True  # type: ignore[attr-defined]
+    binding._runtime_shim = True  # type: ignore[attr-defined]  # a marker on the function object
     binding.__name__ = getattr(original, "__name__", "binding")
     return binding
 

@@ -97,9 +97,9 @@ def install() -> None:
     The storage methods are patched now; FSDP1's move of states when FSDP is first imported
     (at once if it already is): importing ``torch.distributed.fsdp`` brings DTensor and sympy
     with it, ~2 s of CPU that every npu process paid at activation, FSDP or not."""
-    torch.UntypedStorage.resize_ = _storage_resize  # type: ignore[method-assign,assignment]
-    torch.UntypedStorage.nbytes = _storage_nbytes  # type: ignore[method-assign,assignment]
-    torch.UntypedStorage.size = _storage_size  # type: ignore[method-assign,assignment]
+    torch.UntypedStorage.resize_ = _storage_resize  # type: ignore[method-assign,assignment]  # the patch
+    torch.UntypedStorage.nbytes = _storage_nbytes  # type: ignore[method-assign,assignment]  # the patch
+    torch.UntypedStorage.size = _storage_size  # type: ignore[method-assign,assignment]  # the patch
     module = sys.modules.get(_INIT_UTILS)
     if module is not None:
         _patch_init_utils(module)
@@ -133,5 +133,5 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
             run(module)
             _patch_init_utils(module)
 
-        loader.exec_module = exec_module  # type: ignore[method-assign]
+        loader.exec_module = exec_module  # type: ignore[method-assign]  # patches the module once it has run
         return spec

@@ -31,7 +31,7 @@ def _new(cls: type, *args: Any, device: Any = None, **kwargs: Any) -> torch.Unty
             host = _torch_new(torch.UntypedStorage, *args, **kwargs)
             index = STATE.current if target.index is None else target.index
             return new_storage(host, index)
-        return _torch_new(cls, *args, device=device, **kwargs)  # type: ignore[call-arg]
+        return _torch_new(cls, *args, device=device, **kwargs)  # type: ignore[call-arg]  # its stubs name no device
     return _torch_new(cls, *args, **kwargs)
 
 
@@ -52,7 +52,7 @@ def _is_shared(self: torch.UntypedStorage) -> bool:
 def install() -> None:
     """Apply the storage patches (idempotent)."""
     if torch.UntypedStorage.__new__ is not _new:
-        torch.UntypedStorage.__new__ = _new  # type: ignore[method-assign,assignment]
+        torch.UntypedStorage.__new__ = _new  # type: ignore[method-assign,assignment]  # the patch
     if torch.UntypedStorage.share_memory_ is not _share_memory:
-        torch.UntypedStorage.share_memory_ = _share_memory  # type: ignore[method-assign]
-        torch.UntypedStorage.is_shared = _is_shared  # type: ignore[method-assign,assignment]
+        torch.UntypedStorage.share_memory_ = _share_memory  # type: ignore[method-assign]  # the patch
+        torch.UntypedStorage.is_shared = _is_shared  # type: ignore[method-assign,assignment]  # the patch

@@ -24,7 +24,7 @@ _Fn = TypeVar("_Fn", bound=Callable[..., Any])
 
 def _marked(wrapper: Callable[..., Any]) -> Any:
     """``wrapper``, marked as runtime_shim's so that install() never wraps it twice."""
-    wrapper._runtime_shim = True  # type: ignore[attr-defined]
+    wrapper._runtime_shim = True  # type: ignore[attr-defined]  # a marker on the function object
     return wrapper
 
 
@@ -198,28 +198,28 @@ def install() -> None:
     if not hasattr(torch.version, "cann"):
         # torch_npu sets the CANN version here; None is its value when none is known (its own
         # code tests `torch.version.cann is not None`), and the simulated device has no CANN.
-        torch.version.cann = None  # type: ignore[attr-defined]
+        torch.version.cann = None  # type: ignore[attr-defined]  # torch_npu's attribute
     if not getattr(torch.set_default_tensor_type, "_runtime_shim", False):
         torch.set_default_tensor_type = _default_type_accepting_npu(torch.set_default_tensor_type)
     if not getattr(torch.Tensor.to, "_runtime_shim", False):
-        torch.Tensor.to = _to_current_npu(torch.Tensor.to)  # type: ignore[method-assign]
+        torch.Tensor.to = _to_current_npu(torch.Tensor.to)  # type: ignore[method-assign]  # the patch
     if not getattr(torch.Tensor.type, "_runtime_shim", False):
-        torch.Tensor.type = _type_accepting_npu(torch.Tensor.type)  # type: ignore[method-assign]
+        torch.Tensor.type = _type_accepting_npu(torch.Tensor.type)  # type: ignore[method-assign]  # the patch
     if not getattr(torch.nn.Module._apply, "_runtime_shim", False):
-        torch.nn.Module._apply = _keep_shared_parameters(torch.nn.Module._apply)  # type: ignore[method-assign]
+        torch.nn.Module._apply = _keep_shared_parameters(torch.nn.Module._apply)  # type: ignore[method-assign]  # the patch
     if not getattr(torch.Tensor.record_stream, "_runtime_shim", False):
-        torch.Tensor.record_stream = _record_stream_accepting_npu(  # type: ignore[method-assign]
+        torch.Tensor.record_stream = _record_stream_accepting_npu(  # type: ignore[method-assign]  # the patch
             torch.Tensor.record_stream
         )
     if getattr(torch.UntypedStorage, "npu", None) is not _untyped_storage_npu:
-        torch.UntypedStorage.npu = _untyped_storage_npu  # type: ignore[attr-defined]
-        torch.TypedStorage.npu = _typed_storage_npu  # type: ignore[attr-defined]
+        torch.UntypedStorage.npu = _untyped_storage_npu  # type: ignore[attr-defined]  # torch_npu's method
+        torch.TypedStorage.npu = _typed_storage_npu  # type: ignore[attr-defined]  # torch_npu's method
     profile = torch.autograd.profiler.profile
     if not getattr(profile.__init__, "_runtime_shim", False):
-        profile.__init__ = _accept_use_npu(profile.__init__)  # type: ignore[method-assign]
+        profile.__init__ = _accept_use_npu(profile.__init__)  # type: ignore[method-assign]  # the patch
     try:
         import torch.distributed as dist
     except ImportError:  # pragma: no cover - depends on the torch build
         return
     if dist.is_available() and not hasattr(dist, "is_hccl_available"):
-        dist.is_hccl_available = lambda: True  # type: ignore[attr-defined]
+        dist.is_hccl_available = lambda: True  # type: ignore[attr-defined]  # torch_npu's function

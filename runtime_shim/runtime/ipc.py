@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import os
 import weakref
+from collections.abc import Callable
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 import torch
 from torch.multiprocessing import reductions
 
-from runtime_shim.runtime.state import DEVICE_TYPE, STATE
+from runtime_shim.runtime.state import DEVICE_TYPE, STATE, strict_enabled
 from runtime_shim.runtime.storage import binding as _binding
 from runtime_shim.runtime.storage import new_storage
 
@@ -55,7 +56,7 @@ def share_npu_storage(storage: torch.UntypedStorage) -> torch.UntypedStorage:
     shared.copy_(host)
     # Point the npu storage at the shared bytes: tensors over it keep their geometry.
     replacement = _storage_from_ptr(shared.data_ptr(), storage.device, binding.nbytes)
-    storage._swap_data_ptr_(replacement)  # type: ignore[attr-defined]
+    storage._swap_data_ptr_(replacement)  # type: ignore[attr-defined]  # in torch's C API, not in its stubs
     if not binding.counted:
         # A storage the native kernels made: its old data pointer (now in `replacement`)
         # releases the native count when dropped, so the binding counts the bytes from here on.
@@ -68,7 +69,7 @@ def share_npu_storage(storage: torch.UntypedStorage) -> torch.UntypedStorage:
     return storage
 
 
-def _reduce_storage(storage: torch.UntypedStorage) -> tuple:
+def _reduce_storage(storage: torch.UntypedStorage) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     """Pickle an npu storage as its (shared) host storage and device index."""
     if storage.device.type != DEVICE_TYPE:
         return reductions.reduce_storage(storage)
@@ -78,7 +79,7 @@ def _reduce_storage(storage: torch.UntypedStorage) -> tuple:
     return (rebuild_npu_storage, (binding.index, rebuild, args))
 
 
-def rebuild_npu_storage(index: int, rebuild: Any, args: tuple) -> torch.UntypedStorage:
+def rebuild_npu_storage(index: int, rebuild: Any, args: tuple[Any, ...]) -> torch.UntypedStorage:
     """In the receiving process: an npu storage over the shared host bytes."""
     host = rebuild(*args)
     key = (index, host.data_ptr())
@@ -95,8 +96,6 @@ def rebuild_npu_storage(index: int, rebuild: Any, args: tuple) -> torch.UntypedS
 
 def _refuse_npu_after_fork() -> None:
     """In a forked child, strict mode: every npu allocation fails as torch_npu's would."""
-    from runtime_shim.runtime.distributed import strict_enabled
-
     tracker = STATE.tracker
     if tracker is None or not strict_enabled() or not any(d.num_allocs for d in tracker.devices):
         return  # the parent never used the npu: torch_npu initialises it in the child

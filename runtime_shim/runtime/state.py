@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -11,6 +12,8 @@ import torch
 from runtime_shim.runtime import allocator as _memory
 
 DEVICE_TYPE = "npu"
+# set to 1, the Ascend restrictions apply: HCCL's on collectives, torch_npu's on forked children
+STRICT_ENV = "RUNTIME_SHIM_STRICT"
 
 
 class _State:
@@ -33,7 +36,7 @@ class _State:
         self.op_counts: dict[str, list[int]] = {}
         #: called with the op name and its arguments on the first call of each op (opcheck
         #: hook); it may zero the op's count to be called again on the next call.
-        self.on_first_call: Callable[[str, tuple], None] | None = None
+        self.on_first_call: Callable[[str, tuple[Any, ...]], None] | None = None
 
     @property
     def current(self) -> int:
@@ -62,3 +65,8 @@ def device_error(a: Any, b: Any) -> RuntimeError:
     return RuntimeError(
         f"Expected all tensors to be on the same device, but found at least two devices, {a} and {b}!"
     )
+
+
+def strict_enabled() -> bool:
+    """True when ``RUNTIME_SHIM_STRICT=1`` asks for the Ascend restrictions."""
+    return os.environ.get(STRICT_ENV, "") == "1"

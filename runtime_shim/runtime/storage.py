@@ -34,7 +34,8 @@ Design (why it is shaped like this):
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import cast
 
 import torch
 from torch._C import DispatchKey, DispatchKeySet
@@ -46,7 +47,10 @@ _Tensor = torch.Tensor
 _CPU = torch.device("cpu")
 _CPU_KEYSET = DispatchKeySet(DispatchKey.CPU)
 _make_shell = torch._C._acc.create_empty_tensor
-_storage_from_ptr = torch._C._construct_storage_from_data_pointer
+# torch's stubs say it returns a Storage; at run time it is an UntypedStorage
+_storage_from_ptr = cast(
+    "Callable[[int, torch.device, int], torch.UntypedStorage]", torch._C._construct_storage_from_data_pointer
+)
 _SET_STORAGE = torch.ops.aten.set_.source_Storage_storage_offset._handle
 _AS_STRIDED = torch.ops.aten.as_strided.default._handle
 # The CPU set_ kernel itself (a boxed call that skips the dispatch-table lookup).
@@ -88,7 +92,9 @@ class HostBinding:
         #: source); made on first use, as most storages never need one.
         self.bases: dict[torch.dtype, torch.Tensor] | None = None
         #: (dtype, size, stride, offset) -> CPU tensor with that geometry
-        self.views: dict = {}
+        self.views: dict[
+            tuple[torch.dtype, torch.Size, tuple[int, ...], int | torch.SymInt], torch.Tensor
+        ] = {}
         self.nbytes = nbytes
         self.memory = memory
         self.ptr = host.data_ptr()
@@ -122,7 +128,7 @@ def native_binding(storage: torch.UntypedStorage) -> HostBinding | None:
     host, index, nbytes = found
     assert STATE.tracker is not None
     info = HostBinding(host.untyped_storage(), index, nbytes, STATE.tracker.devices[index], counted=False)
-    storage._npu_binding = info  # type: ignore[attr-defined]
+    storage._npu_binding = info  # type: ignore[attr-defined]  # the binding rides on the storage object
     return info
 
 
@@ -138,8 +144,8 @@ def new_storage(host: torch.UntypedStorage, index: int) -> torch.UntypedStorage:
     memory = STATE.tracker.devices[index]
     memory.check(nbytes)
     storage = _storage_from_ptr(host.data_ptr(), STATE.devices[index], nbytes)
-    storage._npu_binding = HostBinding(host, index, nbytes, memory)  # type: ignore[attr-defined]
-    return storage  # type: ignore[return-value]  # an UntypedStorage at run time
+    storage._npu_binding = HostBinding(host, index, nbytes, memory)  # type: ignore[attr-defined]  # the binding rides on the storage object
+    return storage
 
 
 def _anchor(index: int) -> torch.Tensor:
@@ -180,22 +186,7 @@ def _shell(index: int, dtype: torch.dtype) -> torch.Tensor:
 _VIEW_DTYPE = torch.ops.aten.view.dtype._handle
 
 
-def npu_tensor(
-    storage: torch.UntypedStorage,
-    dtype: torch.dtype,
-    offset: int | torch.SymInt,
-    size: Sequence[int],
-    stride: Sequence[int],
-) -> torch.Tensor:
-    """An npu tensor over ``storage`` with the given dtype and geometry."""
-    shell = _shell(binding(storage).index, dtype)
-    # The CPU set_ kernel only edits metadata, so it is safe on an npu tensor and
-    # is the one call that gives it arbitrary sizes, strides and offset.
-    _SET_STORAGE.redispatch_boxed(_CPU_KEYSET, shell, storage, offset, size, stride)
-    return shell
-
-
-def wrap_host(o: torch.Tensor, index: int, inputs: list | None = None) -> torch.Tensor:
+def wrap_host(o: torch.Tensor, index: int, inputs: list[torch.UntypedStorage] | None = None) -> torch.Tensor:
     """Return an npu tensor (device ``index``) over the bytes of CPU tensor ``o``.
 
     If ``o`` shares memory with one of the npu storages in ``inputs`` the result
@@ -217,7 +208,7 @@ def wrap_host(o: torch.Tensor, index: int, inputs: list | None = None) -> torch.
         if memory.allocated + nbytes > memory.capacity:
             memory.check(nbytes)
         storage = _storage_from_ptr(ptr, STATE.devices[index], nbytes)
-        info = storage._npu_binding = HostBinding(host, index, nbytes, memory)  # type: ignore[attr-defined]
+        info = storage._npu_binding = HostBinding(host, index, nbytes, memory)  # type: ignore[attr-defined]  # as above
     else:
         info = binding(storage)
         index = info.index

@@ -16,7 +16,7 @@ import pytest
 import torch
 from conftest import HERE, run_python
 
-from runtime_shim.runtime import distributed
+from runtime_shim.backend import distributed
 
 SCRIPT = HERE / "scripts" / "dist_features.py"
 TORCHRUN = ["-m", "torch.distributed.run", "--nproc-per-node"]

@@ -199,3 +199,64 @@ def test_affinity_rewrite_of_sdpa_is_bit_for_bit_on_the_simulated_npu(function):
     expected = original[function](*args)
     got = converted[function](*on_npu)
     assert got.device.type == "npu" and torch.equal(got.cpu(), expected)
+
+
+def _fixture_pair(name: str) -> tuple[dict, dict]:
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[1] / "fixtures" / "rules" / "fused_calls+affinity"
+    original: dict = {}
+    converted: dict = {}
+    exec((folder / f"{name}.in.py").read_text(), original)
+    exec((folder / f"{name}.out.py").read_text(), converted)
+    return original, converted
+
+
+@pytest.mark.parametrize("cls", ["LlamaRMSNorm", "MetaRMSNorm", "PlainRMSNorm"])
+def test_affinity_rewrite_of_rms_norm_is_bit_for_bit_in_float32(cls, monkeypatch):
+    """TP954's fixture run as converted on the simulated NPU against the original on the CPU:
+    float32 outputs bit for bit, gradients too where the square is spelled as the stand-in's
+    (`pow(2)`), else within float32 rounding (the rule's tolerance), and the fused operator ran."""
+    original, converted = _fixture_pair("rms_norm_fused")
+    calls = []
+    fused = torch_npu.npu_rms_norm
+    monkeypatch.setattr(torch_npu, "npu_rms_norm", lambda *a, **k: calls.append(1) or fused(*a, **k))
+    torch.manual_seed(3)
+    before = original[cls](8)
+    with torch.no_grad():
+        before.get_parameter(next(n for n, _ in before.named_parameters())).uniform_(0.5, 1.5)
+    after = converted[cls](8).to("npu")
+    after.load_state_dict(before.state_dict())
+    x = torch.randn(2, 5, 8, requires_grad=True)
+    x_npu = x.detach().to("npu").requires_grad_(True)
+    expected, got = before(x), after(x_npu)
+    expected.square().sum().backward()
+    got.square().sum().backward()
+    assert calls and got.device.type == "npu"
+    assert torch.equal(got.cpu(), expected)
+    grads = [x.grad, *(p.grad for p in before.parameters())]
+    fused_grads = [x_npu.grad.cpu(), *(p.grad.cpu() for p in after.parameters())]
+    if cls == "PlainRMSNorm":  # x * x: its backward rounds otherwise than pow's
+        assert all(torch.allclose(a, b, rtol=1e-6, atol=1e-7) for a, b in zip(grads, fused_grads))
+    else:
+        assert all(torch.equal(a, b) for a, b in zip(grads, fused_grads))
+
+
+def test_affinity_rewrite_of_swiglu_is_within_float32_rounding(monkeypatch):
+    """TP955's fixture: the two-projection and the chunked form, through npu_swiglu, give what the
+    original gives on the same simulated device, within float32 rounding (silu of a half, a
+    strided view, may take another vectorised path than silu of a whole tensor)."""
+    original, converted = _fixture_pair("swiglu_fused")
+    calls = []
+    fused = torch_npu.npu_swiglu
+    monkeypatch.setattr(torch_npu, "npu_swiglu", lambda *a, **k: calls.append(1) or fused(*a, **k))
+    torch.manual_seed(4)
+    x = torch.randn(3, 6)
+    x = x.to("npu")
+    assert torch.allclose(converted["swiglu"](x), original["swiglu"](x), rtol=1e-6, atol=1e-7)
+    for cls in ("FeedForward", "NamedProjections", "Rebinding"):
+        before = original[cls](6, 10).to("npu")
+        after = converted[cls](6, 10).to("npu")
+        after.load_state_dict(before.state_dict())
+        assert torch.allclose(after(x), before(x), rtol=1e-6, atol=1e-7)
+    assert len(calls) == 4

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from runtime_shim.patches.transfer_to_npu import device_args, transfer
+from runtime_shim.torch_npu_stub import profiler  # = import torch_npu: the simulated npu is active
 
 NPU0 = torch.device("npu", 0)
 
@@ -23,7 +24,7 @@ def transferred():
     originals = (torch.cuda.is_available, torch.Tensor.to, torch.load, torch.Generator, torch.jit.script)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        log = transfer.install()
+        log = transfer.install(profiler)
     yield
     log.restore()
     assert (

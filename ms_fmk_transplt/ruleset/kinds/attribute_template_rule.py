@@ -8,8 +8,14 @@ module's attribute is rewritten, resolved through imports (`torch.cuda.FloatTens
 attribute of that name on the same object (its own attribute); reported where it assigns one on
 another object.
 
+`uncalled`: only where the attribute is read as a value, not called (`dev_mod = torch.cuda`,
+`torch.cuda.Event` handed on): calls have their own rules. With `uncalled` and `module`,
+`attribute` may be `"*"`: any other attribute of the module or of a module under it, and a
+`template` of null reports the use with `suggestion` instead of rewriting it (never a silent
+miss).
+
 Code: `AttributeTemplate.rewrite_attribute`, an attribute hook (engine/hooks.py) keyed by the
-attribute's name.
+attribute's name (`uncalled`: in `Tables.reference_hooks`, asked only for an attribute not called).
 """
 
 from __future__ import annotations
@@ -33,8 +39,10 @@ from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
         "required": ["attribute", "template"],
         "properties": {
             "attribute": {"type": ["string", "array"], "items": {"type": "string"}},
-            "template": {"type": "string"},
+            "template": {"type": ["string", "null"]},
             "module": {"type": "string"},
+            "uncalled": {"type": "boolean"},
+            "suggestion": {"type": "string"},
         },
     },
     message="{old} -> {new}",
@@ -43,11 +51,14 @@ from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 class AttributeTemplateRule:
     @staticmethod
     def check(entry: Entry) -> list[Problem]:
+        wildcard = entry.get("uncalled") and "module" in entry
         for name in _names(entry):
-            if p := checks.identifier(name):
+            if (name != "*" or not wildcard) and (p := checks.identifier(name)):
                 return [("attribute", p)]
         if "module" in entry and (p := checks.dotted_name(entry["module"])):
             return [("module", p)]
+        if entry["template"] is None:
+            return [] if wildcard else [("template", "null only with uncalled and module (a report)")]
         try:
             filled = entry["template"].format(receiver="x", attribute="a")
         except (KeyError, IndexError, ValueError) as exc:
@@ -62,7 +73,7 @@ class AttributeTemplateRule:
     @staticmethod
     def summary(entry: Entry) -> str:
         where = entry.get("module", "x")
-        return f"attribute {where}.{'/'.join(_names(entry))} -> {entry['template']}"
+        return f"attribute {where}.{'/'.join(_names(entry))} -> {entry['template'] or 'reported'}"
 
     @staticmethod
     def key(entry: Entry) -> Hashable:
@@ -71,10 +82,12 @@ class AttributeTemplateRule:
     @staticmethod
     def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
-            module = rule.params.get("module", "")
-            for name in _names(rule.params):
-                tables.attribute_hooks[name] = AttributeTemplate(rule, rule.params["template"], module)
-                tables.add_name_trigger(f"{module}.{name}" if module else name)
+            p = rule.params
+            module = p.get("module", "")
+            hooks = tables.reference_hooks if p.get("uncalled") else tables.attribute_hooks
+            for name in _names(p):
+                hooks[name] = AttributeTemplate(rule, p["template"] or "", module, p.get("suggestion", ""))
+                tables.add_name_trigger(module if name == "*" else f"{module}.{name}" if module else name)
 
 
 def _names(entry: Entry) -> list[str]:
@@ -89,11 +102,12 @@ class AttributeTemplate:
     rule: Rule
     template: str
     module: str = ""  # only this module's attribute (qualified), not any object's
+    suggestion: str = ""  # no template: the use is reported with this
 
     @property
-    def new(self) -> str:
-        """The expression as the template spells it."""
-        return self.template
+    def new(self) -> str | None:
+        """The expression as the template spells it (None: report-only)."""
+        return self.template or None
 
     def rewrite_attribute(
         self, site: Site, original: cst.Attribute, updated: cst.Attribute
@@ -101,8 +115,21 @@ class AttributeTemplate:
         """The expression; the attribute kept where it is the file's own (reported when only
         another object's is)."""
         attr = original.attr.value
-        if self.module and site.qualify(original.value) != self.module:
-            return None
+        owner = site.qualify(original.value)
+        if self.module and owner != self.module:
+            if not self.template and owner is not None and owner.startswith(self.module + "."):
+                pass  # a wildcard's report covers the modules under its own (torch.cuda.amp.X)
+            else:
+                return None
+        if not self.template:
+            site.report_message(
+                original,
+                self.rule,
+                Operation.UNSUPPORTED,
+                f"{owner}.{attr} used as a value kept: no device-agnostic form; {self.suggestion}",
+                api=f"{owner}.{attr}",
+            )
+            return updated
         if site.names.assigns(original.value, attr):
             return updated
         if site.names.assigns_anywhere(attr):

@@ -3,7 +3,9 @@
 Applied only when the run opts into the rule's `opt_in` (`--opt-in affinity`); otherwise the rule
 adds nothing to the run (`--advice` names the same replacement, with its condition). A handler,
 named in the rule, rewrites one call or leaves it when the call is outside what the fused operator
-is known to compute the same (the rule's `tolerance` says how close the result stays).
+is known to compute the same (the rule's `tolerance` says how close the result stays). A rule
+with `half_precision` rewrites only in a file that evidently computes in float16/bfloat16
+(autocast, `.half()`, a half dtype named): the fused kernel takes no float32.
 
 Code: `FusedCall.rewrite_call`, a call hook (engine/hooks.py) keyed by `func_name`; the handlers
 are the functions of `HANDLERS`.
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import libcst as cst
 
@@ -50,7 +52,7 @@ def _is(node: cst.BaseExpression | None, *spellings: str) -> bool:
     return node is not None and cst.Module(body=[]).code_for_node(node).strip() in spellings
 
 
-def sdpa_to_fusion_attention(call: cst.Call, params: dict) -> cst.BaseExpression | None:
+def sdpa_to_fusion_attention(call: cst.Call, params: dict[str, Any]) -> cst.BaseExpression | None:
     """`F.scaled_dot_product_attention(q, k, v[, is_causal=True][, scale=s])` as
     `torch_npu.npu_fusion_attention(q, k, v, q.size(1), "BNSD", ...)[0]`: BNSD is SDPA's layout,
     causal is sparse_mode 2 with torch_npu's 2048 x 2048 compressed mask, the scale SDPA's default
@@ -88,7 +90,7 @@ def sdpa_to_fusion_attention(call: cst.Call, params: dict) -> cst.BaseExpression
     return cst.parse_expression(text)
 
 
-def optimizer_to_fused(call: cst.Call, params: dict) -> cst.BaseExpression | None:
+def optimizer_to_fused(call: cst.Call, params: dict[str, Any]) -> cst.BaseExpression | None:
     """`torch.optim.X(params, kw=...)` as `new_name(params, kw=...)` when every keyword is one the
     fused optimizer documents (`keywords`), those it requires (`required`) are given, and only the
     parameters are positional; else left (`fused=True`, `foreach=...`, `**options`)."""
@@ -102,20 +104,10 @@ def optimizer_to_fused(call: cst.Call, params: dict) -> cst.BaseExpression | Non
     return call.with_changes(func=build_dotted(params["new_name"]))
 
 
-HANDLERS: dict[str, Callable[[cst.Call, dict], cst.BaseExpression | None]] = {
+HANDLERS: dict[str, Callable[[cst.Call, dict[str, Any]], cst.BaseExpression | None]] = {
     "sdpa_to_fusion_attention": sdpa_to_fusion_attention,
     "optimizer_to_fused": optimizer_to_fused,
 }
-
-
-def _handler(value: str) -> str | None:
-    if value in HANDLERS:
-        return None
-    return f"{value!r} is not a handler; valid: {', '.join(sorted(HANDLERS))}"
-
-
-def _opt_in(value: str) -> str | None:
-    return None if value else "a fused-call rule needs an opt_in name"
 
 
 @kind(
@@ -129,6 +121,7 @@ def _opt_in(value: str) -> str | None:
             "keywords": {"type": "array", "items": {"type": "string"}},
             "required": {"type": "array", "items": {"type": "string"}},
             "tolerance": {"type": "string"},
+            "half_precision": {"type": "boolean"},
         },
     },
     message="{old}(...) -> {new} ({tolerance})",
@@ -137,7 +130,11 @@ class FusedCallRule:
     @staticmethod
     def check(entry: Entry) -> list[Problem]:
         return checks.problems(
-            entry, func_name=checks.dotted_name, new_name=checks.dotted_name, handler=_handler, opt_in=_opt_in
+            entry,
+            func_name=checks.dotted_name,
+            new_name=checks.dotted_name,
+            handler=checks.one_of(HANDLERS, "handler"),
+            opt_in=checks.non_empty("an opt_in name"),
         )
 
     @staticmethod
@@ -173,6 +170,8 @@ class FusedCall:
         """The fused operator's expression (a subscript of its result), or the call as it is."""
         if not site.imports_torch:
             return updated  # the replacement names torch (the causal mask)
+        if self.rule.params.get("half_precision") and not site.half_precision:
+            return updated  # the fused kernel takes float16/bfloat16 only: float32 stays advice
         new = HANDLERS[self.handler](updated, self.rule.params)
         if new is None:
             return updated

@@ -26,6 +26,10 @@ fix: it restores a CUDA-saved checkpoint onto CUDA, which the NPU machine lacks.
 automatically: whether the data should land on the NPU (`map_location="npu"`) or stay on the
 host (`"cpu"`) is the program's choice, and either one silently moves CPU-saved objects too.
 
+With `new_form` (`--target accelerator`), an expression naming the device type where the program
+runs, the key added is an f-string led by it (`{"cuda:0": ...}` -> `{"cuda:0": ..., f"{<type>}:0":
+...}`): checkpoints the portable program saves on any accelerator load too.
+
 Code: `MapLocation.claim` / `rewrite_value`, a value hook (engine/hooks.py): it claims the
 `map_location` arguments and dicts before the traversal, keeps the key literals from the string
 rules (the device string rule converts the destinations) and adds the NPU keys on the way up.
@@ -66,6 +70,7 @@ from ms_fmk_transplt.ruleset.schema import pointer, spell
             "pattern": {"type": "string"},
             "old": {"type": "string"},
             "new": {"type": "string"},
+            "new_form": {"type": "string", "format": "python-expression"},
             "suggestion": {"type": "string"},
         },
     },
@@ -91,6 +96,8 @@ class MapLocationRule:
             )
         if any(ch in entry["new"] for ch in "'\"\\\n"):
             problems.append(("new", "quotes, backslashes and newlines are not allowed in the replacement"))
+        if "new_form" in entry and (p := checks.expression(entry["new_form"])):
+            problems.append(("new_form", p))
         return problems
 
     @staticmethod
@@ -118,6 +125,7 @@ class MapLocationRule:
                     re.compile(p["pattern"]),
                     p["old"],
                     p["new"],
+                    p.get("new_form", ""),
                 )
             )
             tables.add_name_trigger(*p["calls"])
@@ -137,6 +145,7 @@ class MapLocation:
     pattern: Any  # compiled regex: a source spelling, `cuda:0`
     old: str
     new: str
+    new_form: str = ""  # an expression of the device type: the key added is an f-string led by it
 
     def claim(self, site: Site, nodes: NodeIndex) -> Claims:
         """The map_location arguments of the module's calls, and the dicts and functions they name."""
@@ -240,7 +249,8 @@ class MapLocation:
                         self.rule,
                         Operation.CHECK,
                         f"{text!r} kept: the {self.keyword} function tests where a storage was saved;"
-                        f" checkpoints saved on the NPU say {self.new + text[len(self.old) :]!r}, test both",
+                        f" checkpoints saved on {'another accelerator say its type' if self.new_form else 'the NPU say'}"
+                        f" {self.new + text[len(self.old) :]!r}, test both",
                         api=self.keyword,
                         support=Support.PARTIAL,
                     )
@@ -259,9 +269,15 @@ class MapLocation:
                 return None
             value = first.value
             start = len(first.prefix) + len(first.quote)
-            new: cst.BaseExpression = first.with_changes(
-                value=value[:start] + self.new + value[start + len(self.old) :]
-            )
+            if self.new_form:
+                if len(first.quote) != 1 or "b" in first.prefix.lower():
+                    return None
+                rest = text[len(self.old) :].replace("{", "{{").replace("}", "}}")
+                new: cst.BaseExpression = cst.parse_expression(
+                    f"f{first.quote}{{{self._form(first.quote)}}}{rest}{first.quote}"
+                )
+            else:
+                new = first.with_changes(value=value[:start] + self.new + value[start + len(self.old) :])
         elif isinstance(first, cst.FormattedString):
             template = "".join(
                 p.value if isinstance(p, cst.FormattedStringText) else "{}" for p in first.parts
@@ -271,11 +287,20 @@ class MapLocation:
                 return None
             if not head.value.startswith(self.old):
                 return None
-            new_head = head.with_changes(value=self.new + head.value[len(self.old) :])
-            new = first.with_changes(parts=[new_head, *first.parts[1:]])
+            if self.new_form:
+                form = cst.FormattedStringExpression(cst.parse_expression(self._form(first.end)))
+                tail = head.with_changes(value=head.value[len(self.old) :])
+                new = first.with_changes(parts=[form, *([tail] if tail.value else []), *first.parts[1:]])
+            else:
+                new_head = head.with_changes(value=self.new + head.value[len(self.old) :])
+                new = first.with_changes(parts=[new_head, *first.parts[1:]])
         else:
             return None
         return new if first is key else key.deep_replace(first, new)
+
+    def _form(self, quote: str) -> str:
+        """`new_form` with its string quotes other than the f-string's own `quote`."""
+        return self.new_form.replace('"', "'") if '"' in quote else self.new_form.replace("'", '"')
 
     def rewrite_value(self, site: Site, original: cst.Dict, updated: cst.Dict) -> cst.BaseExpression:
         """The dict with an NPU key beside each CUDA key that lacks one, mapped to the same value."""

@@ -61,7 +61,7 @@ def mapping_arguments(
             args, kwargs = mapper(args, kwargs)
             return fn(*args, **kwargs)
 
-        patched._transfer_to_npu = True  # type: ignore[attr-defined]
+        patched._transfer_to_npu = True  # type: ignore[attr-defined]  # a marker on the function object
         return patched
 
     return wrapper

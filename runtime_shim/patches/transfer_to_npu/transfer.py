@@ -11,6 +11,7 @@ import functools
 import sys
 import warnings
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import torch
@@ -87,7 +88,7 @@ def _wrap_all(log: PatchLog, owner: Any, names: tuple[str, ...], wrapper: Callab
         log.wrap(owner, name, wrapper)
 
 
-class _GeneratorMeta(type(torch.Generator)):  # type: ignore[misc]
+class _GeneratorMeta(type(torch.Generator)):  # type: ignore[misc]  # a base computed at run time
     # isinstance(torch.Generator(), torch.Generator) stays true for generators torch makes itself.
     def __instancecheck__(cls, instance: Any) -> bool:
         return super().__instancecheck__(instance) or isinstance(instance, cls.__mro__[1])
@@ -97,7 +98,7 @@ class GeneratorProxy(torch.Generator, metaclass=_GeneratorMeta):
     """``torch.Generator`` under transfer_to_npu: a CUDA device argument means the npu."""
 
     def __new__(cls, device: Any = "cpu") -> Any:
-        return super().__new__(cls, map_device(device))  # type: ignore[call-arg]
+        return super().__new__(cls, map_device(device))  # type: ignore[call-arg]  # its stubs take no device
 
 
 class EventProxy(torch.Event, metaclass=_GeneratorMeta):
@@ -127,7 +128,7 @@ DoubleTensorAsFloat = _DoubleAsFloatMeta(
 
 def patch_torch_cuda(log: PatchLog) -> None:
     """``torch.cuda.*`` answered by ``torch.npu``: every torch_npu name, amp, random, the device knobs."""
-    npu = torch.npu  # type: ignore[attr-defined]
+    npu = torch.npu  # type: ignore[attr-defined]  # set by activate(), not in torch's stubs
     for name in npu.__all__:
         log.set(torch.cuda, name, getattr(npu, name))
     for name in npu.amp.__all__:
@@ -174,10 +175,10 @@ def patch_tensor_and_module(log: PatchLog) -> None:
     """``Tensor.cuda`` / ``is_cuda`` / ``to`` / ``new_*``, ``Module.cuda`` / ``to`` / ``to_empty``."""
     for name in TENSOR_METHODS:
         log.wrap(torch.Tensor, name, devices_and_ints if name == "to" else devices)
-    log.set(torch.Tensor, "cuda", torch.Tensor.npu)  # type: ignore[attr-defined]
-    log.set(torch.Tensor, "is_cuda", torch.Tensor.is_npu)  # type: ignore[attr-defined]
+    log.set(torch.Tensor, "cuda", torch.Tensor.npu)  # type: ignore[attr-defined]  # set by activate()
+    log.set(torch.Tensor, "is_cuda", torch.Tensor.is_npu)  # type: ignore[attr-defined]  # set by activate()
     _wrap_all(log, torch.nn.Module, MODULE_METHODS, devices_and_ints)
-    log.set(torch.nn.Module, "cuda", torch.nn.Module.npu)  # type: ignore[attr-defined]
+    log.set(torch.nn.Module, "cuda", torch.nn.Module.npu)  # type: ignore[attr-defined]  # set by activate()
     # torch_npu also lists its Tensor.to wrapper among an UninitializedParameter's allowed
     # methods; moving a lazy module before its first forward fails on the simulated npu
     # without transfer_to_npu too, so that one is left out (README).
@@ -190,7 +191,7 @@ def patch_distributed(log: PatchLog) -> None:
     if not dist.is_available():  # pragma: no cover - depends on the torch build
         return
     log.wrap(dist, "init_process_group", devices_and_backend)
-    log.set(dist, "is_nccl_available", dist.is_hccl_available)  # type: ignore[attr-defined]
+    log.set(dist, "is_nccl_available", dist.is_hccl_available)  # type: ignore[attr-defined]  # set by activate()
     log.wrap(dist.ProcessGroup, "_get_backend", devices)
     log.wrap(dist.distributed_c10d, "_new_group_with_tag", devices_and_backend)
     log.wrap(torch.nn.parallel.DistributedDataParallel, "__init__", devices)
@@ -240,13 +241,11 @@ def patch_jit_and_compile(log: PatchLog) -> None:
     from torch.utils import _triton
 
     log.set(_triton, "has_triton", lambda: False)
-    log.set(torch._utils, "_get_available_device_type", lambda: "npu" if torch.npu.is_available() else None)  # type: ignore[attr-defined]
+    log.set(torch._utils, "_get_available_device_type", lambda: "npu" if torch.npu.is_available() else None)  # type: ignore[attr-defined]  # torch.npu: set by activate()
 
 
-def patch_profiler_and_tools(log: PatchLog) -> None:
+def patch_profiler_and_tools(log: PatchLog, npu_profiler: ModuleType) -> None:
     """torch.profiler as torch_npu.profiler (CUDA activity = NPU), cpp_extension and Kernel devices."""
-    from runtime_shim.torch_npu_stub import profiler as npu_profiler
-
     log.set(torch.profiler, "profile", _dropping_cuda_experimental_config(npu_profiler.profile))
     log.set(torch.profiler, "schedule", npu_profiler.schedule)
     log.set(torch.profiler, "tensorboard_trace_handler", npu_profiler.tensorboard_trace_handler)
@@ -286,18 +285,18 @@ GROUPS = (
     patch_tensor_and_module,
     patch_distributed,
     patch_jit_and_compile,
-    patch_profiler_and_tools,
 )
 
 
-def install() -> PatchLog:
-    """Apply every patch group; the returned log can undo them (tests do)."""
-    import runtime_shim.torch_npu_stub  # noqa: F401  (= import torch_npu: activates the simulated NPU)
-
+def install(npu_profiler: ModuleType) -> PatchLog:
+    """Apply every patch group, torch.profiler's from ``npu_profiler`` (torch_npu.profiler); the
+    returned log can undo them (tests do). The simulated npu is active: torch_npu's stand-in,
+    which activated it, is the caller."""
     log = PatchLog()
     try:
         for group in GROUPS:
             group(log)
+        patch_profiler_and_tools(log, npu_profiler)
     except BaseException:
         log.restore()
         raise

@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 from runtime_shim.not_simulated import module_getattr as _module_getattr
 from runtime_shim.patches.transfer_to_npu.transfer import install
+from runtime_shim.torch_npu_stub import profiler as _profiler
 
 __all__: list[str] = []
 
 #: The patches made at import (``PATCHES.restore()`` undoes them; only tests need that).
-PATCHES = install()
+PATCHES = install(_profiler)
 
 
 if not _TYPE_CHECKING:  # hidden from mypy, which then still checks every name read from here

@@ -21,7 +21,6 @@ input) hold.
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Callable
 from datetime import timedelta
@@ -32,11 +31,10 @@ import torch.distributed as dist
 from torch._C import DispatchKey, DispatchKeySet
 
 from runtime_shim.backend import libraries
-from runtime_shim.runtime.state import DEVICE_TYPE
+from runtime_shim.runtime.state import DEVICE_TYPE, STRICT_ENV, strict_enabled
 from runtime_shim.runtime.storage import host_view
 
 BACKEND_NAME = "hccl"
-STRICT_ENV = "RUNTIME_SHIM_STRICT"
 _CPU_KEYSET = DispatchKeySet(DispatchKey.CPU)
 _CPU_DEVICE = torch.device("cpu")
 
@@ -99,11 +97,6 @@ STRICT_REDUCE_DTYPES = frozenset(
 
 class HcclRestrictionError(RuntimeError):
     """A collective that real HCCL rejects (raised only in strict mode)."""
-
-
-def strict_enabled() -> bool:
-    """True when ``RUNTIME_SHIM_STRICT=1`` asks for the Ascend restrictions."""
-    return os.environ.get(STRICT_ENV, "") == "1"
 
 
 def _host(value: Any) -> Any:
