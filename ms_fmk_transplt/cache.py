@@ -13,11 +13,12 @@ import hashlib
 import os
 import pickle
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ms_fmk_transplt import __version__
+from ms_fmk_transplt.engine.project_devices import ModuleFacts
 from ms_fmk_transplt.records import FileResult, Finding, PackedFindings
 
 CACHE_FILE = "results.sqlite3"
@@ -71,6 +72,7 @@ class ResultCache:
         self.path = directory / CACHE_FILE
         self.rule_set = rule_set
         self.file_set = rule_set  # what a file's key holds besides the file (`knowing`)
+        self.part: Callable[[str], bytes] = lambda rel: b""  # ... and besides the other files' (`knowing`)
         self.warnings = warnings
         self.pending: list[tuple[bytes, bytes | bytearray]] = []
         self.pending_bytes = 0
@@ -111,11 +113,14 @@ class ResultCache:
 
     def key(self, rel: str, data: bytes) -> bytes:
         """The key of one file's result under this cache's rule set and the run's input tree."""
-        return file_key(self.file_set, rel, data)
+        return file_key(self.file_set + self.part(rel), rel, data)
 
-    def knowing(self, layout_digest: bytes) -> None:
-        """A file's result depends on the input tree's modules too (engine/first_party.py)."""
+    def knowing(self, layout_digest: bytes, part: Callable[[str], bytes] | None = None) -> None:
+        """A file's result depends on the input tree's modules too (engine/first_party.py), and
+        on what the modules it imports hand their parameters to (`part`: ProjectLayout.key_part)."""
         self.file_set = self.rule_set + layout_digest
+        if part is not None:
+            self.part = part
 
     def get(self, key: bytes, rel: str) -> FileResult | None:
         """The stored result for `key` if it is `rel`'s; None on a miss or an unreadable entry."""
@@ -270,6 +275,36 @@ class ResultCache:
         if self.db is not None:
             value = pickle.dumps(("digest", digest), protocol=pickle.HIGHEST_PROTOCOL)
             self.pending.append((self._digest_key(keyed), value))
+
+    def get_signatures(self, rel: str, data: bytes) -> ModuleFacts | None:
+        """What a module's own functions hand their parameters to, stored for its bytes
+        (engine/project_devices.py); None when not stored."""
+        if self.db is None:
+            return None
+        try:
+            row = self.db.execute(
+                "SELECT value FROM results WHERE key = ?", (self._signatures_key(rel, data),)
+            ).fetchone()
+            value = pickle.loads(row[0]) if row is not None else None
+        except Exception:  # a damaged entry is only a miss (sqlite errors included)
+            return None
+        if (
+            isinstance(value, tuple)
+            and len(value) == 2
+            and value[0] == "signatures"
+            and isinstance(value[1], ModuleFacts)
+        ):
+            return value[1]
+        return None
+
+    def put_signatures(self, rel: str, data: bytes, facts: ModuleFacts) -> None:
+        """Remember a module's signatures for its bytes."""
+        if self.db is not None:
+            value = pickle.dumps(("signatures", facts), protocol=pickle.HIGHEST_PROTOCOL)
+            self._queue(self._signatures_key(rel, data), value)
+
+    def _signatures_key(self, rel: str, data: bytes) -> bytes:
+        return hashlib.sha256(self.rule_set + b"\0signatures\0" + rel.encode() + b"\0" + data).digest()
 
     def _digest_key(self, keyed: bytes) -> bytes:
         return hashlib.sha256(self.rule_set + b"\0results digest\0" + keyed).digest()

@@ -9,10 +9,11 @@ import os
 import posixpath
 import re
 import stat
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ms_fmk_transplt.engine.first_party import ProjectLayout
+from ms_fmk_transplt.engine.first_party import ProjectLayout, SignatureMemo
 from ms_fmk_transplt.suggest import closest
 
 LOG_NAME = "msFmkTranspltlog.txt"  # written into every output folder (run.py)
@@ -301,7 +302,22 @@ def no_python_notice(entries: list[Entry], where: str) -> str | None:
     return f"no Python files found in {where}"
 
 
-def project_layout(entries: list[Entry]) -> ProjectLayout:
+def project_layout(entries: list[Entry], memo: SignatureMemo | None = None) -> ProjectLayout:
     """The input tree's Python modules, excluded ones too (they are still the project's), which
-    decide what each file's imports reach (engine/first_party.py)."""
-    return ProjectLayout.of(e.rel for e in entries if e.kind is EntryKind.PYTHON or e.excluded)
+    decide what each file's imports reach (engine/first_party.py), knowing what the functions of
+    the analysed ones hand their parameters to (engine/project_devices.py)."""
+    layout = ProjectLayout.of(e.rel for e in entries if e.kind is EntryKind.PYTHON or e.excluded)
+    return layout.reading(
+        _sources(e for e in entries if e.kind is EntryKind.PYTHON and e.rel.endswith(".py")), memo
+    )
+
+
+def _sources(entries: Iterable[Entry]) -> Iterator[tuple[str, bytes]]:
+    """Each readable module's bytes (one that cannot be read is reported when it converts)."""
+    for entry in entries:
+        try:
+            source = entry.path.read_bytes()
+        except OSError:
+            continue
+        if b"def " in source or b"class " in source:
+            yield entry.rel, source

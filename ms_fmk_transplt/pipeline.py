@@ -124,9 +124,11 @@ def _convert_chunk(chunk: list[tuple[str, str]], rule_set: bytes | None) -> list
     bytes' key, or a later run with those bytes would get the edited file's result."""
     assert _worker_tables is not None
     keyed: list[Keyed] = []
+    project = _worker_tables.project
     for rel, path in chunk:
         result, data = _convert_path(rel, path, _worker_tables)
-        key = file_key(rule_set, rel, data) if rule_set is not None and data is not None else None
+        part = project.key_part(rel) if project is not None else b""  # the signatures it read
+        key = file_key(rule_set + part, rel, data) if rule_set is not None and data is not None else None
         keyed.append((result, key))
     return keyed
 

@@ -311,9 +311,9 @@ def check_target(target: str, release: str) -> None:
 def _seen_in(entries: list[Entry], tables: TableSource, cache: ResultCache | None) -> TableSource:
     """The tables knowing the input tree's own modules (engine/first_party.py), once per run; the
     cache keys results by that tree too."""
-    layout = project_layout(entries)
+    layout = project_layout(entries, cache)
     if cache is not None:
-        cache.knowing(layout.digest())
+        cache.knowing(layout.digest(), layout.key_part)
     return tables.seen_in(layout)
 
 

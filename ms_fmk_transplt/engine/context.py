@@ -38,6 +38,8 @@ import libcst.matchers as m
 
 from ms_fmk_transplt import data
 from ms_fmk_transplt.engine.device_flow import DeviceFlow, option_fields, own_attribute, returns
+from ms_fmk_transplt.engine.first_party import FirstParty
+from ms_fmk_transplt.engine.project_devices import Reach, relative
 from ms_fmk_transplt.engine.walk import NodeIndex, short_name
 
 CONVENTION = " (convention)"
@@ -77,9 +79,17 @@ NAME_LISTS = (
     "vendor_reads",
     "enumerating_keywords",
     "enumerating_calls",
+    "cuda_only_apis",
 )
 #: the `device_context` lists of regular expressions
-PATTERN_LISTS = ("names", "device_tests", "accelerator_names", "predicate_names", "identity_names")
+PATTERN_LISTS = (
+    "names",
+    "device_tests",
+    "accelerator_names",
+    "predicate_names",
+    "identity_names",
+    "cuda_only_strings",
+)
 
 
 @dataclass
@@ -117,6 +127,9 @@ class DeviceSpec:
     vendor_reads: set[str] = field(default_factory=set)  # get_device_capability: NVIDIA's or AMD's only
     enumerating_keywords: set[str] = field(default_factory=set)  # choices=[...]: every supported type
     enumerating_calls: set[str] = field(default_factory=set)  # parametrize(..., [...]), runs_on([...])
+    # CUDA-only code a device test may guard (engine/cuda_only.py): APIs by qualified name, strings
+    cuda_only_apis: set[str] = field(default_factory=set)  # torch.backends.cudnn, triton
+    cuda_only_strings: list[re.Pattern[str]] = field(default_factory=list)  # "aten::cudnn_.*", "*.cu"
 
     def add(self, params: dict[str, Any]) -> None:
         """Merge one rule's `device_context`."""
@@ -135,6 +148,7 @@ class DeviceSpec:
         self.predicates.update(params.get("predicates", {}))
         self.predicate_names.extend(re.compile(p, re.IGNORECASE) for p in params.get("predicate_names", ()))
         self.identity_names.extend(re.compile(p, re.IGNORECASE) for p in params.get("identity_names", ()))
+        self.cuda_only_strings.extend(re.compile(p) for p in params.get("cuda_only_strings", ()))
         for key in NAME_LISTS:
             getattr(self, key).update(params.get(key, ()))
 
@@ -234,9 +248,24 @@ def literal_members(annotation: cst.BaseExpression) -> list[cst.BaseExpression]:
 class DeviceContext:
     """Marks the literals of one module as devices or text, each with its evidence."""
 
-    def __init__(self, spec: DeviceSpec, qualify: Callable[[cst.CSTNode], str | None]) -> None:
+    def __init__(
+        self,
+        spec: DeviceSpec,
+        qualify: Callable[[cst.CSTNode], str | None],
+        project: FirstParty | None = None,
+    ) -> None:
         self.spec = spec
         self.qualify = qualify
+        # the project's own functions in other modules, and the parameters they hand to a device API
+        self.project = (
+            None
+            if project is None or not project.layout.signatures
+            else Reach(
+                project.layout.files, project.layout.signatures, project.module_of, self.slot_takes_device
+            )
+        )
+        self.origin = project.path if project is not None else ""  # the file's own path
+        self.relative: dict[str, str] = {}  # name a relative import binds -> its spelling (`..utils:move`)
         self.devices: dict[int, str] = {}  # id(literal) -> evidence
         self.text: dict[int, str] = {}
         self.flow = DeviceFlow()  # variables and attributes that hold or reach a device
@@ -252,6 +281,7 @@ class DeviceContext:
         """Mark every literal of the module that its place shows to be a device or text."""
         nodes = module if isinstance(module, NodeIndex) else NodeIndex(module)
         calls = nodes.of(cst.Call)
+        self._relative_imports(nodes)
         self.flow.scan_aliases(nodes, self._takes_device)
         self.flow.scan_params(nodes)
         for call in calls:  # first every variable that reaches a device API, wherever it is used
@@ -342,6 +372,41 @@ class DeviceContext:
             if index in positions:
                 yield arg, f"argument {index + 1} of {name} takes a device"
             index += 1
+
+    def _relative_imports(self, nodes: NodeIndex) -> None:
+        """`from .helpers import move`: how `Reach` spells `move` (`.helpers:move`)."""
+        if self.project is None:
+            return
+        for imported in nodes.of(cst.ImportFrom):
+            if not imported.relative or isinstance(imported.names, cst.ImportStar):
+                continue
+            where = code_of(imported.module) if imported.module is not None else None
+            for alias in imported.names:
+                bound = alias.asname.name if alias.asname is not None else alias.name
+                if isinstance(bound, cst.Name):
+                    self.relative[bound.value] = relative(len(imported.relative), where, code_of(alias.name))
+
+    def relative_callee(self, func: cst.BaseExpression) -> str | None:
+        """`move` / `helpers.move` bound by a relative import, spelled for `Reach` (`.:helpers.move`)."""
+        parts: list[str] = []
+        while isinstance(func, cst.Attribute):
+            parts.append(func.attr.value)
+            func = func.value
+        if isinstance(func, cst.Name) and func.value in self.relative:
+            return ".".join([self.relative[func.value], *reversed(parts)])
+        return None
+
+    def slot_takes_device(self, callee: str, slot: int | str) -> str | None:
+        """The API's name when `callee` (qualified, or a method's name) takes a device at position
+        or keyword `slot` (engine/project_devices.py), else None."""
+        if isinstance(slot, str):
+            if slot in self.spec.keywords or slot in self.spec.call_keywords.get(callee, set()):
+                return f"{callee}({slot}=)"
+            return None
+        short = callee.rpartition(".")[2]
+        if slot in self.spec.calls.get(callee, set()) | self.spec.calls.get(short, set()):
+            return callee
+        return None
 
     def _takes_device(self, func: cst.BaseExpression) -> str | None:
         """The API's name when `func` names a callable that takes a device, else None."""
@@ -487,6 +552,30 @@ class _Marker:
             # TimerType("cuda"): a member looked up by its value, a label as the member is
             c.mark((a.value for a in node.args[:1]), c.text, f"a value of the enum {short}")
         self._own_function(node, short)
+        self._project_function(node)
+
+    def _project_function(self, node: cst.Call) -> None:
+        """`move(x, "cuda")` where the project's `helpers.move(batch, target)` hands `target` to `.to()`."""
+        c = self.c
+        qualified = (c.qualify(node.func) or c.relative_callee(node.func)) if c.project is not None else None
+        if c.project is None or qualified is None or qualified in c.spec.calls:
+            return
+        found = c.project.signature(qualified, c.origin)
+        signature = found[1] if found is not None else None
+        if signature is not None and signature.enum and not c.spec.device_named(qualified.rpartition(".")[2]):
+            c.mark((a.value for a in node.args[:1]), c.text, f"a value of the project's enum {qualified}")
+            return
+        index = 0
+        for arg in node.args:
+            if arg.star:
+                break
+            slot: int | str = index if arg.keyword is None else arg.keyword.value
+            index += arg.keyword is None
+            api = c.project.reaches(qualified, slot, c.origin)
+            if api is not None:
+                c.mark(
+                    [arg.value], c.devices, f"given to {qualified}() as {_slot(slot)}, which reaches {api}"
+                )
 
     def _own_function(self, node: cst.Call, short: str) -> None:
         """`_capture("cuda")` where the module defines `def _capture(target_device)`."""
@@ -637,6 +726,13 @@ class _Marker:
                         for t in small.targets
                     ):
                         self.c.mark([small.value], self.c.devices, "a class attribute that holds a device")
+                    elif (  # @dataclass: accel: str = "cuda", later torch.device(self.accel)
+                        isinstance(small, cst.AnnAssign)
+                        and small.value is not None
+                        and isinstance(small.target, cst.Name)
+                        and small.target.value in self.c.flow.attributes
+                    ):
+                        self.c.mark([small.value], self.c.devices, "a field of the class that holds a device")
         # class Device(Enum): CUDA = "cuda"; class TimerType(Enum): CUDA = "cuda" is a label: members
         # of one enum are compared with each other, and keep working whatever their values say
         if not self.c.spec.device_named(node.name.value):
@@ -675,6 +771,10 @@ class _Marker:
         other = next((_string(v) for v in found if _string(v) in self.c.spec.device_types), None)
         if other is not None:
             self.c.mark(found, self.c.devices, why.format(other=repr(other)) + CONVENTION)
+
+
+def _slot(slot: int | str) -> str:
+    return f"its argument {slot + 1}" if isinstance(slot, int) else f"{slot}="
 
 
 Labels = dict[str, list[tuple[str, cst.SimpleString]]]  # parameter -> (word, literal) it picks among

@@ -225,9 +225,13 @@ class DeviceFlow:
             self.fields.add(node.attr.value)
 
     def trace_fields(self, nodes: NodeIndex, qualify: Callable[[cst.CSTNode], str | None]) -> None:
-        """`dev = args.accel` where `dev` reaches a device API: the field reaches it too."""
+        """`dev = args.accel` where `dev` reaches a device API: the field reaches it too; and
+        `self.where = where` where `self.where` reaches one: so does the variable or parameter."""
         for assign in nodes.of(cst.Assign):
             for target in assign.targets:
+                attribute = own_attribute(target.target)
+                if attribute in self.attributes:
+                    self.names.update(c.value for c in choices(assign.value) if isinstance(c, cst.Name))
                 for name, value in _pairs(target.target, assign.value):
                     if name not in self.names:
                         continue

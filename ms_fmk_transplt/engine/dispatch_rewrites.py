@@ -1,6 +1,7 @@
 """The traversal half of the device-dispatch analysis (engine/dispatch_sites.py).
 
-`KeptAlternatives` is the transformer's base: it does not enter a node the analysis keeps, so
+`KeptAlternatives` is the transformer's base: it does not enter a node the analysis keeps (or a
+device test guarding CUDA-only code: engine/cuda_only.py), so
 every rewrite, import and finding below it is skipped and its bytes stay; the first node kept
 of a dispatch gets one note naming the NPU alternative's line. `DispatchRewrites` notes the
 vendor-only reads and writes `"npu"` beside the `"cuda"` of a list of supported device types.
@@ -13,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from ms_fmk_transplt.engine.context import code_of
+from ms_fmk_transplt.engine.cuda_only import CudaOnlyGuards
 from ms_fmk_transplt.engine.dispatch import CachedDispatch
-from ms_fmk_transplt.engine.dispatch_sites import DeviceDispatch
+from ms_fmk_transplt.engine.dispatch_sites import DeviceDispatch, Kept
 from ms_fmk_transplt.engine.roles import Role
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.walk import NodeIndex, children
@@ -41,6 +43,18 @@ class DispatchRewrites:
         if self.rule is None:
             return
         self.sites.scan(nodes)
+        # a device test guarding CUDA-only code (a cuDNN operator, a CUDA extension): kept, reported
+        guards = CudaOnlyGuards(self.sites.spec, converter.qualify, converter.roles.context.device_typed)
+        guards.scan(nodes)
+        for node, what in guards.guards:
+            self.sites.kept.setdefault(id(node), Kept(id(node), None, "guard"))
+            converter.report_message(
+                node,
+                self.rule,
+                Operation.CHECK,
+                f"{code_of(node)} kept: the device test guards CUDA-only code ({what}); the NPU takes"
+                " the other path",
+            )
         for read in self.sites.vendor_reads:
             converter.report_message(
                 read,

@@ -190,8 +190,11 @@ class DeviceDispatch:
         npu = next((f for name, f in functions.items() if self._bound[name] == {_NPU}), None)
         if npu is None:
             return
-        for name in functions:
-            if _NPU not in self._bound[name]:
+        for name, function in functions.items():
+            # a predicate: every return tests a device or is a constant (not `is_bf16_available()`,
+            # whose CUDA return is one branch of its own dispatch, beside `return not ignore_tpu`)
+            predicate = all(self.devices(r) or _constant(r) for r in _returns(function))
+            if _NPU not in self._bound[name] and predicate:
                 for source in self._sources.get(name, ()):
                     self.kept.setdefault(id(source), Kept(id(npu), npu.name, "predicate"))
 
@@ -245,7 +248,7 @@ class DeviceDispatch:
         link: cst.If | cst.Else | None = head
         selects = False
         while isinstance(link, cst.If):
-            devices = self.devices(link.test)
+            devices = self.devices(link.test) or _detected(link, self._device_literals)
             selects = selects or bool(devices)
             yield Branch((link.test, link.body), devices, False, _subjects(link.test, self.devices))
             link = link.orelse
@@ -356,6 +359,29 @@ class DeviceDispatch:
         return self.kept.get(id(node))
 
 
+def _detected(link: cst.If, literals: Callable[[cst.BaseExpression], Devices]) -> Devices:
+    """`if name is None: ... name = "npu"`: a step of a detection cascade selects the device
+    types it assigns to the name it tests (DeepSpeed's accelerator detection)."""
+    test = link.test
+    if not (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.Is)
+        and code_of(test.comparisons[0].comparator) == "None"
+    ):
+        return _NONE
+    subject = code_of(test.left)
+    found: set[str] = set()
+    stack: list[cst.CSTNode] = [link.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Assign) and any(code_of(t.target) == subject for t in node.targets):
+            found |= literals(node.value)
+        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(children(node))
+    return frozenset(found)
+
+
 def _reads(body: cst.CSTNode, names: set[str]) -> Iterator[cst.CSTNode]:
     """The vendor-only reads under a vendor branch (`get_device_capability()`, `.gcnArchName`)."""
     stack = [body]
@@ -427,7 +453,7 @@ Code often picks per device: `if is_torch_cuda_available(): ... elif is_torch_np
 "cuda"; NPU = "npu"`. Before anything is rewritten the converter finds each such dispatch and
 what each alternative selects. The lists behind it are rule data (`device_context` of TP103:
 `predicates`, `predicate_names`, `identity_names`, `dispatch_devices`, `vendor_reads`,
-`enumerating_keywords`, `enumerating_calls`).
+`enumerating_keywords`, `enumerating_calls`, `cuda_only_apis`, `cuda_only_strings`).
 
 - **What selects a device**: an availability predicate (`torch.cuda.is_available()`,
   `torch.npu.is_available()`, `torch.backends.mps.is_available()`, transformers' and
@@ -437,7 +463,8 @@ what each alternative selects. The lists behind it are rule data (`device_contex
   function of the module returning any of these (followed through its own helpers), a variable
   or attribute bound to one, a comparison with device-type literals (`dev.type == "npu"`,
   `device in ("cuda", "xpu")`, `.startswith("npu")`) and an enum member named like a device
-  type (`DeviceType.NPU`). Tests of an if/elif chain, of `if` statements that follow one another
+  type (`DeviceType.NPU`); a step of a detection cascade (`if name is None: ... name =
+  "npu"`) selects what it assigns to the name it tests. Tests of an if/elif chain, of `if` statements that follow one another
   and of a chain of conditional expressions are one dispatch per subject they compare; an
   availability predicate belongs to each.
 - **Kept as written, beside an NPU alternative** (a note names the NPU alternative's line):
@@ -458,6 +485,16 @@ what each alternative selects. The lists behind it are rule data (`device_contex
   (`is_nvidia = platform == "cuda"`) keeps its value; a branch it or `torch.version.hip` guards
   is never true on the NPU, so it stays, and each NVIDIA- or AMD-only read in it
   (`get_device_capability()`, `.major`, `gcnArchName`) is reported for a look.
+- **A device test guarding CUDA-only code** (kept, reported): `x.device.type == "cuda"` / `!=`
+  or `x.is_cuda` whose CUDA side leads only to code no NPU runs: a cuDNN-only operator
+  (`torch._C._jit_get_operation("aten::cudnn_convolution_backward_weight")`, `torch.cudnn_*`),
+  `torch.backends.cudnn`, a CUDA extension (`torch.utils.cpp_extension`, a `"*.cu"` source, a
+  name bound to one: `_plugin.bias_act(...)`), `triton`, or a function of the module using any of
+  these (rule data: `cuda_only_apis`, `cuda_only_strings`). For `!=` with an early `return`, the
+  CUDA side is what the `if`s testing the function's result run (`if _should_use_custom_op(x):`,
+  stylegan2-ada's conv2d_gradfix). Why: converted, the test would send Ascend into the CUDA-only
+  implementation; kept, the NPU takes the portable path the CPU takes. A CUDA side that does
+  anything else (`torch.cuda.synchronize()`) converts as before (engine/cuda_only.py).
 - **Lists of device types**: a list, tuple or set of device types that enumerates what the code
   supports (the value of `choices=` / `only_for=`, an argument of `parametrize`, `runs_on`)
   gets `"npu"` beside its `"cuda"` (`["cpu", "cuda"]` -> `["cpu", "cuda", "npu"]`,

@@ -13,8 +13,19 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from ms_fmk_transplt.engine.project_devices import ModuleFacts, ModuleSignatures, relative_files, scan_source
+
+
+class SignatureMemo(Protocol):
+    """Where a module's signatures are kept for its bytes (cache.ResultCache)."""
+
+    def get_signatures(self, rel: str, data: bytes) -> ModuleFacts | None: ...
+
+    def put_signatures(self, rel: str, data: bytes, facts: ModuleFacts) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -24,6 +35,12 @@ class ProjectLayout:
 
     files: frozenset[str]
     folders: frozenset[str] = frozenset()
+    # what each module's functions and classes hand their parameters to (engine/project_devices.py)
+    signatures: Mapping[str, ModuleSignatures] = field(default_factory=dict, compare=False, hash=False)
+    imports: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False, hash=False)
+    # path -> the part of its result-cache key the signatures it reads make (`key_part`)
+    _parts: dict[str, bytes] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    _direct: dict[str, set[str]] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @classmethod
     def of(cls, paths: Iterable[str]) -> ProjectLayout:
@@ -37,9 +54,70 @@ class ProjectLayout:
                 folder = posixpath.dirname(folder)
         return cls(files, frozenset(folders))
 
+    def reading(
+        self, sources: Iterable[tuple[str, bytes]], memo: SignatureMemo | None = None
+    ) -> ProjectLayout:
+        """This layout knowing what the modules' own functions hand their parameters to (`memo`:
+        the result cache, which keeps each module's answer for its bytes)."""
+        signatures: dict[str, ModuleSignatures] = {}
+        imports: dict[str, tuple[str, ...]] = {}
+        for rel, source in sources:
+            path = posixpath.normpath(rel)
+            if path not in self.files:
+                continue
+            facts = memo.get_signatures(path, source) if memo is not None else None
+            if facts is None:
+                facts = scan_source(source, path)
+                if memo is not None:
+                    memo.put_signatures(path, source, facts)
+            if facts.signatures:
+                signatures[path] = facts.signatures
+            imports[path] = facts.imports
+        return replace(self, signatures=signatures, imports=imports, _parts={}, _direct={})
+
     def digest(self) -> bytes:
-        """What a file's result depends on besides its bytes and the rules (a result-cache key part)."""
+        """What a file's result depends on besides its bytes and the rules (a result-cache key part);
+        the signatures it reads are `key_part`'s."""
         return hashlib.sha256("\0".join(sorted(self.files)).encode()).digest()
+
+    def key_part(self, path: str) -> bytes:
+        """The signatures of the project's modules the file at `path` imports, directly or through
+        them: its result depends on them (editing one converts its importers again, no other file)."""
+        if not self.signatures:
+            return b""
+        part = self._parts.get(path)
+        if part is None:
+            if not self._direct:  # the direct imports are resolved once, for every file
+                self._direct.update((m, self._imported(m)) for m in self.imports)
+            reached: set[str] = set()
+            stack = [posixpath.normpath(path)]
+            while stack:
+                for module in self._direct.get(stack.pop(), ()):
+                    if module not in reached:
+                        reached.add(module)
+                        stack.append(module)
+            digest = hashlib.sha256()
+            for module in sorted(reached.intersection(self.signatures)):
+                digest.update(module.encode() + b"\0" + self._digest_of(module))
+            part = self._parts[path] = digest.digest()
+        return part
+
+    def _digest_of(self, module: str) -> bytes:
+        """A digest of one module's signatures, made once (many files import the same modules)."""
+        key = "\0" + module  # beside the files' parts, never a path
+        if key not in self._parts:
+            self._parts[key] = hashlib.sha256(repr(sorted(self.signatures[module].items())).encode()).digest()
+        return self._parts[key]
+
+    def _imported(self, module: str) -> set[str]:
+        view = self.seen_from(module)
+        found: set[str] = set()
+        for name in self.imports.get(module, ()):
+            if name.startswith("."):  # from .helpers import move
+                found.update(relative_files(self.files, module, name))
+            else:
+                found.update(view.module_files(name))
+        return found
 
     def seen_from(self, path: str) -> FirstParty:
         """The project's modules as the file at `path` imports them."""
@@ -58,15 +136,16 @@ class ProjectLayout:
             if not folder or parent == folder or folder in (".", "..") or folder.endswith("/.."):
                 break  # the input root, or the top of an absolute path (analyse of several inputs)
             folder = parent
-        return FirstParty(self, tuple(roots))
+        return FirstParty(self, tuple(roots), posixpath.normpath(path))
 
 
 class FirstParty:
     """One file's view of the project's modules: `owns(name)` for a qualified name."""
 
-    def __init__(self, layout: ProjectLayout, roots: tuple[str, ...]) -> None:
+    def __init__(self, layout: ProjectLayout, roots: tuple[str, ...], path: str = "") -> None:
         self.layout = layout
         self.roots = roots
+        self.path = path  # the file's own path (relative imports start from its folder)
         self._owned: dict[str, bool] = {}
 
     def owns(self, name: str) -> bool:
@@ -76,6 +155,27 @@ class FirstParty:
         if owned is None:
             owned = self._owned[name] = self._resolve(name.split("."))
         return owned
+
+    def module_files(self, name: str) -> list[str]:
+        """The project's module files dotted `name` names: the module itself, or the one holding
+        it as a member (`pkg.helpers`, `pkg.helpers.move`: pkg/helpers.py)."""
+        found = [path for path, _ in filter(None, [self.module_of(name)])]
+        for root in self.roots:
+            base = _join(root, name.replace(".", "/"))
+            found += [p for p in (base + ".py", _join(base, "__init__.py")) if p in self.layout.files]
+        return found
+
+    def module_of(self, name: str) -> tuple[str, str] | None:
+        """(the project's module file, the member) a dotted `name` of a module's member reaches."""
+        parts = name.split(".")
+        if len(parts) < 2:
+            return None
+        for root in self.roots:
+            base = _join(root, "/".join(parts[:-1]))
+            for path in (base + ".py", _join(base, "__init__.py")):
+                if path in self.layout.files:
+                    return path, parts[-1]
+        return None
 
     def _resolve(self, parts: list[str]) -> bool:
         files, folders = self.layout.files, self.layout.folders

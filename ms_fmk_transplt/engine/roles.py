@@ -28,6 +28,7 @@ import libcst as cst
 
 from ms_fmk_transplt.engine.context import DeviceContext, DeviceSpec, Verdict, literal_type, short_name
 from ms_fmk_transplt.engine.environment import Environment
+from ms_fmk_transplt.engine.first_party import FirstParty
 from ms_fmk_transplt.engine.hooks import Claims
 from ms_fmk_transplt.engine.twins import Places
 from ms_fmk_transplt.engine.walk import NodeIndex, children
@@ -63,10 +64,14 @@ class LiteralRoles:
     """The roles of one module's string literals; built once before the transform."""
 
     def __init__(
-        self, spec: DeviceSpec, qualify: Callable[[cst.CSTNode], str | None], environment: Environment
+        self,
+        spec: DeviceSpec,
+        qualify: Callable[[cst.CSTNode], str | None],
+        environment: Environment,
+        project: FirstParty | None = None,
     ) -> None:
         self.spec = spec
-        self.context = DeviceContext(spec, qualify)
+        self.context = DeviceContext(spec, qualify, project)
         self.places = Places()  # dicts and dispatch chains that may already have an NPU alternative
         self.environment = environment
         self._roles: dict[int, Evidence] = {}  # id(literal) -> prose, data key, environment name
@@ -295,7 +300,14 @@ from the pinned torch by `tools/derive_device_apis.py`.
   attribute the module hands to a device-taking API (`device_map=self.device_map_for_quantization`),
   iterated by a loop whose variable is one (`for dev in ["cpu"] + ["cuda"]: torch.device(dev)`),
   given to a function the module defines in the place of a device parameter
-  (`def _capture(target_device)`, `_capture("cuda")`); keys of a dict the file looks up by a
+  (`def _capture(target_device)`, `_capture("cuda")`), or to a parameter it stores on `self`
+  where an attribute reaches a device API (`self.where = where`), or as a dataclass field a
+  property hands to one (`accel: str = "cuda"`, `torch.device(self.accel)`); given to the
+  project's own function or class in another module whose parameter reaches a device API there,
+  directly, through `self`, a dataclass field or another of the project's functions
+  (`move(x, "cuda")` with `def move(batch, target): return batch.to(target)`, imported
+  absolutely or relatively: engine/project_devices.py; a value of the project's own enum,
+  `TimerType("cuda")`, is a label, neither converted nor reported); keys of a dict the file looks up by a
   device type; members of the Literal type of a device-named target (`device: Literal["cuda"] =
   "cuda"`: a type checker, pydantic or a typed CLI would refuse the new value otherwise). An index (`"cuda:0"`) is proof on its own: nobody names a folder that.
 - **Converted by convention** (marked *heuristic* in the log): a literal beside another device

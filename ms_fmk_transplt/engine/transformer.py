@@ -74,7 +74,7 @@ class ModuleRewriter(SiteReports, FusedReplacements):
             self.qualify,
         )
         # what each string literal is (engine/roles.py); the look-ahead passes share one cheap walk
-        self.roles = LiteralRoles(spec, self.qualify, self.environment)
+        self.roles = LiteralRoles(spec, self.qualify, self.environment, tables.first_party)
         self.roles.scan(nodes, devices=bool(tables.string_hooks))
         # shell text the module writes or runs, scanned after the traversal (engine/embedded_scripts.py)
         self.scripts = ShellScripts.of(nodes, tables, self.qualify)
