@@ -252,23 +252,8 @@ class ResultCache:
 
     def get_digest(self, keyed: bytes) -> bytes | None:
         """The results digest stored for a digest of the results' keys (see run._Kept)."""
-        if self.db is None:
-            return None
-        try:
-            row = self.db.execute(
-                "SELECT value FROM results WHERE key = ?", (self._digest_key(keyed),)
-            ).fetchone()
-            value = pickle.loads(row[0]) if row is not None else None
-        except Exception:  # a damaged entry is only a miss (sqlite errors included)
-            return None
-        if (
-            isinstance(value, tuple)
-            and len(value) == 2
-            and value[0] == "digest"
-            and isinstance(value[1], bytes)
-        ):
-            return value[1]
-        return None
+        value = self._tagged(self._digest_key(keyed), "digest")
+        return value if isinstance(value, bytes) else None
 
     def put_digest(self, keyed: bytes, digest: bytes) -> None:
         """Remember the results digest computed for a digest of the results' keys."""
@@ -279,21 +264,19 @@ class ResultCache:
     def get_signatures(self, rel: str, data: bytes) -> ModuleFacts | None:
         """What a module's own functions hand their parameters to, stored for its bytes
         (engine/project_devices.py); None when not stored."""
+        value = self._tagged(self._signatures_key(rel, data), "signatures")
+        return value if isinstance(value, ModuleFacts) else None
+
+    def _tagged(self, key: bytes, tag: str) -> object:
+        """The value stored under `key` as a `(tag, value)` pair; None when absent or damaged."""
         if self.db is None:
             return None
         try:
-            row = self.db.execute(
-                "SELECT value FROM results WHERE key = ?", (self._signatures_key(rel, data),)
-            ).fetchone()
+            row = self.db.execute("SELECT value FROM results WHERE key = ?", (key,)).fetchone()
             value = pickle.loads(row[0]) if row is not None else None
         except Exception:  # a damaged entry is only a miss (sqlite errors included)
             return None
-        if (
-            isinstance(value, tuple)
-            and len(value) == 2
-            and value[0] == "signatures"
-            and isinstance(value[1], ModuleFacts)
-        ):
+        if isinstance(value, tuple) and len(value) == 2 and value[0] == tag:
             return value[1]
         return None
 
