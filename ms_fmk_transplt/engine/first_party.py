@@ -17,7 +17,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from ms_fmk_transplt.engine.project_devices import ModuleFacts, ModuleSignatures, relative_files, scan_source
+from ms_fmk_transplt.engine.project_devices import (
+    ModuleFacts,
+    ModuleSignatures,
+    join,
+    module_paths,
+    relative_files,
+    scan_source,
+)
 
 
 class SignatureMemo(Protocol):
@@ -127,10 +134,10 @@ class ProjectLayout:
             # a regular package's folder is never on sys.path: its modules are imported by the
             # package's name, so its `utils/torch.py` does not shadow torch for its neighbours;
             # the input root is, even with a stray __init__.py (scripts run from there)
-            if not folder or _join(folder, "__init__.py") not in self.files:
+            if not folder or join(folder, "__init__.py") not in self.files:
                 roots.append(folder)
-            src = _join(folder, "src")
-            if src in self.folders and _join(src, "__init__.py") not in self.files:
+            src = join(folder, "src")
+            if src in self.folders and join(src, "__init__.py") not in self.files:
                 roots.append(src)
             parent = posixpath.dirname(folder)
             if not folder or parent == folder or folder in (".", "..") or folder.endswith("/.."):
@@ -161,8 +168,8 @@ class FirstParty:
         it as a member (`pkg.helpers`, `pkg.helpers.move`: pkg/helpers.py)."""
         found = [path for path, _ in filter(None, [self.module_of(name)])]
         for root in self.roots:
-            base = _join(root, name.replace(".", "/"))
-            found += [p for p in (base + ".py", _join(base, "__init__.py")) if p in self.layout.files]
+            base = join(root, name.replace(".", "/"))
+            found += [p for p in module_paths(base) if p in self.layout.files]
         return found
 
     def module_of(self, name: str) -> tuple[str, str] | None:
@@ -171,8 +178,8 @@ class FirstParty:
         if len(parts) < 2:
             return None
         for root in self.roots:
-            base = _join(root, "/".join(parts[:-1]))
-            for path in (base + ".py", _join(base, "__init__.py")):
+            base = join(root, "/".join(parts[:-1]))
+            for path in module_paths(base):
                 if path in self.layout.files:
                     return path, parts[-1]
         return None
@@ -181,8 +188,8 @@ class FirstParty:
         files, folders = self.layout.files, self.layout.folders
         portions: list[str] = []
         for root in self.roots:
-            base = _join(root, parts[0])
-            if base + ".py" in files or _join(base, "__init__.py") in files:
+            base = join(root, parts[0])
+            if any(p in files for p in module_paths(base)):
                 return True  # a module or regular package: everything below it is the project's
             if base in folders:
                 portions.append(base)
@@ -191,8 +198,8 @@ class FirstParty:
                 break
             reached: list[str] = []
             for portion in portions:
-                path = _join(portion, part)
-                if path + ".py" in files or _join(path, "__init__.py") in files:
+                path = join(portion, part)
+                if any(p in files for p in module_paths(path)):
                     return True
                 if path in folders:
                     reached.append(path)
@@ -227,7 +234,3 @@ named like one (`triton/` of Triton Inference Server scripts) is not reported fo
 - **`-i` a subfolder** of a project: the project's other packages are not in the tree, so
   imports of them are judged as before.
 """
-
-
-def _join(folder: str, name: str) -> str:
-    return f"{folder}/{name}" if folder else name

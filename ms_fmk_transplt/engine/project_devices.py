@@ -158,42 +158,44 @@ def relative(level: int, module: str | None, name: str) -> str:
     return "." * level + (module or "") + ":" + name
 
 
-def _join(folder: str, name: str) -> str:
+def join(folder: str, name: str) -> str:
+    """A project path below `folder` ("" for the project's root)."""
     return f"{folder}/{name}" if folder else name
+
+
+def module_paths(base: str) -> tuple[str, str]:
+    """The two files a module at `base` may be: `base.py` and `base/__init__.py`."""
+    return base + ".py", join(base, "__init__.py")
+
+
+def _relative_base(origin: str, spelled: str) -> tuple[str, str]:
+    """For a relative import spelled `..utils:rest` in the module at `origin`: the path of the
+    module it names (`pkg/utils`), and `rest`."""
+    dots = len(spelled) - len(spelled.lstrip("."))
+    module, _, rest = spelled[dots:].partition(":")
+    folder = posixpath.dirname(origin)
+    for _ in range(dots - 1):
+        folder = posixpath.dirname(folder)
+    return (join(folder, module.replace(".", "/")) if module else folder), rest
 
 
 def relative_files(files: frozenset[str], origin: str, spelled: str) -> list[str]:
     """The project's module files a relative import (`..utils:move`, `.:helpers`) in the module at
     `origin` may reach: the module it names, and the submodule its name may be."""
-    dots = len(spelled) - len(spelled.lstrip("."))
-    module, _, name = spelled[dots:].partition(":")
-    folder = posixpath.dirname(origin)
-    for _ in range(dots - 1):
-        folder = posixpath.dirname(folder)
-    base = _join(folder, module.replace(".", "/")) if module else folder
-    candidates = [base + ".py", _join(base, "__init__.py")]
-    candidates += [
-        _join(base, name.split(".")[0]) + ".py",
-        _join(_join(base, name.split(".")[0]), "__init__.py"),
-    ]
+    base, name = _relative_base(origin, spelled)
+    candidates = [*module_paths(base), *module_paths(join(base, name.split(".")[0]))]
     return [path for path in candidates if path in files]
 
 
 def resolve_relative(files: frozenset[str], origin: str, callee: str) -> str | None:
     """`..utils:move.x` named in the module at `origin`: `"pkg/utils.py::move"` (a module's
     member), `"pkg/helpers.py::move"` for `.:helpers.move`; None when no project file matches."""
-    dots = len(callee) - len(callee.lstrip("."))
-    module, _, rest = callee[dots:].partition(":")
+    base, rest = _relative_base(origin, callee)
     name, *attributes = rest.split(".")
-    folder = posixpath.dirname(origin)
-    for _ in range(dots - 1):
-        folder = posixpath.dirname(folder)
-    base = _join(folder, module.replace(".", "/")) if module else folder
-    submodule = _join(base, name)
-    for path in (submodule + ".py", _join(submodule, "__init__.py")):  # from . import helpers
+    for path in module_paths(join(base, name)):  # from . import helpers
         if path in files:
             return f"{path}{_OWN}{attributes[0]}" if len(attributes) == 1 else None
-    for path in (base + ".py", _join(base, "__init__.py")):
+    for path in module_paths(base):
         if path in files:
             return f"{path}{_OWN}{name}" if not attributes else None
     return None

@@ -16,8 +16,6 @@ from collections.abc import Callable, Iterator
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.names import build_dotted
-
 Qualify = Callable[[cst.CSTNode], "str | None"]
 Match = tuple[cst.CSTNode, Callable[[cst.CSTNode], cst.CSTNode], dict[str, str]]
 _CODE = cst.Module(body=[])
@@ -89,7 +87,7 @@ def inline(
     if not isinstance(body, cst.IndentedBlock):
         return None
     statements = list(body.body)
-    if statements and _is_docstring(statements[0]):
+    if statements and is_docstring(statements[0]):
         statements = statements[1:]
     env: dict[str, cst.BaseExpression] = {}
     for index, statement in enumerate(statements):
@@ -115,7 +113,8 @@ def inline(
     return None
 
 
-def _is_docstring(statement: cst.BaseStatement) -> bool:
+def is_docstring(statement: cst.BaseStatement) -> bool:
+    """A statement that is one string: a docstring where it stands first."""
     return (
         isinstance(statement, cst.SimpleStatementLine)
         and len(statement.body) == 1
@@ -236,8 +235,3 @@ def replacement(text: str, like: cst.CSTNode) -> cst.BaseExpression:
     if isinstance(like, cst.BaseExpression):
         new = new.with_changes(lpar=like.lpar, rpar=like.rpar)
     return new
-
-
-def dotted(name: str) -> cst.BaseExpression:
-    """A dotted name as an expression (`torch_npu.npu_rms_norm`)."""
-    return build_dotted(name)

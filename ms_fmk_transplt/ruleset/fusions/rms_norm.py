@@ -23,6 +23,7 @@ from ms_fmk_transplt.ruleset.fusions.inline import (
     classes,
     code,
     inline,
+    is_docstring,
     is_number,
     is_self_attribute,
     is_true,
@@ -209,16 +210,8 @@ def _body_builder(call: str) -> Callable[[cst.CSTNode], cst.CSTNode]:
 
     def build(node: cst.CSTNode) -> cst.CSTNode:
         assert isinstance(node, cst.FunctionDef) and isinstance(node.body, cst.IndentedBlock)
-        kept = [s for s in node.body.body[:1] if _docstring(s)]
+        kept = [s for s in node.body.body[:1] if is_docstring(s)]
         line = cst.SimpleStatementLine(body=[cst.Return(value=cst.parse_expression(call))])
         return node.with_changes(body=node.body.with_changes(body=[*kept, line]))
 
     return build
-
-
-def _docstring(statement: cst.BaseStatement) -> bool:
-    return (
-        isinstance(statement, cst.SimpleStatementLine)
-        and isinstance(statement.body[0], cst.Expr)
-        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-    )
