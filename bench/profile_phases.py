@@ -35,7 +35,7 @@ from pathlib import Path
 import libcst as cst
 
 from ms_fmk_transplt import data as release_data
-from ms_fmk_transplt.discover import EntryKind, discover
+from ms_fmk_transplt.discover import TreeEntryKind, discover
 from ms_fmk_transplt.engine import fast_path
 from ms_fmk_transplt.engine.convert import (
     _decode_problem,
@@ -190,7 +190,7 @@ def profile(folder: Path, release: str, check: bool = False) -> Profile:
     results: list[FileResult] = []
     lines = 0
     for entry in discover(folder):
-        if entry.kind is not EntryKind.PYTHON or entry.excluded:
+        if entry.kind is not TreeEntryKind.PYTHON or entry.excluded:
             continue
         with clock.phase("read"):
             data = entry.path.read_bytes()

@@ -44,7 +44,7 @@ def converted(name: str) -> bool:
     return name.endswith((".py", ".ipynb"))
 
 
-class EntryKind(str, enum.Enum):
+class TreeEntryKind(str, enum.Enum):
     DIR = "dir"
     PYTHON = "python"
     FILE = "file"
@@ -53,11 +53,11 @@ class EntryKind(str, enum.Enum):
 
 
 @dataclass(frozen=True)
-class Entry:
+class TreeEntry:
     """One path below the input root; `rel` uses POSIX separators, `link` is a symlink's new target."""
 
     rel: str
-    kind: EntryKind
+    kind: TreeEntryKind
     path: Path
     link: str = ""
     reason: str = ""
@@ -68,7 +68,7 @@ def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def _link_entry(path: Path, rel: str, root: Path) -> Entry:
+def _link_entry(path: Path, rel: str, root: Path) -> TreeEntry:
     """A symlink is reproduced, never followed: inside the tree by its relative way there; to a
     place outside the tree (`data -> /mnt/datasets`) by that place's absolute path, so the copy
     still finds it; broken or looping as written. Only the last two kinds carry a `reason`, said
@@ -76,34 +76,42 @@ def _link_entry(path: Path, rel: str, root: Path) -> Entry:
     try:
         written = os.readlink(path)
     except OSError as exc:
-        return Entry(rel, EntryKind.SKIP, path, reason=f"unreadable symlink ({exc.strerror})")
+        return TreeEntry(rel, TreeEntryKind.SKIP, path, reason=f"unreadable symlink ({exc.strerror})")
     try:
         target = path.resolve(strict=True)
     except RuntimeError:
-        return Entry(rel, EntryKind.LINK, path, link=written, reason="symlink loop, linked as written")
+        return TreeEntry(
+            rel, TreeEntryKind.LINK, path, link=written, reason="symlink loop, linked as written"
+        )
     except FileNotFoundError:
-        return Entry(
-            rel, EntryKind.LINK, path, link=written, reason=f"broken symlink to {written}, linked as written"
+        return TreeEntry(
+            rel,
+            TreeEntryKind.LINK,
+            path,
+            link=written,
+            reason=f"broken symlink to {written}, linked as written",
         )
     except OSError as exc:
         if exc.errno == 40:
-            return Entry(rel, EntryKind.LINK, path, link=written, reason="symlink loop, linked as written")
-        return Entry(rel, EntryKind.SKIP, path, reason=f"unreadable symlink ({exc.strerror})")
+            return TreeEntry(
+                rel, TreeEntryKind.LINK, path, link=written, reason="symlink loop, linked as written"
+            )
+        return TreeEntry(rel, TreeEntryKind.SKIP, path, reason=f"unreadable symlink ({exc.strerror})")
     if not _inside(target, root):
-        return Entry(
+        return TreeEntry(
             rel,
-            EntryKind.LINK,
+            TreeEntryKind.LINK,
             path,
             link=str(target),
             reason=f"symlink to {written} outside the input tree, linked to {target} and not analysed",
         )
     relative = os.path.relpath(target, path.parent.resolve())
-    return Entry(rel, EntryKind.LINK, path, link=relative)
+    return TreeEntry(rel, TreeEntryKind.LINK, path, link=relative)
 
 
-def link_notes(entries: list[Entry]) -> list[str]:
+def link_notes(entries: list[TreeEntry]) -> list[str]:
     """The warnings for symlinks reproduced but not followed (outside the tree, broken, looping)."""
-    return [f"{e.rel}: {e.reason}" for e in entries if e.kind is EntryKind.LINK and e.reason]
+    return [f"{e.rel}: {e.reason}" for e in entries if e.kind is TreeEntryKind.LINK and e.reason]
 
 
 def _identities(folders: tuple[Path, ...]) -> dict[int, set[tuple[int, int]]]:
@@ -126,20 +134,22 @@ def _identity(child: os.DirEntry[str]) -> tuple[int, int] | None:
     return (info.st_dev, info.st_ino)
 
 
-def discover(source: Path, exclude: tuple[Path, ...] = (), left_out: list[str] | None = None) -> list[Entry]:
+def discover(
+    source: Path, exclude: tuple[Path, ...] = (), left_out: list[str] | None = None
+) -> list[TreeEntry]:
     """Entries for a file or a directory tree, in a stable order, directories before contents.
 
     Folders in `exclude` and earlier outputs of this tool (`earlier_output`) below the root are
     not walked; the latter are added to `left_out` (as `rel/`), for the run to say so."""
     source = source.absolute()
     if source.is_file():
-        kind = EntryKind.PYTHON if converted(source.name) else EntryKind.FILE
-        return [Entry(source.name, kind, source)]
+        kind = TreeEntryKind.PYTHON if converted(source.name) else TreeEntryKind.FILE
+        return [TreeEntry(source.name, kind, source)]
     root = source.resolve()
     # excluded folders by identity, not by resolved path: a folder's inode comes with its listing,
     # where resolving each folder's path took ~8 system calls (326 folders in transformers)
     not_walked = _identities(exclude)
-    entries: list[Entry] = []
+    entries: list[TreeEntry] = []
     stack: list[tuple[Path, str]] = [(source, "")]
     while stack:
         directory, prefix = stack.pop()
@@ -147,9 +157,9 @@ def discover(source: Path, exclude: tuple[Path, ...] = (), left_out: list[str] |
             children = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError as exc:
             entries.append(
-                Entry(
+                TreeEntry(
                     prefix.rstrip("/") or ".",
-                    EntryKind.SKIP,
+                    TreeEntryKind.SKIP,
                     directory,
                     reason=f"cannot list directory ({exc.strerror})",
                 )
@@ -168,16 +178,18 @@ def discover(source: Path, exclude: tuple[Path, ...] = (), left_out: list[str] |
                     if left_out is not None:
                         left_out.append(rel + "/")
                     continue
-                entries.append(Entry(rel, EntryKind.DIR, path))
+                entries.append(TreeEntry(rel, TreeEntryKind.DIR, path))
                 subdirs.append((path, rel + "/"))
             elif child.is_file(follow_symlinks=False):
-                kind = EntryKind.PYTHON if converted(child.name) else EntryKind.FILE
-                entries.append(Entry(rel, kind, path))
+                kind = TreeEntryKind.PYTHON if converted(child.name) else TreeEntryKind.FILE
+                entries.append(TreeEntry(rel, kind, path))
             else:
                 try:
                     mode = child.stat(follow_symlinks=False).st_mode
                 except OSError as exc:  # gone since the folder was listed
-                    entries.append(Entry(rel, EntryKind.SKIP, path, reason=f"cannot read ({exc.strerror})"))
+                    entries.append(
+                        TreeEntry(rel, TreeEntryKind.SKIP, path, reason=f"cannot read ({exc.strerror})")
+                    )
                     continue
                 what = (
                     "FIFO"
@@ -186,7 +198,7 @@ def discover(source: Path, exclude: tuple[Path, ...] = (), left_out: list[str] |
                     if stat.S_ISSOCK(mode)
                     else "device or special file"
                 )
-                entries.append(Entry(rel, EntryKind.SKIP, path, reason=f"{what}, not copied"))
+                entries.append(TreeEntry(rel, TreeEntryKind.SKIP, path, reason=f"{what}, not copied"))
         stack.extend(reversed(subdirs))
     return entries
 
@@ -238,8 +250,11 @@ def anchored(glob: str, base: Path) -> str:
 
 
 def apply_excludes(
-    entries: list[Entry], globs: tuple[str, ...], base: Path | None = None, warnings: list[str] | None = None
-) -> list[Entry]:
+    entries: list[TreeEntry],
+    globs: tuple[str, ...],
+    base: Path | None = None,
+    warnings: list[str] | None = None,
+) -> list[TreeEntry]:
     """Python files under an --exclude glob become plain copies, marked so nothing analyses them.
 
     `base`: the folder the entries' names start from; an absolute glob inside it is taken relative
@@ -250,8 +265,8 @@ def apply_excludes(
     if base is not None:
         globs = tuple(anchored(glob, base) for glob in globs)
     marked = [
-        dataclasses.replace(e, kind=EntryKind.FILE, excluded=True)
-        if e.kind in (EntryKind.PYTHON, EntryKind.FILE) and excluded(e.rel, globs)
+        dataclasses.replace(e, kind=TreeEntryKind.FILE, excluded=True)
+        if e.kind in (TreeEntryKind.PYTHON, TreeEntryKind.FILE) and excluded(e.rel, globs)
         else e
         for e in entries
     ]
@@ -266,7 +281,7 @@ def apply_excludes(
     return marked
 
 
-def _glob_hint(glob: str, entries: list[Entry]) -> str:
+def _glob_hint(glob: str, entries: list[TreeEntry]) -> str:
     """ " (did you mean tests/*?)" for a glob whose fixed part is one misspelt folder or file name."""
     bare = normalised_glob(glob)
     fixed = bare.split("/")
@@ -293,26 +308,26 @@ def _prefixes(rel: str) -> list[str]:
     return ["/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
-def no_python_notice(entries: list[Entry], where: str) -> str | None:
+def no_python_notice(entries: list[TreeEntry], where: str) -> str | None:
     """The warning for an input with nothing to convert or analyse (None when it has a Python file)."""
-    if any(e.kind is EntryKind.PYTHON for e in entries):
+    if any(e.kind is TreeEntryKind.PYTHON for e in entries):
         return None
     if any(e.excluded and e.rel.endswith(".py") for e in entries):
         return f"no Python files to analyse in {where}: every one matches --exclude"
     return f"no Python files found in {where}"
 
 
-def project_layout(entries: list[Entry], memo: SignatureMemo | None = None) -> ProjectLayout:
+def project_layout(entries: list[TreeEntry], memo: SignatureMemo | None = None) -> ProjectLayout:
     """The input tree's Python modules, excluded ones too (they are still the project's), which
     decide what each file's imports reach (engine/first_party.py), knowing what the functions of
     the analysed ones hand their parameters to (engine/project_devices.py)."""
-    layout = ProjectLayout.of(e.rel for e in entries if e.kind is EntryKind.PYTHON or e.excluded)
+    layout = ProjectLayout.of(e.rel for e in entries if e.kind is TreeEntryKind.PYTHON or e.excluded)
     return layout.reading(
-        _sources(e for e in entries if e.kind is EntryKind.PYTHON and e.rel.endswith(".py")), memo
+        _sources(e for e in entries if e.kind is TreeEntryKind.PYTHON and e.rel.endswith(".py")), memo
     )
 
 
-def _sources(entries: Iterable[Entry]) -> Iterator[tuple[str, bytes]]:
+def _sources(entries: Iterable[TreeEntry]) -> Iterator[tuple[str, bytes]]:
     """Each readable module's bytes (one that cannot be read is reported when it converts)."""
     for entry in entries:
         try:

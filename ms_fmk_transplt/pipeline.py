@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ms_fmk_transplt import interrupts
 from ms_fmk_transplt.cache import ResultCache, file_key
-from ms_fmk_transplt.discover import Entry, EntryKind
+from ms_fmk_transplt.discover import TreeEntry, TreeEntryKind
 from ms_fmk_transplt.records import FileResult, Finding, PackedFindings, Status
 
 if TYPE_CHECKING:
@@ -173,7 +173,7 @@ def _sized(files: list[tuple[str, str]]) -> list[tuple[str, str, int]]:
 
 
 def map_files(
-    entries: Iterable[Entry],
+    entries: Iterable[TreeEntry],
     tables: Tables | TableSource,
     jobs: int = 0,
     progress: Progress | None = None,
@@ -189,7 +189,7 @@ def map_files(
     """
     source = tables if isinstance(tables, TableSource) else TableSource.of(tables)
     entries = list(entries)
-    python = [(e.rel, str(e.path)) for e in entries if e.kind is EntryKind.PYTHON]
+    python = [(e.rel, str(e.path)) for e in entries if e.kind is TreeEntryKind.PYTHON]
     total = len(python)
     converted: dict[str, FileResult] = {}
     todo = python
@@ -224,7 +224,7 @@ def map_files(
     def other_files() -> None:
         """The files copied as they are: text-scanned, and handed to the sink to be copied."""
         for entry in entries:
-            if entry.kind is EntryKind.FILE and entry.rel not in others:
+            if entry.kind is TreeEntryKind.FILE and entry.rel not in others:
                 findings = () if entry.excluded else _scan(entry, source, cache)
                 result = FileResult(entry.rel, Status.COPIED, findings=findings)
                 others[entry.rel] = sink(result, None) if sink else result
@@ -243,13 +243,13 @@ def map_files(
     other_files()
     results = []
     for entry in entries:
-        if entry.kind is EntryKind.PYTHON:
+        if entry.kind is TreeEntryKind.PYTHON:
             results.append(converted[entry.rel])
-        elif entry.kind is EntryKind.FILE:
+        elif entry.kind is TreeEntryKind.FILE:
             results.append(others[entry.rel])
-        elif entry.kind is EntryKind.LINK:
+        elif entry.kind is TreeEntryKind.LINK:
             results.append(FileResult(entry.rel, Status.LINKED, reason=entry.reason))
-        elif entry.kind is EntryKind.SKIP:
+        elif entry.kind is TreeEntryKind.SKIP:
             results.append(FileResult(entry.rel, Status.SKIPPED, reason=entry.reason))
     if cache is not None:
         cache.flush()  # the text scans of copied files too
@@ -373,7 +373,7 @@ TEXT_SCAN_MAX_BYTES = 1 << 20
 
 
 def _scan(
-    entry: Entry, source: TableSource, cache: ResultCache | None
+    entry: TreeEntry, source: TableSource, cache: ResultCache | None
 ) -> tuple[Finding, ...] | PackedFindings:
     """The text-scan findings of a copied file; only files a text-scan glob names are read."""
     if not any(fnmatch(entry.path.name, glob) for glob in source.text_globs):
@@ -419,8 +419,10 @@ class StreamWriter:
     tree. An unchanged file whose bytes were read for the cache is written from them, not read
     again."""
 
-    def __init__(self, entries: Iterable[Entry], staging: Path) -> None:
-        self.sources = {e.rel: e.path for e in entries if e.kind in (EntryKind.PYTHON, EntryKind.FILE)}
+    def __init__(self, entries: Iterable[TreeEntry], staging: Path) -> None:
+        self.sources = {
+            e.rel: e.path for e in entries if e.kind in (TreeEntryKind.PYTHON, TreeEntryKind.FILE)
+        }
         self.staging = staging
         self.folders = _Folders()
 
@@ -434,7 +436,7 @@ class StreamWriter:
 
 
 def write_tree(
-    entries: Iterable[Entry], results: Iterable[FileResult], staging: Path, streamed: bool = False
+    entries: Iterable[TreeEntry], results: Iterable[FileResult], staging: Path, streamed: bool = False
 ) -> list[FileResult]:
     """Mirror the input into `staging`: converted bytes where there are some, copies elsewhere.
 
@@ -446,15 +448,15 @@ def write_tree(
     index = {r.path: i for i, r in enumerate(results)}
     folders = _Folders()
     for entry in entries:
-        if streamed and entry.kind in (EntryKind.PYTHON, EntryKind.FILE):
+        if streamed and entry.kind in (TreeEntryKind.PYTHON, TreeEntryKind.FILE):
             continue
         target = staging / entry.rel
-        if entry.kind is EntryKind.DIR:
+        if entry.kind is TreeEntryKind.DIR:
             folders.make(target)
-        elif entry.kind is EntryKind.LINK:
+        elif entry.kind is TreeEntryKind.LINK:
             folders.make(target.parent)
             os.symlink(entry.link, target)
-        elif entry.kind in (EntryKind.PYTHON, EntryKind.FILE):
+        elif entry.kind in (TreeEntryKind.PYTHON, TreeEntryKind.FILE):
             folders.make(target.parent)
             at = index.get(entry.rel)
             if at is None:
@@ -467,7 +469,7 @@ def write_tree(
                 results[at] = _copied(result, copy_input(entry.path, target))
     # directory modes last: a read-only directory must be filled before it is locked
     for entry in entries:
-        if entry.kind is EntryKind.DIR:
+        if entry.kind is TreeEntryKind.DIR:
             _copy_metadata(entry.path, staging / entry.rel)
     return results
 

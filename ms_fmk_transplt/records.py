@@ -227,6 +227,12 @@ class RuntimeFinding:
     dependency_site: str = ""  # file:line of the library that made the call
     user_site: str = ""  # file:line in the user's code
     shapes: tuple[str, ...] = ()  # dynamic_shapes: the input shape signatures seen (the first few)
+    distinct_shapes: int = 0  # dynamic_shapes: how many signatures were seen in all
+
+    @property
+    def sites(self) -> str:
+        """``lib/x.py:40 <- train.py:12``, or the one known."""
+        return " <- ".join(s for s in (self.dependency_site, self.user_site) if s) or "<unknown>"
 
 
 @dataclass(frozen=True)

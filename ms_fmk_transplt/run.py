@@ -24,7 +24,7 @@ from ms_fmk_transplt import data, reports
 from ms_fmk_transplt.cache import ResultCache, default_cache_dir, rule_set_key
 from ms_fmk_transplt.discover import (
     LOG_NAME,
-    Entry,
+    TreeEntry,
     apply_excludes,
     converted,
     discover,
@@ -182,7 +182,7 @@ class Stage(Protocol):
     """What a mode adds to a conversion (distributed/stage.py): it may stand in for some inputs,
     amend their results and add files to the output folder."""
 
-    def inputs(self, entries: list[Entry]) -> list[Entry]:
+    def inputs(self, entries: list[TreeEntry]) -> list[TreeEntry]:
         """The entries to convert, some perhaps pointing at stand-ins."""
         ...
 
@@ -308,7 +308,7 @@ def check_target(target: str, release: str) -> None:
         )
 
 
-def _seen_in(entries: list[Entry], tables: TableSource, cache: ResultCache | None) -> TableSource:
+def _seen_in(entries: list[TreeEntry], tables: TableSource, cache: ResultCache | None) -> TableSource:
     """The tables knowing the input tree's own modules (engine/first_party.py), once per run; the
     cache keys results by that tree too."""
     layout = project_layout(entries, cache)
@@ -456,7 +456,7 @@ def _entries(
     file_by_name: bool = False,
     left_out: list[str] | None = None,
     warnings: list[str] | None = None,
-) -> tuple[str, list[Entry]]:
+) -> tuple[str, list[TreeEntry]]:
     """The input root and entries: one folder is its own root; files and several paths are named
     relative to the current folder, so a file reads the same (and matches its baseline entry)
     whether a hook passes it alone, with others, or the whole tree is analysed from there.
@@ -469,7 +469,7 @@ def _entries(
     if len(sources) == 1 and (sources[0].is_dir() or file_by_name):
         found = discover(sources[0], left_out=left_out)
         return str(sources[0]), apply_excludes(found, globs, _names_base(sources[0]), warnings)
-    entries: list[Entry] = []
+    entries: list[TreeEntry] = []
     seen: set[str] = set()
     for source in sources:
         named = _named(source)

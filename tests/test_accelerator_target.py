@@ -57,18 +57,18 @@ def test_the_default_target_is_npu_and_the_two_differ(tmp_path: Path) -> None:
 
 
 def test_the_cpu_run_of_the_portable_copy_decides_when_the_npu_run_was_identical() -> None:
-    from ms_fmk_transplt.verify.verdict import Status, Verdict, with_portable_cpu
+    from ms_fmk_transplt.verify.verdict import Verdict, VerifyStatus, with_portable_cpu
 
-    same = Verdict(Status.IDENTICAL, "identical: 2 step(s)")
-    differs = Verdict(Status.DIFFERENT, "different at step 1")
-    assert with_portable_cpu(same, same).status is Status.IDENTICAL
+    same = Verdict(VerifyStatus.IDENTICAL, "identical: 2 step(s)")
+    differs = Verdict(VerifyStatus.DIFFERENT, "different at step 1")
+    assert with_portable_cpu(same, same).status is VerifyStatus.IDENTICAL
     assert with_portable_cpu(same, same).notes == ("the converted script on the CPU: identical: 2 step(s)",)
     joined = with_portable_cpu(same, differs)
     assert (joined.status, joined.message) == (
-        Status.DIFFERENT,
+        VerifyStatus.DIFFERENT,
         "the converted script on the CPU: different at step 1",
     )
-    assert with_portable_cpu(differs, same).status is Status.DIFFERENT
+    assert with_portable_cpu(differs, same).status is VerifyStatus.DIFFERENT
 
 
 @pytest.mark.slow

@@ -1,6 +1,6 @@
 """The Llama-style sample converted with `--opt-in affinity`: its RMSNorm and SwiGLU run through the
 torch_npu stand-in's fused operators, and it trains on the simulated NPU within the tolerance
-verify holds such a run to (verify/records.py's AFFINITY) of the original on the CPU."""
+verify holds such a run to (verify/step_records.py's AFFINITY) of the original on the CPU."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from helpers import convert_text
 
 from ms_fmk_transplt.ruleset import compile_rules, load_rules
-from ms_fmk_transplt.verify.records import AFFINITY
+from ms_fmk_transplt.verify.step_records import AFFINITY
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "sample_models" / "llama_mini" / "train.py"

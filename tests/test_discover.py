@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ms_fmk_transplt.discover import EntryKind, apply_excludes, discover, excluded
+from ms_fmk_transplt.discover import TreeEntryKind, apply_excludes, discover, excluded
 
 
 @pytest.mark.parametrize(
@@ -35,7 +35,7 @@ def _tree(tmp_path: Path) -> Path:
 def _kept(src: Path, globs: tuple[str, ...], base: Path | None = None) -> tuple[list[str], list[str]]:
     warnings: list[str] = []
     entries = apply_excludes(discover(src), globs, src if base is None else base, warnings)
-    return sorted(e.rel for e in entries if e.kind is EntryKind.PYTHON), warnings
+    return sorted(e.rel for e in entries if e.kind is TreeEntryKind.PYTHON), warnings
 
 
 @pytest.mark.parametrize(

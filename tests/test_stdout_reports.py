@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from ms_fmk_transplt.cli import EXIT_USAGE, app
 from ms_fmk_transplt.verify import launch
-from ms_fmk_transplt.verify.records import read_records
 from ms_fmk_transplt.verify.session import Outcome
+from ms_fmk_transplt.verify.step_records import read_records
 from ms_fmk_transplt.verify.verdict import SideResult, judge
 
 TRAIN = "import torch\n\nx = torch.zeros(3).cuda()\ny = torch.fft.fftshift(x)\n"

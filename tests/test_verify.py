@@ -10,7 +10,10 @@ import pytest
 
 from ms_fmk_transplt.verify import launch
 from ms_fmk_transplt.verify.launch import CommandError, RunOutput, parse_command
-from ms_fmk_transplt.verify.records import (
+from ms_fmk_transplt.verify.report import json_document, size_text, text_lines
+from ms_fmk_transplt.verify.session import Outcome
+from ms_fmk_transplt.verify.sites import original_line, original_site
+from ms_fmk_transplt.verify.step_records import (
     AFFINITY,
     EXACT,
     RankRecord,
@@ -21,10 +24,7 @@ from ms_fmk_transplt.verify.records import (
     same_value,
     tolerance_for,
 )
-from ms_fmk_transplt.verify.report import json_document, size_text, text_lines
-from ms_fmk_transplt.verify.session import Outcome
-from ms_fmk_transplt.verify.sites import original_line, original_site
-from ms_fmk_transplt.verify.verdict import OpFinding, SideResult, Status, judge, read_opcheck
+from ms_fmk_transplt.verify.verdict import OpFinding, SideResult, VerifyStatus, judge, read_opcheck
 
 PARAMS = [["fc.weight", [2, 3], "float32", "aa"], ["fc.bias", [2], "float32", "bb"]]
 
@@ -159,40 +159,48 @@ def _side(tmp_path, name, steps, returncode=0, end="limit", **kw):
 @pytest.mark.parametrize(
     ("case", "status", "message"),
     [
-        ("identical", Status.IDENTICAL, "identical: 2 step(s), losses and every parameter bit for bit"),
+        ("identical", VerifyStatus.IDENTICAL, "identical: 2 step(s), losses and every parameter bit for bit"),
         (
             "different",
-            Status.DIFFERENT,
+            VerifyStatus.DIFFERENT,
             "different at step 2, rank 0: loss 0.5 on the CPU, 0.9 on the simulated NPU",
         ),
-        ("fewer", Status.DIFFERENT, "different: rank 0 made 2 step(s) on the CPU and 1 on the simulated NPU"),
+        (
+            "fewer",
+            VerifyStatus.DIFFERENT,
+            "different: rank 0 made 2 step(s) on the CPU and 1 on the simulated NPU",
+        ),
         (
             "npu_crash",
-            Status.NPU_FAILED,
+            VerifyStatus.NPU_FAILED,
             "the converted script exited 1 on the simulated NPU after 1 step(s)",
         ),
-        ("npu_timeout", Status.NPU_FAILED, "the converted script timed out on the simulated NPU"),
-        ("cpu_crash", Status.CPU_FAILED, "the original exited 1 on the CPU after 1 step(s)"),
+        ("npu_timeout", VerifyStatus.NPU_FAILED, "the converted script timed out on the simulated NPU"),
+        ("cpu_crash", VerifyStatus.CPU_FAILED, "the original exited 1 on the CPU after 1 step(s)"),
         (
             "cuda",
-            Status.NEEDS_CUDA,
+            VerifyStatus.NEEDS_CUDA,
             "not compared: the original cannot run on the CPU (AssertionError: Torch not",
         ),
         (
             "cuda_late",
-            Status.NEEDS_CUDA,
+            VerifyStatus.NEEDS_CUDA,
             "identical for the 1 step(s) the original made on the CPU before it needed CUDA",
         ),
-        ("cuda_npu_crash", Status.NPU_FAILED, "the original cannot run on the CPU"),
+        ("cuda_npu_crash", VerifyStatus.NPU_FAILED, "the original cannot run on the CPU"),
         (
             "both_fail",
-            Status.CPU_FAILED,
+            VerifyStatus.CPU_FAILED,
             "the original exited 1 on the CPU after 0 step(s); the converted script exited 1 too",
         ),
-        ("cuda_late_npu_crash", Status.NPU_FAILED, "the original stopped on the CPU at step 1 needing CUDA"),
-        ("nothing", Status.NO_STEPS, "no optimizer step or backward() was seen in either run"),
-        ("teardown", Status.IDENTICAL, "identical"),
-        ("npu_teardown", Status.NPU_FAILED, "exited 134"),
+        (
+            "cuda_late_npu_crash",
+            VerifyStatus.NPU_FAILED,
+            "the original stopped on the CPU at step 1 needing CUDA",
+        ),
+        ("nothing", VerifyStatus.NO_STEPS, "no optimizer step or backward() was seen in either run"),
+        ("teardown", VerifyStatus.IDENTICAL, "identical"),
+        ("npu_teardown", VerifyStatus.NPU_FAILED, "exited 134"),
     ],
 )
 def test_verdicts(tmp_path, case, status, message):
@@ -234,13 +242,13 @@ def test_fail_on_ops_turns_identical_and_cuda_only_into_exit_6(tmp_path):
     two = [_step(1), _step(2)]
     ops = [OpFinding("mm", 8, "unsupported_dtype", "fp64", "t.py:3")]
     cpu, npu = _side(tmp_path, "c", two), _side(tmp_path, "n", two)
-    assert judge(cpu, npu, ops).status is Status.IDENTICAL
+    assert judge(cpu, npu, ops).status is VerifyStatus.IDENTICAL
     gated = judge(cpu, npu, ops, fail_on_ops=True)
-    assert gated.status is Status.UNSUPPORTED_OPS and gated.exit_code == 6
+    assert gated.status is VerifyStatus.UNSUPPORTED_OPS and gated.exit_code == 6
     assert gated.message.endswith("operator(s) a real NPU lacks or runs on the CPU: mm")
-    assert judge(cpu, npu, [], fail_on_ops=True).status is Status.IDENTICAL
+    assert judge(cpu, npu, [], fail_on_ops=True).status is VerifyStatus.IDENTICAL
     different = _side(tmp_path, "d", [_step(1), _step(2, loss=0.1)])
-    assert judge(cpu, different, ops, fail_on_ops=True).status is Status.DIFFERENT
+    assert judge(cpu, different, ops, fail_on_ops=True).status is VerifyStatus.DIFFERENT
 
 
 def test_read_opcheck_keeps_unsupported_rows(tmp_path):
@@ -510,7 +518,7 @@ def test_unreadable_parameters_are_noted(tmp_path):
     cpu = _side(tmp_path, "c", [_step(1, params=params)])
     npu = _side(tmp_path, "n", [_step(1, params=params)])
     verdict = judge(cpu, npu)
-    assert verdict.status is Status.IDENTICAL
+    assert verdict.status is VerifyStatus.IDENTICAL
     assert verdict.notes == ("parameters the recorder could not read, so not compared: w",)
 
 
@@ -590,11 +598,11 @@ def test_tolerance_exact_by_default_relative_with_affinity_and_used_by_the_compa
     cpu = _side(tmp_path, "c", [_step(1), _step(2, loss=0.5)])
     near = _side(tmp_path, "n", [_step(1, params=other), _step(2, loss=0.5 * (1 + 1e-7), params=other)])
     far = _side(tmp_path, "f", [_step(1), _step(2, loss=0.5 * (1 + 1e-3))])
-    assert judge(cpu, near).status is Status.DIFFERENT
+    assert judge(cpu, near).status is VerifyStatus.DIFFERENT
     alike = judge(cpu, near, tolerance=AFFINITY)
-    assert alike.status is Status.IDENTICAL and alike.tolerance is AFFINITY
+    assert alike.status is VerifyStatus.IDENTICAL and alike.tolerance is AFFINITY
     assert alike.message == "alike: 2 step(s), losses within a relative 1e-05 of the original's"
-    assert judge(cpu, far, tolerance=AFFINITY).status is Status.DIFFERENT
+    assert judge(cpu, far, tolerance=AFFINITY).status is VerifyStatus.DIFFERENT
     same = judge(cpu, cpu, tolerance=AFFINITY)
     assert (
         same.message

@@ -20,10 +20,10 @@ from ms_fmk_transplt.verify.failures import (
     read_failures,
 )
 from ms_fmk_transplt.verify.launch import RunOutput
-from ms_fmk_transplt.verify.records import Param, RankRecord, Step
 from ms_fmk_transplt.verify.report import json_document, text_lines
 from ms_fmk_transplt.verify.session import Outcome, _cpu_unfit
-from ms_fmk_transplt.verify.verdict import Reference, SideResult, Status, judge
+from ms_fmk_transplt.verify.step_records import Param, RankRecord, Step
+from ms_fmk_transplt.verify.verdict import Reference, SideResult, VerifyStatus, judge
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -239,13 +239,13 @@ TRANSFER = Reference("transfer", "the original needs CUDA on the CPU (x)", _side
 @pytest.mark.parametrize(
     ("reference", "npu", "status", "message"),
     [
-        (_side(3), _side(3), Status.IDENTICAL, "identical: 3 step(s)"),
-        (_side(3), _side(2), Status.DIFFERENT, "rank 0 made 3 step(s) under transfer_to_npu and 2 in the converted copy"),
-        (_side(0), _side(3), Status.NO_STEPS, "the original made no optimizer step on the CPU nor under transfer_to_npu: nothing to compare; the converted script made 3 step(s)"),
-        (_side(0), _side(0), Status.NO_STEPS, "no optimizer step or backward() was seen in either run"),
-        (_side(1, 1), _side(3), Status.CPU_FAILED, "the original exited 1 under transfer_to_npu after 1 step(s)"),
-        (_side(0, 1, needs_cuda=CUDA), _side(3), Status.NEEDS_CUDA, f"the original cannot run on the CPU nor under transfer_to_npu ({CUDA})"),
-        (_side(3), _side(1, 1), Status.NPU_FAILED, "the converted script exited 1 on the simulated NPU after 1 step(s)"),
+        (_side(3), _side(3), VerifyStatus.IDENTICAL, "identical: 3 step(s)"),
+        (_side(3), _side(2), VerifyStatus.DIFFERENT, "rank 0 made 3 step(s) under transfer_to_npu and 2 in the converted copy"),
+        (_side(0), _side(3), VerifyStatus.NO_STEPS, "the original made no optimizer step on the CPU nor under transfer_to_npu: nothing to compare; the converted script made 3 step(s)"),
+        (_side(0), _side(0), VerifyStatus.NO_STEPS, "no optimizer step or backward() was seen in either run"),
+        (_side(1, 1), _side(3), VerifyStatus.CPU_FAILED, "the original exited 1 under transfer_to_npu after 1 step(s)"),
+        (_side(0, 1, needs_cuda=CUDA), _side(3), VerifyStatus.NEEDS_CUDA, f"the original cannot run on the CPU nor under transfer_to_npu ({CUDA})"),
+        (_side(3), _side(1, 1), VerifyStatus.NPU_FAILED, "the converted script exited 1 on the simulated NPU after 1 step(s)"),
     ],
 )  # fmt: skip
 def test_verdicts_with_the_transfer_reference(reference, npu, status, message):
@@ -258,7 +258,7 @@ def test_verdicts_with_the_transfer_reference(reference, npu, status, message):
 
 def test_a_cpu_reference_with_no_step_is_no_steps_never_different():
     verdict = judge(_side(0), _side(4))
-    assert verdict.status is Status.NO_STEPS
+    assert verdict.status is VerifyStatus.NO_STEPS
     assert verdict.message.startswith("the original made no optimizer step on the CPU: nothing to compare")
 
 

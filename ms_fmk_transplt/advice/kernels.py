@@ -13,9 +13,8 @@ from functools import partial
 
 import libcst as cst
 
-from ms_fmk_transplt.advice.walk import Block, Walked, argument, method_name
+from ms_fmk_transplt.advice.walk import Block, Hit, Walked, argument, method_name
 
-Hit = tuple[str, cst.CSTNode, str]
 _DEPTH = 4  # assignments followed from a name
 _CODE = cst.Module(body=[])
 

@@ -7,9 +7,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ms_fmk_transplt.advice.walk import Walked, argument
-
-Hit = tuple[str, cst.CSTNode, str]
+from ms_fmk_transplt.advice.walk import Hit, Walked, argument
 
 _COMPILE_MODE = {"torch_npu.npu.set_compile_mode", "torch.npu.set_compile_mode"}
 _ENVIRON = "os.environ"

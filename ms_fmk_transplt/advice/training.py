@@ -8,10 +8,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ms_fmk_transplt.advice.walk import Walked, argument, has_star_kwargs, method_name
+from ms_fmk_transplt.advice.walk import Hit, Walked, argument, has_star_kwargs, method_name
 from ms_fmk_transplt.engine.support import on_host
-
-Hit = tuple[str, cst.CSTNode, str]
 
 _OPTIMIZERS = {f"torch.optim.{name}" for name in ("AdamW", "Adam", "SGD", "RMSprop", "Adadelta")}
 _LOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}

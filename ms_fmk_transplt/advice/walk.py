@@ -28,8 +28,12 @@ _SKIPPED = frozenset(
 )
 
 
+#: what a detector yields: the advice id, the node it is about, and the API or setting it names ("" for a pattern)
+Hit = tuple[str, cst.CSTNode, str]
+
+
 @dataclass(frozen=True)
-class Site:
+class Located:
     """A node and the blocks it lies in, outermost first."""
 
     node: cst.CSTNode
@@ -46,15 +50,15 @@ class Walked:
     """What the detectors read, gathered in one walk."""
 
     names: dict[str, str]
-    calls: list[Site] = field(default_factory=list)
-    products: list[Site] = field(default_factory=list)  # `a * b` and `a @ b`
-    attributes: list[Site] = field(default_factory=list)  # outside annotations
+    calls: list[Located] = field(default_factory=list)
+    products: list[Located] = field(default_factory=list)  # `a * b` and `a @ b`
+    attributes: list[Located] = field(default_factory=list)  # outside annotations
     # per scope (id of its block, 0 for the module): name -> the values assigned to it, in order
     assigned: dict[int, dict[str, list[cst.BaseExpression]]] = field(default_factory=dict)
     # loops whose own body (not a nested function's) calls .backward() or .step(): training loops
     training_loops: set[int] = field(default_factory=set)
     # `a[key] = value` assignments (`os.environ["NAME"] = "0"`)
-    item_assigns: list[Site] = field(default_factory=list)
+    item_assigns: list[Located] = field(default_factory=list)
 
     def qualified(self, node: cst.CSTNode) -> str | None:
         """`torch.nn.functional.silu` for `F.silu` after `import torch.nn.functional as F`; None
@@ -82,7 +86,7 @@ def _collect(walked: Walked, module: cst.Module) -> None:
         kind = node.__class__
         if kind is cst.Call:
             assert isinstance(node, cst.Call)
-            walked.calls.append(Site(node, blocks))
+            walked.calls.append(Located(node, blocks))
             if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("backward", "step"):
                 for block in reversed(blocks):
                     if block.__class__ in _SCOPE_CLASSES:
@@ -92,18 +96,18 @@ def _collect(walked: Walked, module: cst.Module) -> None:
         elif kind is cst.BinaryOperation:
             assert isinstance(node, cst.BinaryOperation)
             if isinstance(node.operator, (cst.Multiply, cst.MatrixMultiply)):
-                walked.products.append(Site(node, blocks))
+                walked.products.append(Located(node, blocks))
         elif kind is cst.Attribute:
-            walked.attributes.append(Site(node, blocks))
+            walked.attributes.append(Located(node, blocks))
         elif kind is cst.Assign or kind is cst.AnnAssign:
             assert isinstance(node, (cst.Assign, cst.AnnAssign))
-            scope = Site(node, blocks).scope
+            scope = Located(node, blocks).scope
             table = walked.assigned.setdefault(id(scope) if scope is not None else 0, {})
             if isinstance(node, cst.Assign):
                 for target in node.targets:
                     _bind(table, target.target, node.value)
                 if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Subscript):
-                    walked.item_assigns.append(Site(node, blocks))
+                    walked.item_assigns.append(Located(node, blocks))
             elif node.value is not None:
                 _bind(table, node.target, node.value)
         inner = (*blocks, cast(Block, node)) if kind in _BLOCK_CLASSES else blocks

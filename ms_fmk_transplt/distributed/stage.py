@@ -14,7 +14,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from ms_fmk_transplt.discover import Entry
+from ms_fmk_transplt.discover import TreeEntry
 from ms_fmk_transplt.distributed.launchers import launcher
 from ms_fmk_transplt.distributed.lines import line_map, map_line
 from ms_fmk_transplt.distributed.target import TargetModelError
@@ -56,7 +56,7 @@ class DistributedStage:
         self.main_path = main_path
         self.folder: Path | None = None
 
-    def inputs(self, entries: list[Entry]) -> list[Entry]:
+    def inputs(self, entries: list[TreeEntry]) -> list[TreeEntry]:
         """The entries with the main script replaced by its distributed version."""
         output = self.result.output
         if output is None:

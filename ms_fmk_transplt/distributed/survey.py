@@ -119,7 +119,7 @@ def survey(wrapper: MetadataWrapper, policy: Policy) -> Survey:
     """Walk the wrapper's module once and record what the rewrite needs."""
     module = wrapper.module
     found = Survey(aliases=alias_table(iter_imports(module)))
-    walker = _Walker(found, policy)
+    walker = _SurveyVisitor(found, policy)
     wrapper.visit(walker)
     _checkpoint_saves(found, policy)
     found.setup_anchor = _setup_anchor(module)
@@ -181,7 +181,7 @@ def _names(target: cst.BaseExpression) -> list[str]:
     return []
 
 
-class _Walker(cst.CSTVisitor):
+class _SurveyVisitor(cst.CSTVisitor):
     """Fills a Survey; tracks the scope stack and the top-level statement of the current scope."""
 
     def __init__(self, found: Survey, policy: Policy) -> None:

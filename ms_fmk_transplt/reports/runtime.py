@@ -170,6 +170,11 @@ def _finding(path: Path, row: Any, where: str) -> RuntimeFinding:
     shapes = row.get("shapes", [])
     if not isinstance(shapes, list) or not all(isinstance(s, str) for s in shapes):
         raise RuntimeReportError(f"{path}: {where}/shapes: not a list of texts: {_spell(shapes)}")
+    distinct = row.get("distinct_shapes", 0)
+    if not isinstance(distinct, int) or isinstance(distinct, bool) or distinct < 0:
+        raise RuntimeReportError(
+            f"{path}: {where}/distinct_shapes: not a count (0 or more): {_spell(distinct)}"
+        )
     return RuntimeFinding(
-        kind, row["what"], count, texts["dependency_site"], texts["user_site"], tuple(shapes)
+        kind, row["what"], count, texts["dependency_site"], texts["user_site"], tuple(shapes), distinct
     )

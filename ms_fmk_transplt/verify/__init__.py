@@ -15,6 +15,6 @@ verification.
 from __future__ import annotations
 
 from ms_fmk_transplt.verify.session import Outcome, Request, VerifyError, verify
-from ms_fmk_transplt.verify.verdict import EXIT_USAGE, Status
+from ms_fmk_transplt.verify.verdict import EXIT_USAGE, VerifyStatus
 
-__all__ = ["EXIT_USAGE", "Outcome", "Request", "Status", "VerifyError", "verify"]
+__all__ = ["EXIT_USAGE", "Outcome", "Request", "VerifyError", "VerifyStatus", "verify"]

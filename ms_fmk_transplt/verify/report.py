@@ -8,9 +8,9 @@ from typing import Any
 from ms_fmk_transplt.verify import runtime_findings
 from ms_fmk_transplt.verify.failures import Failure, failure_lines
 from ms_fmk_transplt.verify.launch import RunOutput
-from ms_fmk_transplt.verify.records import RankRecord
 from ms_fmk_transplt.verify.session import Outcome
-from ms_fmk_transplt.verify.verdict import Status
+from ms_fmk_transplt.verify.step_records import RankRecord
+from ms_fmk_transplt.verify.verdict import VerifyStatus
 
 STDERR_TAIL = 12
 
@@ -102,7 +102,9 @@ def text_lines(outcome: Outcome) -> list[str]:
         lines.append(f"  simulated NPU peak memory, rank {rank}: {shown}")
     lines += [f"  note: {note}" for note in (*outcome.conversion_notes, *verdict.notes)]
     for output in (outcome.cpu, outcome.transfer, outcome.npu):
-        if output is outcome.cpu and (verdict.status is Status.NEEDS_CUDA or outcome.transfer is not None):
+        if output is outcome.cpu and (
+            verdict.status is VerifyStatus.NEEDS_CUDA or outcome.transfer is not None
+        ):
             continue  # its reason is in the result line, or its exception above: it is not the reference
         if output is not None and (output.returncode != 0 or output.timed_out):
             lines.append(f"  {output.label} run's stderr, last lines:")

@@ -7,11 +7,12 @@ Only the report's file format is shared with the runtime; nothing of it is impor
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ms_fmk_transplt.records import RuntimeFinding
+from ms_fmk_transplt.reports.runtime import RuntimeReportError, load_runtime_evidence
 from ms_fmk_transplt.verify.sites import original_site
 
 ENV_REPORT = "RUNTIME_SHIM_FINDINGS_REPORT"
@@ -28,35 +29,19 @@ LABELS = {
 SHAPES_SHOWN = 3
 
 
-@dataclass(frozen=True)
-class RuntimeFinding:
-    """One finding of the converted run, its script line in the original."""
-
-    kind: str
-    what: str
-    dependency_site: str | None
-    user_site: str | None
-    count: int
-    shapes: tuple[str, ...] = ()
-    distinct_shapes: int = 0
-
-    @property
-    def sites(self) -> str:
-        """``lib/x.py:40 <- train.py:12``, or the one known."""
-        return " <- ".join(s for s in (self.dependency_site, self.user_site) if s) or "<unknown>"
-
-
 def environment(report: Path, converted_root: Path) -> dict[str, str]:
     """What the NPU run's environment needs for the findings: the report's path and the project folder."""
     return {ENV_REPORT: str(report), ENV_PROJECT: str(converted_root)}
 
 
 def read(report: Path, converted_root: Path, source_root: Path, cwd: Path) -> list[RuntimeFinding] | None:
-    """The report's findings with their script lines in the original; None when it was not written."""
+    """The report's findings with their script lines in the original; None when it was not written
+    or cannot be read (the reader is the workbook's, reports/runtime.py)."""
     try:
-        document = json.loads(report.read_text(encoding="utf-8"))[TOP_KEY]
-        rows = [_finding(row) for row in document["findings"]]
-    except (OSError, ValueError, KeyError, TypeError):
+        rows = load_runtime_evidence(report).get(TOP_KEY)
+    except (OSError, RuntimeReportError):
+        return None
+    if rows is None:
         return None
     return [
         replace(f, user_site=original_site(f.user_site, converted_root, source_root, cwd.resolve()))
@@ -66,23 +51,11 @@ def read(report: Path, converted_root: Path, source_root: Path, cwd: Path) -> li
     ]
 
 
-def _finding(row: dict[str, Any]) -> RuntimeFinding:
-    return RuntimeFinding(
-        kind=str(row["kind"]),
-        what=str(row["what"]),
-        dependency_site=row.get("dependency_site") or None,
-        user_site=row.get("user_site") or None,
-        count=int(row["count"]),
-        shapes=tuple(str(s) for s in row.get("shapes") or ()),
-        distinct_shapes=int(row.get("distinct_shapes") or 0),
-    )
-
-
 def text_lines(findings: list[RuntimeFinding] | None) -> list[str]:
     """The findings as report lines (none when there are none or no report was written). Dynamic
     shapes are one line per script line: its first operator with the shapes seen, then the others."""
     lines = []
-    by_site: dict[str | None, list[RuntimeFinding]] = {}
+    by_site: dict[str, list[RuntimeFinding]] = {}
     for f in findings or ():
         if f.kind == "dynamic_shapes":
             by_site.setdefault(f.user_site, []).append(f)
@@ -105,8 +78,8 @@ def document(findings: list[RuntimeFinding] | None) -> list[dict[str, Any]] | No
         {
             "kind": f.kind,
             "what": f.what,
-            "dependency_site": f.dependency_site,
-            "user_site": f.user_site,
+            "dependency_site": f.dependency_site or None,
+            "user_site": f.user_site or None,
             "count": f.count,
             "shapes": list(f.shapes),
             "distinct_shapes": f.distinct_shapes,

@@ -10,10 +10,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ms_fmk_transplt.records import RuntimeFinding
 from ms_fmk_transplt.verify import launch, runtime_findings
 from ms_fmk_transplt.verify.failures import Failure, project_test, read_failures
-from ms_fmk_transplt.verify.records import RankRecord, RecordError, read_records, tolerance_for
 from ms_fmk_transplt.verify.sites import original_site
+from ms_fmk_transplt.verify.step_records import RankRecord, RecordError, read_records, tolerance_for
 from ms_fmk_transplt.verify.verdict import (
     OpFinding,
     Reference,
@@ -75,7 +76,7 @@ class Outcome:
     transfer: launch.RunOutput | None = None  # the original under transfer_to_npu, when it was the reference
     transfer_records: dict[int, RankRecord] = field(default_factory=dict)
     failures: dict[str, list[Failure]] = field(default_factory=dict)  # run label -> why it failed
-    findings: list[runtime_findings.RuntimeFinding] | None = None  # the NPU run's; never in the verdict
+    findings: list[RuntimeFinding] | None = None  # the NPU run's; never in the verdict
     portable_cpu: launch.RunOutput | None = None  # --target accelerator: the converted copy on the CPU
     portable_cpu_records: dict[int, RankRecord] = field(default_factory=dict)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 
-from ms_fmk_transplt.verify.records import (
+from ms_fmk_transplt.verify.step_records import (
     EXACT,
     Difference,
     RankRecord,
@@ -21,7 +21,7 @@ from ms_fmk_transplt.verify.records import (
 )
 
 
-class Status(Enum):
+class VerifyStatus(Enum):
     """A verification's result; the value is the exit code."""
 
     IDENTICAL = 0
@@ -104,7 +104,7 @@ class OpFinding:
 class Verdict:
     """The result, its one-line explanation, the first difference if any, and notes."""
 
-    status: Status
+    status: VerifyStatus
     message: str
     difference: Difference | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -150,10 +150,10 @@ def judge(
     if reference.why is not None:
         note = f"reference: the original under transfer_to_npu on the simulated NPU, because {reference.why}"
         verdict = replace(verdict, notes=(note, *verdict.notes))
-    if fail_on_ops and ops and verdict.status in (Status.IDENTICAL, Status.NEEDS_CUDA):
+    if fail_on_ops and ops and verdict.status in (VerifyStatus.IDENTICAL, VerifyStatus.NEEDS_CUDA):
         names = ", ".join(sorted({f.op for f in ops}))
         return Verdict(
-            Status.UNSUPPORTED_OPS,
+            VerifyStatus.UNSUPPORTED_OPS,
             f"{verdict.message}; but the operator check found {len(ops)} operator(s) a real NPU "
             f"lacks or runs on the CPU: {names}",
             verdict.difference,
@@ -174,11 +174,11 @@ def _compare(cpu: SideResult | None, npu: SideResult, reference: Reference, tole
             why = f" nor under transfer_to_npu{why}"
         if not npu_ok:
             return Verdict(
-                Status.NPU_FAILED,
+                VerifyStatus.NPU_FAILED,
                 f"the converted script {npu_failure} on the simulated NPU after {npu.steps} step(s); the original cannot run on the CPU{why}",
             )
         return Verdict(
-            Status.NEEDS_CUDA,
+            VerifyStatus.NEEDS_CUDA,
             f"not compared: the original cannot run on the CPU{why}; the converted script made "
             f"{npu.steps} step(s) on the simulated NPU",
         )
@@ -199,7 +199,7 @@ def _compare(cpu: SideResult | None, npu: SideResult, reference: Reference, tole
     difference = first_difference(cpu.records, npu.records, reference.sides, tolerance)
     if difference is not None:
         return Verdict(
-            Status.DIFFERENT,
+            VerifyStatus.DIFFERENT,
             f"different at step {difference.step}, rank {difference.rank}: {difference.what}",
             difference,
             tuple(notes),
@@ -210,13 +210,13 @@ def _compare(cpu: SideResult | None, npu: SideResult, reference: Reference, tole
     if not cpu.completed(reference=True) and cpu.needs_cuda:
         if not npu_ok:
             return Verdict(
-                Status.NPU_FAILED,
+                VerifyStatus.NPU_FAILED,
                 f"the converted script {npu_failure} on the simulated NPU after {npu.steps} step(s); the original stopped {where} at step {cpu.steps} needing CUDA ({cpu.needs_cuda})",
                 None,
                 tuple(notes),
             )
         return Verdict(
-            Status.NEEDS_CUDA,
+            VerifyStatus.NEEDS_CUDA,
             f"identical for the {common} step(s) the original made {where} before it needed CUDA ({cpu.needs_cuda})",
             None,
             tuple(notes),
@@ -225,21 +225,21 @@ def _compare(cpu: SideResult | None, npu: SideResult, reference: Reference, tole
         # the original is broken here (an input, a package, a torch version): that comes first
         also = f"; the converted script {npu_failure} too" if not npu_ok else ""
         return Verdict(
-            Status.CPU_FAILED,
+            VerifyStatus.CPU_FAILED,
             f"the original {cpu_failure} {where} after {cpu.steps} step(s){also}{alike}",
             None,
             tuple(notes),
         )
     if not npu_ok:
         return Verdict(
-            Status.NPU_FAILED,
+            VerifyStatus.NPU_FAILED,
             f"the converted script {npu_failure} on the simulated NPU after {npu.steps} step(s){alike}",
             None,
             tuple(notes),
         )
     if not cpu.records and not npu.records:
         return Verdict(
-            Status.NO_STEPS,
+            VerifyStatus.NO_STEPS,
             "no optimizer step or backward() was seen in either run: nothing to compare",
             None,
             tuple(notes),
@@ -251,7 +251,7 @@ def _compare(cpu: SideResult | None, npu: SideResult, reference: Reference, tole
             else where
         )
         return Verdict(
-            Status.NO_STEPS,
+            VerifyStatus.NO_STEPS,
             f"the original made no optimizer step {nowhere}: nothing to compare; the converted "
             f"script made {npu.steps} step(s) on the simulated NPU",
             None,
@@ -259,7 +259,7 @@ def _compare(cpu: SideResult | None, npu: SideResult, reference: Reference, tole
         )
     counts = step_count_difference(cpu.records, npu.records, reference.sides)
     if counts is not None:
-        return Verdict(Status.DIFFERENT, f"different: {counts.what}", counts, tuple(notes))
+        return Verdict(VerifyStatus.DIFFERENT, f"different: {counts.what}", counts, tuple(notes))
     ranks = len(npu.records)
     where = f" on each of {ranks} ranks" if ranks > 1 else ""
     # under a tolerance, runs that are bit for bit all the same say so
@@ -269,7 +269,7 @@ def _compare(cpu: SideResult | None, npu: SideResult, reference: Reference, tole
         allowed = f"a relative {tolerance.relative:g}"
         how = f"{how} ({allowed} allowed)" if exact else f"losses within {allowed} of the original's"
     return Verdict(
-        Status.IDENTICAL,
+        VerifyStatus.IDENTICAL,
         f"{'identical' if exact else 'alike'}: {common} step(s){where}, {how}",
         None,
         tuple(notes),
@@ -280,6 +280,6 @@ def with_portable_cpu(verdict: Verdict, on_cpu: Verdict) -> Verdict:
     """`--target accelerator`: the verdict on the simulated NPU joined with the one on the CPU run
     of the same device-agnostic copy; a failure or difference on either side is the result."""
     said = f"the converted script on the CPU: {on_cpu.message}"
-    if on_cpu.status is Status.IDENTICAL or verdict.status is not Status.IDENTICAL:
+    if on_cpu.status is VerifyStatus.IDENTICAL or verdict.status is not VerifyStatus.IDENTICAL:
         return replace(verdict, notes=(*verdict.notes, said))
     return Verdict(on_cpu.status, said, on_cpu.difference, (*verdict.notes, *on_cpu.notes), on_cpu.tolerance)
