@@ -269,6 +269,35 @@ def test_runtime_shim_accepts_the_same_releases() -> None:
         assert entry["source_file"].endswith("/" + aten_file), version
 
 
+#: the one schema of the two releases.json (the converter's and runtime_shim's): the same top level,
+#: one entry per release keyed by its torch version, oldest first, the default the newest
+RELEASES_SCHEMA = {
+    "type": "object",
+    "required": ["about", "default", "releases"],
+    "additionalProperties": False,
+    "properties": {
+        "about": {"type": "string", "pattern": "^Derived by tools/derive_\\w+\\.py from shared/ascend-data"},
+        "default": {"type": "string"},
+        "releases": {
+            "type": "array",
+            "minItems": 1,
+            "items": {"type": "object", "required": ["torch"], "properties": {"torch": {"type": "string"}}},
+        },
+    },
+}
+
+
+@pytest.mark.parametrize("package", ["ms_fmk_transplt", "runtime_shim"])
+def test_both_release_indexes_have_one_schema(package: str) -> None:
+    import jsonschema
+
+    index = json.loads((ROOT / package / "data" / "releases.json").read_text(encoding="utf-8"))
+    jsonschema.validate(index, RELEASES_SCHEMA)
+    versions = [entry["torch"] for entry in index["releases"]]
+    assert versions == RELEASES  # oldest first, each once
+    assert index["default"] == versions[-1]
+
+
 def test_readme_lists_every_release() -> None:
     readme = (ROOT / "README.md").read_text()
     row = next(line for line in readme.splitlines() if line.startswith("| `-v, --version` |"))

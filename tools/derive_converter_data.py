@@ -218,13 +218,15 @@ def main() -> None:
 
 
 def release_index(document: dict) -> dict:
-    """The shipped releases, oldest first, the default one, and the lists each release uses."""
+    """The shipped releases, oldest first, the default one, and the lists each release uses; the
+    schema runtime_shim's releases.json shares (tests/test_releases.py)."""
     versions = sorted(document["releases"], key=version_key)
     return {
         "about": "Derived by tools/derive_converter_data.py from shared/ascend-data; do not edit by hand.",
-        "default_release": document["default_release"],
-        "releases": versions,
-        "lists": {version: document["releases"][version]["summary"] for version in versions},
+        "default": document["default_release"],
+        "releases": [
+            {"torch": version, "lists": document["releases"][version]["summary"]} for version in versions
+        ],
     }
 
 

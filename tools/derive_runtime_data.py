@@ -10,7 +10,7 @@ Writes into ``runtime_shim/data/``:
   support docs list for it (``mm fp16 fp32``): the union over the Python spellings that
   reach it (``torch.X``, ``torch.Tensor.X``, ``torch.nn.functional.X``, ``torch.linalg.X``
   as ``linalg_X``, ...), rows with no dtype cell left out;
-* ``releases.json``: one entry per release (newest first), the same releases as the converter's
+* ``releases.json``: one entry per release (oldest first; the schema of the converter's), the same releases as the converter's
   (tools/ascend_releases.py): a release without its own operator list uses the nearest
   release's, and its entry says so (``ops_torch``, ``ops_from``);
 * ``npu_api_names.json``: ``__all__`` of ``torch_npu.npu`` and ``torch_npu.npu.amp``
@@ -179,13 +179,13 @@ def derive(source: Path, out_dir: Path) -> list[Path]:
                 **provenance,
             }
         )
-    releases.sort(key=lambda r: version_key(r["torch"]), reverse=True)
+    releases.sort(key=lambda r: version_key(r["torch"]))
     index = out_dir / "releases.json"
     index.write_text(
         json.dumps(
-            {
-                "_generated_by": "tools/derive_runtime_data.py",
-                "default": releases[0]["torch"],
+            {  # the schema of the converter's releases.json (tests/test_releases.py)
+                "about": "Derived by tools/derive_runtime_data.py from shared/ascend-data; do not edit by hand.",
+                "default": releases[-1]["torch"],
                 "releases": releases,
             },
             indent=2,

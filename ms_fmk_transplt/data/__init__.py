@@ -24,11 +24,11 @@ def _index() -> dict[str, Any]:
 
 def releases() -> list[str]:
     """PyTorch versions the shipped data covers, oldest first."""
-    return list(_index()["releases"])
+    return [entry["torch"] for entry in _index()["releases"]]
 
 
 def default_release() -> str:
-    return str(_index()["default_release"])
+    return str(_index()["default"])
 
 
 def torch_older(release: str, needed: str) -> bool:
@@ -42,7 +42,7 @@ def torch_older(release: str, needed: str) -> bool:
 
 def release_lists(version: str) -> dict[str, str]:
     """Which ascend-data lists a release uses, one line each (the rules reference prints them)."""
-    return dict(_index()["lists"][version])
+    return next(dict(entry["lists"]) for entry in _index()["releases"] if entry["torch"] == version)
 
 
 @cache

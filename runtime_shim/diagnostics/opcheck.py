@@ -136,7 +136,7 @@ _data_file = data_file
 def available_releases() -> list[str]:
     """Torch versions with a shipped operator list, newest first."""
     index = json.loads(_data_file("releases.json").read_text(encoding="utf-8"))
-    return [entry["torch"] for entry in index["releases"]]
+    return [entry["torch"] for entry in reversed(index["releases"])]  # the file lists oldest first
 
 
 def load_release(torch_version: str | None = None) -> Release:
