@@ -17,14 +17,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from ms_fmk_transplt.engine.project_devices import (
-    ModuleFacts,
-    ModuleSignatures,
-    join,
-    module_paths,
-    relative_files,
-    scan_source,
-)
+from ms_fmk_transplt.engine.project_devices import ModuleFacts, ModuleSignatures, scan_source
+from ms_fmk_transplt.engine.project_index import ProjectIndex
+from ms_fmk_transplt.engine.project_walk import join, module_paths, relative_files
 
 
 class SignatureMemo(Protocol):
@@ -45,9 +40,12 @@ class ProjectLayout:
     # what each module's functions and classes hand their parameters to (engine/project_devices.py)
     signatures: Mapping[str, ModuleSignatures] = field(default_factory=dict, compare=False, hash=False)
     imports: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False, hash=False)
+    # everything each module tells the others (re-exports, uses of their values too)
+    facts: Mapping[str, ModuleFacts] = field(default_factory=dict, compare=False, hash=False, repr=False)
     # path -> the part of its result-cache key the signatures it reads make (`key_part`)
     _parts: dict[str, bytes] = field(default_factory=dict, compare=False, hash=False, repr=False)
     _direct: dict[str, set[str]] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    _index: list[ProjectIndex] = field(default_factory=list, compare=False, hash=False, repr=False)
 
     @classmethod
     def of(cls, paths: Iterable[str]) -> ProjectLayout:
@@ -68,6 +66,7 @@ class ProjectLayout:
         the result cache, which keeps each module's answer for its bytes)."""
         signatures: dict[str, ModuleSignatures] = {}
         imports: dict[str, tuple[str, ...]] = {}
+        everything: dict[str, ModuleFacts] = {}
         for rel, source in sources:
             path = posixpath.normpath(rel)
             if path not in self.files:
@@ -80,7 +79,17 @@ class ProjectLayout:
             if facts.signatures:
                 signatures[path] = facts.signatures
             imports[path] = facts.imports
-        return replace(self, signatures=signatures, imports=imports, _parts={}, _direct={})
+            everything[path] = facts
+        return replace(
+            self, signatures=signatures, imports=imports, facts=everything, _parts={}, _direct={}, _index=[]
+        )
+
+    @property
+    def index(self) -> ProjectIndex:
+        """The modules' facts joined across modules (built on first use, once per process)."""
+        if not self._index:
+            self._index.append(ProjectIndex(self.files, self.facts, self.seen_from))
+        return self._index[0]
 
     def digest(self) -> bytes:
         """What a file's result depends on besides its bytes and the rules (a result-cache key part);
@@ -88,32 +97,48 @@ class ProjectLayout:
         return hashlib.sha256("\0".join(sorted(self.files)).encode()).digest()
 
     def key_part(self, path: str) -> bytes:
-        """The signatures of the project's modules the file at `path` imports, directly or through
-        them: its result depends on them (editing one converts its importers again, no other file)."""
-        if not self.signatures:
+        """What the file at `path` reads of the project's other modules: the facts of the modules
+        it imports, directly or through them (`_forward`), and what its importers do with its
+        values, with what they read (editing one of these converts it again, and no other file)."""
+        if not self.facts:
             return b""
+        path = posixpath.normpath(path)
         part = self._parts.get(path)
+        if part is None:
+            digest = hashlib.sha256(self._forward(path))
+            returned = self.index.returned(path)
+            if returned:
+                digest.update(repr(sorted(returned.items())).encode())
+                for importer in sorted({i for entries in returned.values() for i, _ in entries}):
+                    digest.update(importer.encode() + b"\0" + self._forward(importer))
+            part = self._parts[path] = digest.digest()
+        return part
+
+    def _forward(self, path: str) -> bytes:
+        """A digest of the facts of the modules the file at `path` imports, directly or through them."""
+        key = "\0>" + path  # beside the files' parts, never a path
+        part = self._parts.get(key)
         if part is None:
             if not self._direct:  # the direct imports are resolved once, for every file
                 self._direct.update((m, self._imported(m)) for m in self.imports)
             reached: set[str] = set()
-            stack = [posixpath.normpath(path)]
+            stack = [path]
             while stack:
                 for module in self._direct.get(stack.pop(), ()):
                     if module not in reached:
                         reached.add(module)
                         stack.append(module)
             digest = hashlib.sha256()
-            for module in sorted(reached.intersection(self.signatures)):
+            for module in sorted(reached.intersection(self.facts)):
                 digest.update(module.encode() + b"\0" + self._digest_of(module))
-            part = self._parts[path] = digest.digest()
+            part = self._parts[key] = digest.digest()
         return part
 
     def _digest_of(self, module: str) -> bytes:
-        """A digest of one module's signatures, made once (many files import the same modules)."""
+        """A digest of what one module tells its importers, made once (many files import the same modules)."""
         key = "\0" + module  # beside the files' parts, never a path
         if key not in self._parts:
-            self._parts[key] = hashlib.sha256(repr(sorted(self.signatures[module].items())).encode()).digest()
+            self._parts[key] = hashlib.sha256(repr(self.facts[module].seen()).encode()).digest()
         return self._parts[key]
 
     def _imported(self, module: str) -> set[str]:
