@@ -263,3 +263,13 @@ def test_a_cached_run_after_editing_an_importer_converts_the_helper_again(tmp_pa
     (root / "train.py").write_text(USER.replace("x.to(pick())", "print(pick())"))
     again = convert_project(Options(source=root, output=tmp_path / "b", cache_dir=cache))
     assert '    return "cuda"\n' in (Path(again.output_root) / "pkg/helpers.py").read_text()
+
+
+def test_a_helper_re_exported_by_a_package_is_part_of_an_importers_cache_key() -> None:
+    files = {
+        "pkg/__init__.py": "from .tools import *\n",
+        "pkg/tools.py": "def place(batch, where):\n    return batch.to(where)\n",
+        "train.py": "import torch\nfrom pkg import place\n\n\ndef main(x):\n    return place(x, 'cuda')\n",
+    }
+    printed = {**files, "pkg/tools.py": "def place(batch, where):\n    print(batch, where)\n"}
+    assert _keys(files)["train.py"] != _keys(printed)["train.py"]

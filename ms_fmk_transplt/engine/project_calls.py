@@ -196,7 +196,8 @@ class ProjectCalls:
                 continue
             api = self.takes_device(callee, slot) or self.reach.reaches(callee, slot, importer)
             if api is not None:
-                marks.mark(values, marks.devices, f"{what}, which {importer} hands to {api}")
+                called = api if api.endswith(")") else api + "()"
+                marks.mark(values, marks.devices, f"{what}, which {importer} hands to {called}")
                 for value in values:
                     marks.flow.reach(value, self.qualify)
                 return
