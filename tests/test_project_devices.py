@@ -273,3 +273,15 @@ def test_a_helper_re_exported_by_a_package_is_part_of_an_importers_cache_key() -
     }
     printed = {**files, "pkg/tools.py": "def place(batch, where):\n    print(batch, where)\n"}
     assert _keys(files)["train.py"] != _keys(printed)["train.py"]
+
+
+def test_import_closures_digest_every_module_reached_through_cycles() -> None:
+    from ms_fmk_transplt.engine.first_party import _closures
+
+    edges = {"a": {"b"}, "b": {"a", "e"}, "c": {"a"}, "d": set(), "e": set()}
+    facts = {"a": b"1", "b": b"2", "c": b"3", "d": b"4", "e": b"5"}
+    before = _closures(edges, facts.__getitem__)
+    after = _closures(edges, {**facts, "e": b"changed"}.__getitem__)
+    assert before["a"] == before["b"] != before["c"]  # one cycle, one digest
+    assert all(before[m] != after[m] for m in "abce")  # e is reached from each of them
+    assert before["d"] == after["d"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -121,25 +121,17 @@ class ProjectLayout:
         if part is None:
             if not self._direct:  # the direct imports are resolved once, for every file
                 self._direct.update((m, self._imported(m)) for m in self.imports)
-            reached: set[str] = set()
-            stack = [path]
-            while stack:
-                for module in self._direct.get(stack.pop(), ()):
-                    if module not in reached:
-                        reached.add(module)
-                        stack.append(module)
-            digest = hashlib.sha256()
-            for module in sorted(reached.intersection(self.facts)):
-                digest.update(module.encode() + b"\0" + self._digest_of(module))
-            part = self._parts[key] = digest.digest()
+                self._parts.update(
+                    ("\0<" + m, d) for m, d in _closures(self._direct, self._digest_of).items()
+                )
+            reached = sorted({self._parts.get("\0<" + m, b"") for m in self._direct.get(path, ())})
+            part = self._parts[key] = hashlib.sha256(b"".join(reached)).digest()
         return part
 
     def _digest_of(self, module: str) -> bytes:
-        """A digest of what one module tells its importers, made once (many files import the same modules)."""
-        key = "\0" + module  # beside the files' parts, never a path
-        if key not in self._parts:
-            self._parts[key] = hashlib.sha256(repr(self.facts[module].seen()).encode()).digest()
-        return self._parts[key]
+        """A digest of what one module tells its importers (none for a module not read)."""
+        facts = self.facts.get(module)
+        return b"" if facts is None else hashlib.sha256(repr(facts.seen()).encode()).digest()
 
     def _imported(self, module: str) -> set[str]:
         view = self.seen_from(module)
@@ -169,6 +161,53 @@ class ProjectLayout:
                 break  # the input root, or the top of an absolute path (analyse of several inputs)
             folder = parent
         return FirstParty(self, tuple(roots), posixpath.normpath(path))
+
+
+def _closures(edges: Mapping[str, set[str]], own: Callable[[str], bytes]) -> dict[str, bytes]:
+    """Per module, a digest of `own` of every module it reaches through `edges`, itself included:
+    one pass over the strongly connected components (Tarjan's, iterative), each digesting its
+    members and the components it imports (a package's `__init__.py` ties most modules into one)."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    digests: dict[str, bytes] = {}
+    for root in sorted(edges):
+        if root in order:
+            continue
+        order[root] = low[root] = len(order)
+        stack.append(root)
+        on_stack.add(root)
+        work: list[tuple[str, Iterator[str]]] = [(root, iter(sorted(edges.get(root, ()))))]
+        while work:
+            node, children = work[-1]
+            for child in children:
+                if child not in order:
+                    order[child] = low[child] = len(order)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], order[child])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == order[node]:  # a component, every one it imports already digested
+                    members: list[str] = []
+                    while not members or members[-1] != node:
+                        members.append(stack.pop())
+                        on_stack.discard(members[-1])
+                    inside = set(members)
+                    digest = hashlib.sha256()
+                    for member in sorted(members):
+                        digest.update(member.encode() + b"\0" + own(member))
+                    below = {digests[c] for m in members for c in edges.get(m, ()) if c not in inside}
+                    digest.update(b"".join(sorted(below)))
+                    for member in members:
+                        digests[member] = digest.digest()
+    return digests
 
 
 class FirstParty:
