@@ -90,10 +90,12 @@ class ProjectCalls:
             if spelled is None and isinstance(value.func, cst.Name) and value.func.value in own:
                 spelled = f"{self.origin}{OWN}{value.func.value}"
             located = self.index.locate(spelled, self.origin) if spelled is not None else None
-            for target in assign.targets if located is not None else ():
+            if located is None:
+                continue
+            for target in assign.targets:
                 key = alias_key(target.target)
                 if key is not None:
-                    self.instances[key] = located  # type: ignore[assignment]  # not None: checked above
+                    self.instances[key] = located
         returned = self.index.returned(self.origin)
         if returned:
             self._returned(nodes, returned, marks)
