@@ -210,3 +210,78 @@ def test_an_import_inside_a_method_is_a_dependency_too() -> None:
         files = {"pkg/__init__.py": "", "pkg/helpers.py": helpers, "pkg/moves.py": MOVES, "lazy.py": lazy}
         layouts.append(ProjectLayout.of(files).reading((rel, text.encode()) for rel, text in files.items()))
     assert layouts[0].key_part("lazy.py") != layouts[1].key_part("lazy.py")
+
+
+PICK = """\
+import torch
+
+
+def pick():
+    return "cuda"
+"""
+
+USER = """\
+import torch
+from pkg.helpers import pick
+
+
+def main(x):
+    return x.to(pick())
+"""
+
+
+def _project(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "proj"
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def _keys(files: dict[str, str]) -> dict[str, bytes]:
+    layout = ProjectLayout.of(files).reading((rel, text.encode()) for rel, text in files.items())
+    return {rel: layout.key_part(rel) for rel in files}
+
+
+def test_what_importers_do_with_a_helpers_results_is_part_of_its_cache_key() -> None:
+    files = {"pkg/__init__.py": "", "pkg/helpers.py": PICK, "pkg/moves.py": MOVES, "train.py": USER}
+    before = _keys(files)
+    printed = _keys({**files, "train.py": USER.replace("x.to(pick())", "print(pick())")})
+    assert before["pkg/helpers.py"] != printed["pkg/helpers.py"]  # the answer may change: converted again
+    assert before["pkg/moves.py"] == printed["pkg/moves.py"]  # no other file
+    # an edit of train.py that leaves its use of pick() alone leaves helpers.py's key alone
+    unrelated = _keys({**files, "train.py": USER + "\n\nSTEPS = 10\n"})
+    assert before["pkg/helpers.py"] == unrelated["pkg/helpers.py"]
+
+
+def test_a_cached_run_after_editing_an_importer_converts_the_helper_again(tmp_path: Path) -> None:
+    files = {"pkg/__init__.py": "", "pkg/helpers.py": PICK, "train.py": USER}
+    root = _project(tmp_path, files)
+    cache = tmp_path / "cache"
+    first = convert_project(Options(source=root, output=tmp_path / "a", cache_dir=cache))
+    assert '    return "npu"\n' in (Path(first.output_root) / "pkg/helpers.py").read_text()
+    (root / "train.py").write_text(USER.replace("x.to(pick())", "print(pick())"))
+    again = convert_project(Options(source=root, output=tmp_path / "b", cache_dir=cache))
+    assert '    return "cuda"\n' in (Path(again.output_root) / "pkg/helpers.py").read_text()
+
+
+def test_a_helper_re_exported_by_a_package_is_part_of_an_importers_cache_key() -> None:
+    files = {
+        "pkg/__init__.py": "from .tools import *\n",
+        "pkg/tools.py": "def place(batch, where):\n    return batch.to(where)\n",
+        "train.py": "import torch\nfrom pkg import place\n\n\ndef main(x):\n    return place(x, 'cuda')\n",
+    }
+    printed = {**files, "pkg/tools.py": "def place(batch, where):\n    print(batch, where)\n"}
+    assert _keys(files)["train.py"] != _keys(printed)["train.py"]
+
+
+def test_import_closures_digest_every_module_reached_through_cycles() -> None:
+    from ms_fmk_transplt.engine.first_party import _closures
+
+    edges = {"a": {"b"}, "b": {"a", "e"}, "c": {"a"}, "d": set(), "e": set()}
+    facts = {"a": b"1", "b": b"2", "c": b"3", "d": b"4", "e": b"5"}
+    before = _closures(edges, facts.__getitem__)
+    after = _closures(edges, {**facts, "e": b"changed"}.__getitem__)
+    assert before["a"] == before["b"] != before["c"]  # one cycle, one digest
+    assert all(before[m] != after[m] for m in "abce")  # e is reached from each of them
+    assert before["d"] == after["d"]

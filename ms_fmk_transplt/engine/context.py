@@ -39,7 +39,7 @@ import libcst.matchers as m
 from ms_fmk_transplt import data
 from ms_fmk_transplt.engine.device_flow import DeviceFlow, option_fields, own_attribute, returns
 from ms_fmk_transplt.engine.first_party import FirstParty
-from ms_fmk_transplt.engine.project_devices import Reach, relative
+from ms_fmk_transplt.engine.project_calls import ProjectCalls
 from ms_fmk_transplt.engine.walk import NodeIndex, short_name
 
 CONVENTION = " (convention)"
@@ -259,13 +259,9 @@ class DeviceContext:
         # the project's own functions in other modules, and the parameters they hand to a device API
         self.project = (
             None
-            if project is None or not project.layout.signatures
-            else Reach(
-                project.layout.files, project.layout.signatures, project.module_of, self.slot_takes_device
-            )
+            if project is None or not project.layout.facts
+            else ProjectCalls(project, qualify, self.slot_takes_device, spec.message_calls)
         )
-        self.origin = project.path if project is not None else ""  # the file's own path
-        self.relative: dict[str, str] = {}  # name a relative import binds -> its spelling (`..utils:move`)
         self.devices: dict[int, str] = {}  # id(literal) -> evidence
         self.text: dict[int, str] = {}
         self.flow = DeviceFlow()  # variables and attributes that hold or reach a device
@@ -281,9 +277,10 @@ class DeviceContext:
         """Mark every literal of the module that its place shows to be a device or text."""
         nodes = module if isinstance(module, NodeIndex) else NodeIndex(module)
         calls = nodes.of(cst.Call)
-        self._relative_imports(nodes)
         self.flow.scan_aliases(nodes, self._takes_device)
         self.flow.scan_params(nodes)
+        if self.project is not None:  # before the flow binds: what importers show its values to be
+            self.project.scan(nodes, self)
         for call in calls:  # first every variable that reaches a device API, wherever it is used
             for arg, _ in self.device_slots(call):
                 self.flow.reach(arg.value, self.qualify)
@@ -372,29 +369,6 @@ class DeviceContext:
             if index in positions:
                 yield arg, f"argument {index + 1} of {name} takes a device"
             index += 1
-
-    def _relative_imports(self, nodes: NodeIndex) -> None:
-        """`from .helpers import move`: how `Reach` spells `move` (`.helpers:move`)."""
-        if self.project is None:
-            return
-        for imported in nodes.of(cst.ImportFrom):
-            if not imported.relative or isinstance(imported.names, cst.ImportStar):
-                continue
-            where = code_of(imported.module) if imported.module is not None else None
-            for alias in imported.names:
-                bound = alias.asname.name if alias.asname is not None else alias.name
-                if isinstance(bound, cst.Name):
-                    self.relative[bound.value] = relative(len(imported.relative), where, code_of(alias.name))
-
-    def relative_callee(self, func: cst.BaseExpression) -> str | None:
-        """`move` / `helpers.move` bound by a relative import, spelled for `Reach` (`.:helpers.move`)."""
-        parts: list[str] = []
-        while isinstance(func, cst.Attribute):
-            parts.append(func.attr.value)
-            func = func.value
-        if isinstance(func, cst.Name) and func.value in self.relative:
-            return ".".join([self.relative[func.value], *reversed(parts)])
-        return None
 
     def slot_takes_device(self, callee: str, slot: int | str) -> str | None:
         """The API's name when `callee` (qualified, or a method's name) takes a device at position
@@ -555,27 +529,11 @@ class _Marker:
         self._project_function(node)
 
     def _project_function(self, node: cst.Call) -> None:
-        """`move(x, "cuda")` where the project's `helpers.move(batch, target)` hands `target` to `.to()`."""
+        """`move(x, "cuda")`, `r.run(device="cuda")` where the project's function or method in
+        another module hands that parameter to a device API (engine/project_calls.py)."""
         c = self.c
-        qualified = (c.qualify(node.func) or c.relative_callee(node.func)) if c.project is not None else None
-        if c.project is None or qualified is None or qualified in c.spec.calls:
-            return
-        found = c.project.signature(qualified, c.origin)
-        signature = found[1] if found is not None else None
-        if signature is not None and signature.enum and not c.spec.device_named(qualified.rpartition(".")[2]):
-            c.mark((a.value for a in node.args[:1]), c.text, f"a value of the project's enum {qualified}")
-            return
-        index = 0
-        for arg in node.args:
-            if arg.star:
-                break
-            slot: int | str = index if arg.keyword is None else arg.keyword.value
-            index += arg.keyword is None
-            api = c.project.reaches(qualified, slot, c.origin)
-            if api is not None:
-                c.mark(
-                    [arg.value], c.devices, f"given to {qualified}() as {_slot(slot)}, which reaches {api}"
-                )
+        if c.project is not None:
+            c.project.mark_call(node, c, c.spec.device_named, lambda callee: callee in c.spec.calls)
 
     def _own_function(self, node: cst.Call, short: str) -> None:
         """`_capture("cuda")` where the module defines `def _capture(target_device)`."""
@@ -771,10 +729,6 @@ class _Marker:
         other = next((_string(v) for v in found if _string(v) in self.c.spec.device_types), None)
         if other is not None:
             self.c.mark(found, self.c.devices, why.format(other=repr(other)) + CONVENTION)
-
-
-def _slot(slot: int | str) -> str:
-    return f"its argument {slot + 1}" if isinstance(slot, int) else f"{slot}="
 
 
 Labels = dict[str, list[tuple[str, cst.SimpleString]]]  # parameter -> (word, literal) it picks among

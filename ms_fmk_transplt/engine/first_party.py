@@ -13,18 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from ms_fmk_transplt.engine.project_devices import (
-    ModuleFacts,
-    ModuleSignatures,
-    join,
-    module_paths,
-    relative_files,
-    scan_source,
-)
+from ms_fmk_transplt.engine.project_devices import ModuleFacts, ModuleSignatures, scan_source
+from ms_fmk_transplt.engine.project_index import ProjectIndex
+from ms_fmk_transplt.engine.project_walk import join, module_paths, relative_files
 
 
 class SignatureMemo(Protocol):
@@ -45,9 +40,12 @@ class ProjectLayout:
     # what each module's functions and classes hand their parameters to (engine/project_devices.py)
     signatures: Mapping[str, ModuleSignatures] = field(default_factory=dict, compare=False, hash=False)
     imports: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False, hash=False)
+    # everything each module tells the others (re-exports, uses of their values too)
+    facts: Mapping[str, ModuleFacts] = field(default_factory=dict, compare=False, hash=False, repr=False)
     # path -> the part of its result-cache key the signatures it reads make (`key_part`)
     _parts: dict[str, bytes] = field(default_factory=dict, compare=False, hash=False, repr=False)
     _direct: dict[str, set[str]] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    _index: list[ProjectIndex] = field(default_factory=list, compare=False, hash=False, repr=False)
 
     @classmethod
     def of(cls, paths: Iterable[str]) -> ProjectLayout:
@@ -68,6 +66,7 @@ class ProjectLayout:
         the result cache, which keeps each module's answer for its bytes)."""
         signatures: dict[str, ModuleSignatures] = {}
         imports: dict[str, tuple[str, ...]] = {}
+        everything: dict[str, ModuleFacts] = {}
         for rel, source in sources:
             path = posixpath.normpath(rel)
             if path not in self.files:
@@ -80,7 +79,17 @@ class ProjectLayout:
             if facts.signatures:
                 signatures[path] = facts.signatures
             imports[path] = facts.imports
-        return replace(self, signatures=signatures, imports=imports, _parts={}, _direct={})
+            everything[path] = facts
+        return replace(
+            self, signatures=signatures, imports=imports, facts=everything, _parts={}, _direct={}, _index=[]
+        )
+
+    @property
+    def index(self) -> ProjectIndex:
+        """The modules' facts joined across modules (built on first use, once per process)."""
+        if not self._index:
+            self._index.append(ProjectIndex(self.files, self.facts, self.seen_from))
+        return self._index[0]
 
     def digest(self) -> bytes:
         """What a file's result depends on besides its bytes and the rules (a result-cache key part);
@@ -88,33 +97,41 @@ class ProjectLayout:
         return hashlib.sha256("\0".join(sorted(self.files)).encode()).digest()
 
     def key_part(self, path: str) -> bytes:
-        """The signatures of the project's modules the file at `path` imports, directly or through
-        them: its result depends on them (editing one converts its importers again, no other file)."""
-        if not self.signatures:
+        """What the file at `path` reads of the project's other modules: the facts of the modules
+        it imports, directly or through them (`_forward`), and what its importers do with its
+        values, with what they read (editing one of these converts it again, and no other file)."""
+        if not self.facts:
             return b""
+        path = posixpath.normpath(path)
         part = self._parts.get(path)
         if part is None:
-            if not self._direct:  # the direct imports are resolved once, for every file
-                self._direct.update((m, self._imported(m)) for m in self.imports)
-            reached: set[str] = set()
-            stack = [posixpath.normpath(path)]
-            while stack:
-                for module in self._direct.get(stack.pop(), ()):
-                    if module not in reached:
-                        reached.add(module)
-                        stack.append(module)
-            digest = hashlib.sha256()
-            for module in sorted(reached.intersection(self.signatures)):
-                digest.update(module.encode() + b"\0" + self._digest_of(module))
+            digest = hashlib.sha256(self._forward(path))
+            returned = self.index.returned(path)
+            if returned:
+                digest.update(repr(sorted(returned.items())).encode())
+                for importer in sorted({i for entries in returned.values() for i, _ in entries}):
+                    digest.update(importer.encode() + b"\0" + self._forward(importer))
             part = self._parts[path] = digest.digest()
         return part
 
+    def _forward(self, path: str) -> bytes:
+        """A digest of the facts of the modules the file at `path` imports, directly or through them."""
+        key = "\0>" + path  # beside the files' parts, never a path
+        part = self._parts.get(key)
+        if part is None:
+            if not self._direct:  # the direct imports are resolved once, for every file
+                self._direct.update((m, self._imported(m)) for m in self.imports)
+                self._parts.update(
+                    ("\0<" + m, d) for m, d in _closures(self._direct, self._digest_of).items()
+                )
+            reached = sorted({self._parts.get("\0<" + m, b"") for m in self._direct.get(path, ())})
+            part = self._parts[key] = hashlib.sha256(b"".join(reached)).digest()
+        return part
+
     def _digest_of(self, module: str) -> bytes:
-        """A digest of one module's signatures, made once (many files import the same modules)."""
-        key = "\0" + module  # beside the files' parts, never a path
-        if key not in self._parts:
-            self._parts[key] = hashlib.sha256(repr(sorted(self.signatures[module].items())).encode()).digest()
-        return self._parts[key]
+        """A digest of what one module tells its importers (none for a module not read)."""
+        facts = self.facts.get(module)
+        return b"" if facts is None else hashlib.sha256(repr(facts.seen()).encode()).digest()
 
     def _imported(self, module: str) -> set[str]:
         view = self.seen_from(module)
@@ -144,6 +161,53 @@ class ProjectLayout:
                 break  # the input root, or the top of an absolute path (analyse of several inputs)
             folder = parent
         return FirstParty(self, tuple(roots), posixpath.normpath(path))
+
+
+def _closures(edges: Mapping[str, set[str]], own: Callable[[str], bytes]) -> dict[str, bytes]:
+    """Per module, a digest of `own` of every module it reaches through `edges`, itself included:
+    one pass over the strongly connected components (Tarjan's, iterative), each digesting its
+    members and the components it imports (a package's `__init__.py` ties most modules into one)."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    digests: dict[str, bytes] = {}
+    for root in sorted(edges):
+        if root in order:
+            continue
+        order[root] = low[root] = len(order)
+        stack.append(root)
+        on_stack.add(root)
+        work: list[tuple[str, Iterator[str]]] = [(root, iter(sorted(edges.get(root, ()))))]
+        while work:
+            node, children = work[-1]
+            for child in children:
+                if child not in order:
+                    order[child] = low[child] = len(order)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], order[child])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == order[node]:  # a component, every one it imports already digested
+                    members: list[str] = []
+                    while not members or members[-1] != node:
+                        members.append(stack.pop())
+                        on_stack.discard(members[-1])
+                    inside = set(members)
+                    digest = hashlib.sha256()
+                    for member in sorted(members):
+                        digest.update(member.encode() + b"\0" + own(member))
+                    below = {digests[c] for m in members for c in edges.get(m, ()) if c not in inside}
+                    digest.update(b"".join(sorted(below)))
+                    for member in members:
+                        digests[member] = digest.digest()
+    return digests
 
 
 class FirstParty:
