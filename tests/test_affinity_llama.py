@@ -32,7 +32,7 @@ def counted(name):
         counts[name] = counts.get(name, 0) + 1
         return fused(*args, **kwargs)
     return call
-for name in ("npu_rms_norm", "npu_swiglu"):
+for name in ("npu_rms_norm", "npu_rotary_mul", "npu_swiglu"):
     setattr(torch_npu, name, counted(name))
 script = sys.argv[1]
 sys.argv = sys.argv[1:]
@@ -54,14 +54,14 @@ def test_llama_mini_with_affinity_runs_fused_operators_within_the_tolerance(tmp_
     tables = compile_rules(load_rules(), opt_ins=["affinity"])
     converted, result = convert_text(SCRIPT.read_text(), tables, "train.py")
     rewritten = {f.rule_id for f in result.findings}
-    assert {"TP954", "TP955"} <= rewritten
+    assert {"TP954", "TP955", "TP956"} <= rewritten
     (tmp_path / "train.py").write_text(converted)
     (tmp_path / "driver.py").write_text(DRIVER)
     steps = ["--steps", "3", "--seed", "1", "--out-dir", str(tmp_path / "out")]
     original = _run([str(SCRIPT), *steps, "--no-cuda"], tmp_path)
     on_npu = _run([str(tmp_path / "driver.py"), str(tmp_path / "train.py"), *steps], tmp_path)
-    # 2 layers x 2 norms + the final norm per forward, 2 MLPs per forward; 3 forwards
-    assert "fused calls: [('npu_rms_norm', 15), ('npu_swiglu', 6)]" in on_npu
+    # per forward: 2 layers x 2 norms + the final norm, q and k rotated in 2 layers, 2 MLPs; 3 forwards
+    assert "fused calls: [('npu_rms_norm', 15), ('npu_rotary_mul', 12), ('npu_swiglu', 6)]" in on_npu
     expected = [float(loss) for _, loss in STEP.findall(original)]
     got = [float(loss) for _, loss in STEP.findall(on_npu)]
     assert len(expected) == len(got) == 3

@@ -41,7 +41,7 @@ def rotate_half(x):
 
 
 def apply_rotary(q, k, cos, sin):
-    # cos, sin: [seq, head_dim] broadcast over batch and heads ([batch, heads, seq, head_dim])
+    # cos, sin: [1, 1, seq, head_dim] broadcast over batch and heads ([batch, heads, seq, head_dim])
     return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
 
 
@@ -55,7 +55,7 @@ class Rotary(nn.Module):
         self.register_buffer("sin", emb.sin(), persistent=False)
 
     def forward(self, seq_len):
-        return self.cos[:seq_len], self.sin[:seq_len]
+        return self.cos[None, None, :seq_len], self.sin[None, None, :seq_len]
 
 
 class Attention(nn.Module):

@@ -23,12 +23,14 @@ from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.fusions.inline import Match, Qualify
 from ms_fmk_transplt.ruleset.fusions.rms_norm import rms_norm
+from ms_fmk_transplt.ruleset.fusions.rotary import rotary
 from ms_fmk_transplt.ruleset.fusions.swiglu import swiglu
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 
 PATTERNS: dict[str, Callable[[cst.Module, Qualify, str], Iterator[Match]]] = {
     "rms_norm": rms_norm,
     "swiglu": swiglu,
+    "rotary": rotary,
 }
 
 
