@@ -221,6 +221,36 @@ def test_affinity_rewrite_of_sdpa_is_bit_for_bit_on_the_simulated_npu(function):
     assert got.device.type == "npu" and torch.equal(got.cpu(), expected)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("model", ["Attention", "Unmasked"])
+def test_affinity_rewrite_of_hand_written_attention_matches_it(model, dtype):
+    """TP957's fixture: the hand-written attention on the CPU (the plain composition) against its
+    rewrite to npu_fusion_attention on the simulated NPU, causal and unmasked, within the rounding
+    of the dtype (the composition rounds its scores, the fused call does not)."""
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[1] / "fixtures" / "rules" / "fused_calls+affinity"
+    original, converted = {}, {}
+    exec((folder / "attention_fused.in.py").read_text(), original)
+    exec((folder / "attention_fused.out.py").read_text(), converted)
+    make = {"Attention": lambda ns: ns["Attention"](32, 4, 16), "Unmasked": lambda ns: ns["Unmasked"](8)}[
+        model
+    ]
+    g = torch.Generator().manual_seed(6)
+    q, k, v = (torch.randn(2, 4, 6, 8, generator=g).to(dtype) for _ in range(3))
+    expected = make(original)(q, k, v)
+    got = make(converted).to("npu")(q.to("npu"), k.to("npu"), v.to("npu"))
+    assert got.device.type == "npu" and got.dtype == dtype
+    tolerance = {"rtol": 1e-5, "atol": 1e-6} if dtype == torch.float32 else {"rtol": 2**-7, "atol": 2**-7}
+    torch.testing.assert_close(got.cpu(), expected, **tolerance)
+
+
+def test_fusion_attention_refuses_a_rank_its_layout_does_not_have():
+    q = torch.ones(2, 6, 8)
+    with pytest.raises(ValueError, match="query has 3 dimensions, not the 4 of layout BNSD"):
+        torch_npu.npu_fusion_attention(q, q, q, 1, "BNSD")
+
+
 def _fixture_pair(name: str) -> tuple[dict, dict]:
     from pathlib import Path
 
