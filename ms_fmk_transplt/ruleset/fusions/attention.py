@@ -109,19 +109,25 @@ def _scale(
     return None
 
 
-def _softmax_input(node: cst.BaseExpression, qualify: Qualify) -> cst.BaseExpression | None:
-    """Y of `softmax(Y, dim=-1)` (function or method), cast back or not."""
+def _softmax_input(node: cst.BaseExpression, qualify: Qualify) -> tuple[cst.BaseExpression, str] | None:
+    """(Y, the name whose dtype the result is cast back to, or "") of `softmax(Y, dim=-1)`
+    (function or method), `.type_as(t)` / `.to(t.dtype)` after it or not."""
     node = _bare(node)
-    for cast in ("type_as", "to"):
-        call = method(node, cast)
-        if (
-            call is not None
-            and qualify(call.func) is None
-            and len(call.args) == 1
-            and not call.args[0].keyword
-        ):
-            node = _bare(receiver(call))
-            break
+    back = ""
+    typed = method(node, "type_as")
+    moved = method(node, "to")
+    for call in (typed, moved):
+        if call is None or qualify(call.func) is not None or len(call.args) != 1 or call.args[0].keyword:
+            continue
+        target = _bare(call.args[0].value)
+        if call is moved:  # only `.to(t.dtype)`: `.to(device)` or another dtype is no cast back
+            if not (isinstance(target, cst.Attribute) and target.attr.value == "dtype"):
+                return None
+            target = _bare(target.value)
+        if not isinstance(target, cst.Name):
+            return None
+        node, back = _bare(receiver(call)), target.value
+        break
     if not isinstance(node, cst.Call) or any(a.star for a in node.args):
         return None
     if qualify(node.func) in _SOFTMAX:
@@ -131,13 +137,13 @@ def _softmax_input(node: cst.BaseExpression, qualify: Qualify) -> cst.BaseExpres
     else:
         return None
     keywords = {a.keyword.value for a in node.args if a.keyword is not None}
-    if not keywords <= {"input", "dim", "dtype"} or operand is None:
+    if not keywords <= {"input", "dim"} or operand is None or len(node.args) != first + 1:
         return None
     if not is_number(argument(node, first, "dim"), -1):
         return None
     operand = _bare(operand)
     upcast = method(operand, "float")
-    return _bare(receiver(upcast)) if upcast is not None and not upcast.args else operand
+    return (_bare(receiver(upcast)) if upcast is not None and not upcast.args else operand), back
 
 
 def _causal_buffers(init: cst.FunctionDef | None, qualify: Qualify) -> set[str]:
@@ -244,10 +250,10 @@ def _fused(
     """The fused call for the product `pair` read at statement `at`, the names it reads, and the
     statement its q and k are read at; None when it is not a recognised attention."""
     probabilities, where = chain.resolve(pair[0], at)
-    operand = _softmax_input(probabilities, qualify)
-    if operand is None:
+    softmax = _softmax_input(probabilities, qualify)
+    if softmax is None:
         return None
-    scores, where = chain.resolve(operand, where)
+    scores, where = chain.resolve(softmax[0], where)
     mask: cst.BaseExpression | None = None
     if isinstance(scores, cst.BinaryOperation) and isinstance(scores.operator, cst.Add):
         for scaled, masked in ((scores.left, scores.right), (scores.right, scores.left)):
@@ -267,6 +273,8 @@ def _fused(
     if k is None or not all(isinstance(_bare(t), cst.Name) for t in (q, k, v)):
         return None
     k = _bare(k)
+    if softmax[1] and softmax[1] not in (code(q), code(k), code(v)):
+        return None  # cast to another tensor's dtype: the fused call returns q's
     names = {code(q), code(k), code(v)} | _uses(cst.parse_expression(scale))
     if mask is not None:
         names |= _uses(mask)
