@@ -65,6 +65,15 @@ FOUND = {
         """,
         3,
     ),
+    "rotary_complex": (
+        "AF106",
+        """
+        def apply_rotary_emb(xq, freqs_cis):
+            xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+            return torch.view_as_real(xq_ * freqs_cis).flatten(3).type_as(xq)
+        """,
+        3,
+    ),
     "swiglu": (
         "AF103",
         """
@@ -192,6 +201,10 @@ TWINS = {
         def rotate(x):
             x1, x2 = x.chunk(2, dim=0)
             return torch.cat((-x2, x1), dim=0)
+        """,
+    "complex_view_not_multiplied": """
+        def spectrum(x):
+            return torch.view_as_complex(x).abs()
         """,
     "silu_alone_or_scaled": """
         def act(x):

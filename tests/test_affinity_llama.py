@@ -1,5 +1,5 @@
-"""The Llama-style sample converted with `--opt-in affinity`: its RMSNorm and SwiGLU run through the
-torch_npu stand-in's fused operators, and it trains on the simulated NPU within the tolerance
+"""The Llama-style sample converted with `--opt-in affinity`: its attention, RMSNorm, rotary embedding
+and SwiGLU run through the torch_npu stand-in's fused operators, and it trains on the simulated NPU within the tolerance
 verify holds such a run to (verify/step_records.py's AFFINITY) of the original on the CPU."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def counted(name):
         counts[name] = counts.get(name, 0) + 1
         return fused(*args, **kwargs)
     return call
-for name in ("npu_rms_norm", "npu_swiglu"):
+for name in ("npu_fusion_attention", "npu_rms_norm", "npu_rotary_mul", "npu_swiglu"):
     setattr(torch_npu, name, counted(name))
 script = sys.argv[1]
 sys.argv = sys.argv[1:]
@@ -54,15 +54,34 @@ def test_llama_mini_with_affinity_runs_fused_operators_within_the_tolerance(tmp_
     tables = compile_rules(load_rules(), opt_ins=["affinity"])
     converted, result = convert_text(SCRIPT.read_text(), tables, "train.py")
     rewritten = {f.rule_id for f in result.findings}
-    assert {"TP954", "TP955"} <= rewritten
+    assert {"TP954", "TP955", "TP956", "TP957"} <= rewritten
     (tmp_path / "train.py").write_text(converted)
     (tmp_path / "driver.py").write_text(DRIVER)
     steps = ["--steps", "3", "--seed", "1", "--out-dir", str(tmp_path / "out")]
     original = _run([str(SCRIPT), *steps, "--no-cuda"], tmp_path)
     on_npu = _run([str(tmp_path / "driver.py"), str(tmp_path / "train.py"), *steps], tmp_path)
-    # 2 layers x 2 norms + the final norm per forward, 2 MLPs per forward; 3 forwards
-    assert "fused calls: [('npu_rms_norm', 15), ('npu_swiglu', 6)]" in on_npu
+    # per forward: 2 attentions, 2 layers x 2 norms + the final norm, q and k rotated in 2 layers,
+    # 2 MLPs; 3 forwards
+    calls = "[('npu_fusion_attention', 6), ('npu_rms_norm', 15), ('npu_rotary_mul', 12), ('npu_swiglu', 6)]"
+    assert f"fused calls: {calls}" in on_npu
     expected = [float(loss) for _, loss in STEP.findall(original)]
     got = [float(loss) for _, loss in STEP.findall(on_npu)]
     assert len(expected) == len(got) == 3
     assert all(math.isclose(a, b, rel_tol=AFFINITY.relative) for a, b in zip(expected, got)), (expected, got)
+
+
+def test_llama_mini_under_bfloat16_autocast_stays_within_bfloat16_rounding(tmp_path: Path) -> None:
+    """--bf16: the original's attention rounds its scores to bfloat16 where the fused one does not,
+    so the losses agree within bfloat16's precision (2 ** -8 relative), not verify's float32 1e-5."""
+    tables = compile_rules(load_rules(), opt_ins=["affinity"])
+    converted, _ = convert_text(SCRIPT.read_text(), tables, "train.py")
+    (tmp_path / "train.py").write_text(converted)
+    (tmp_path / "driver.py").write_text(DRIVER)
+    steps = ["--steps", "3", "--seed", "1", "--out-dir", str(tmp_path / "out"), "--bf16"]
+    original = _run([str(SCRIPT), *steps, "--no-cuda"], tmp_path)
+    on_npu = _run([str(tmp_path / "driver.py"), str(tmp_path / "train.py"), *steps], tmp_path)
+    assert "('npu_fusion_attention', 6)" in on_npu and "('npu_rotary_mul', 12)" in on_npu
+    expected = [float(loss) for _, loss in STEP.findall(original)]
+    got = [float(loss) for _, loss in STEP.findall(on_npu)]
+    assert len(expected) == len(got) == 3
+    assert all(math.isclose(a, b, rel_tol=2**-8) for a, b in zip(expected, got)), (expected, got)

@@ -57,6 +57,18 @@ ADVICE = [
         "fact": {"custom_op": "npu_rotary_mul"},
     },
     {
+        "id": "AF106",
+        "pattern": "rotary_complex",
+        "found": "rotary embedding as a complex product: view_as_complex(x) * freqs_cis",
+        "replacement": "torch_npu.npu_rotary_mul",
+        "condition": "rewritten by hand, not by --opt-in affinity: the complex pairs are adjacent"
+        " elements, so it is rotary_mode='interleave' with cos and sin the real and imaginary parts of"
+        " freqs_cis each repeated twice along the last dimension (repeat_interleave(2, -1)), x and them"
+        " 4-dimensional in one dtype; the mode argument exists only in the releases that document it",
+        "gain": "one fused kernel instead of a float cast, two views, a complex multiply and a cast back",
+        "fact": {"custom_op": "npu_rotary_mul"},
+    },
+    {
         "id": "AF103",
         "pattern": "swiglu",
         "found": "hand-written SwiGLU: silu(a) * b",

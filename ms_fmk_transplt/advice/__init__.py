@@ -34,7 +34,7 @@ DETECTORS = (*kernels.DETECTORS, *training.DETECTORS, *settings.DETECTORS)
 # file is most of --advice's cost (the conversion reads most files with CPython's ast alone).
 _PLAIN = re.compile(
     rb"sqrt|silu|scaled_dot_product_attention|optim|DataLoader|DistributedDataParallel|anomaly|float64"
-    rb"|double|(?:cat|stack|concat)\(\s*[(\[]\s*-|set_compile_mode|TASK_QUEUE_ENABLE"
+    rb"|double|(?:cat|stack|concat)\(\s*[(\[]\s*-|set_compile_mode|TASK_QUEUE_ENABLE|view_as_complex"
 )
 _SOFTMAX, _TRANSPOSED = re.compile(rb"softmax"), re.compile(rb"transpose|\.mT\b|\.T\b")
 _SYNC, _STEP = re.compile(rb"\.(?:item|cpu)\(\)"), re.compile(rb"\.(?:backward|step)\(")

@@ -167,6 +167,21 @@ def rotary(walked: Walked) -> Iterator[Hit]:
             yield "rotary", call, ""
 
 
+def rotary_complex(walked: Walked) -> Iterator[Hit]:
+    """`view_as_complex(x) * freqs_cis`: llama's rotary embedding as a complex product."""
+    for site in walked.products:
+        node = site.node
+        assert isinstance(node, cst.BinaryOperation)
+        if not isinstance(node.operator, cst.Multiply):
+            continue
+        for side in (node.left, node.right):
+            if _through(
+                walked, site.scope, side, lambda v: _calls(walked, v, {"torch.view_as_complex"}, set())
+            ):
+                yield "rotary_complex", node, ""
+                break
+
+
 # ------------------------------------------------------------------ SwiGLU
 
 _SILU = {"torch.nn.functional.silu", "torch.silu"}
@@ -250,4 +265,4 @@ def sdpa(walked: Walked) -> Iterator[Hit]:
             yield "sdpa", site.node, api
 
 
-DETECTORS = (rms_norm, rotary, swiglu, attention, sdpa)
+DETECTORS = (rms_norm, rotary, rotary_complex, swiglu, attention, sdpa)

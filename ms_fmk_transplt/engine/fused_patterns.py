@@ -42,11 +42,20 @@ class FusedPatterns:
     def __init__(self, site: Site, tables: Tables, module: cst.Module) -> None:
         self.site = site
         self.module = module
+        self.hooks = tables.pattern_hooks
         self._half: bool | None = None
-        self.planned: dict[int, Planned] = {}
-        for hook in tables.pattern_hooks:
-            for planned in hook.plan(site, module):
-                self.planned.setdefault(id(planned.node), planned)  # the first hook's plan wins
+        self._planned: dict[int, Planned] | None = None
+
+    @property
+    def planned(self) -> dict[int, Planned]:
+        """The plans of every pattern hook, made when first read: by then the site is complete (a
+        hook may ask it whether the file computes in half precision)."""
+        if self._planned is None:
+            self._planned = {}
+            for hook in self.hooks:
+                for planned in hook.plan(self.site, self.module):
+                    self._planned.setdefault(id(planned.node), planned)  # the first hook's plan wins
+        return self._planned
 
     def half_precision(self) -> bool:
         """The module names float16 or bfloat16, autocast, or `.half()` / `.bfloat16()` (computed

@@ -37,21 +37,50 @@ def npu_rms_norm(
     return y, rstd
 
 
+def _rotary_shapes(x: tuple[int, ...]) -> set[tuple[int, ...]]:
+    """The shapes torch_npu documents for r1 and r2 given the input's: its own, or with axes of
+    size 1 as the layouts allow (BNSD: 11SD, B1SD; BSND: 1S1D, BS1D; SBND: S11D, SB1D)."""
+    a, b, c, d = x
+    return {x, (1, 1, c, d), (a, 1, c, d), (1, b, 1, d), (a, b, 1, d), (a, 1, 1, d)}
+
+
 def npu_rotary_mul(
     input: torch.Tensor, r1: torch.Tensor, r2: torch.Tensor, rotary_mode: str = "half"
 ) -> torch.Tensor:
     """Rotary position embedding: ``r1 * input + r2 * rotated``, the last dimension rotated by
-    halves (``half``: ``[-x2, x1]``) or by pairs (``interleave``: ``(-x_odd, x_even)`` each)."""
-    if rotary_mode == "half":
-        first, second = torch.chunk(input, 2, dim=-1)
-        rotated = torch.cat((-second, first), dim=-1)
-    elif rotary_mode == "interleave":
-        even, odd = input[..., ::2], input[..., 1::2]
-        rotated = torch.stack((-odd, even), dim=-1).flatten(-2)
-    else:
+    halves (``half``: ``[-x2, x1]``) or by pairs (``interleave``: ``(-x_odd, x_even)`` each).
+
+    What torch_npu documents of the operands is checked, so that code relying on broadcasting the
+    kernel does not do fails here too: all three of 4 dimensions and one dtype (float16, bfloat16
+    or float32), an even last dimension, r1 and r2 of a documented shape for the input's layout."""
+    if rotary_mode not in _ROTARY_MODES:
         raise ValueError(
             f"npu_rotary_mul: rotary_mode must be one of {', '.join(_ROTARY_MODES)}, not {rotary_mode!r}"
         )
+    for name, t in (("input", input), ("r1", r1), ("r2", r2)):
+        if t.dim() != 4:
+            raise ValueError(f"npu_rotary_mul: {name} has {t.dim()} dimensions, not the 4 torch_npu requires")
+        if t.dtype != input.dtype or t.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+            raise TypeError(
+                f"npu_rotary_mul: input, r1 and r2 must share one dtype of float16, bfloat16 or float32, "
+                f"not {input.dtype}, {r1.dtype}, {r2.dtype}"
+            )
+    if input.shape[-1] % 2:
+        raise ValueError(f"npu_rotary_mul: the last dimension ({input.shape[-1]}) must be even")
+    allowed = _rotary_shapes(tuple(input.shape))
+    for name, t in (("r1", r1), ("r2", r2)):
+        if tuple(t.shape) not in allowed:
+            raise ValueError(
+                f"npu_rotary_mul: {name} of shape {tuple(t.shape)} is none of the shapes torch_npu documents "
+                f"for an input of shape {tuple(input.shape)} (BNSD: 11SD, B1SD, BNSD; BSND: 1S1D, BS1D, "
+                "BSND; SBND: S11D, SB1D, SBND)"
+            )
+    if rotary_mode == "half":
+        first, second = torch.chunk(input, 2, dim=-1)
+        rotated = torch.cat((-second, first), dim=-1)
+    else:
+        even, odd = input[..., ::2], input[..., 1::2]
+        rotated = torch.stack((-odd, even), dim=-1).flatten(-2)
     return r1 * input + r2 * rotated
 
 

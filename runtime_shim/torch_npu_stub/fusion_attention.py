@@ -180,6 +180,13 @@ def npu_fusion_attention(
         raise ValueError(
             f"torch_npu.npu_fusion_attention: input_layout {input_layout!r} is not one of {', '.join(_LAYOUTS)}"
         )
+    rank = 4 if input_layout in ("BSND", "BNSD") else 3
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if t.dim() != rank:
+            raise ValueError(
+                f"torch_npu.npu_fusion_attention: {name} has {t.dim()} dimensions, not the {rank} of "
+                f"layout {input_layout}"
+            )
     if pse is not None:
         raise _not_simulated("pse")
     if padding_mask is not None:

@@ -9,6 +9,7 @@ Tiny Llama-style trainer.
 
 $ python train.py --steps 20            # cuda when available, else cpu
 $ python train.py --steps 20 --no-cuda  # cpu
+$ python train.py --steps 20 --bf16     # the forward pass under bfloat16 autocast
 """
 import argparse
 import math
@@ -41,7 +42,7 @@ def rotate_half(x):
 
 
 def apply_rotary(q, k, cos, sin):
-    # cos, sin: [seq, head_dim] broadcast over batch and heads ([batch, heads, seq, head_dim])
+    # cos, sin: [1, 1, seq, head_dim] broadcast over batch and heads ([batch, heads, seq, head_dim])
     return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
 
 
@@ -54,8 +55,9 @@ class Rotary(nn.Module):
         self.register_buffer("cos", emb.cos(), persistent=False)
         self.register_buffer("sin", emb.sin(), persistent=False)
 
-    def forward(self, seq_len):
-        return self.cos[:seq_len], self.sin[:seq_len]
+    def forward(self, x, seq_len):
+        # in x's dtype, as the product with x is (bfloat16 under autocast)
+        return self.cos[None, None, :seq_len].to(x.dtype), self.sin[None, None, :seq_len].to(x.dtype)
 
 
 class Attention(nn.Module):
@@ -76,7 +78,7 @@ class Attention(nn.Module):
         q = self.q_proj(x).view(bsz, seq, self.n_heads, self.head_dim).transpose(1, 2)
         k = self.k_proj(x).view(bsz, seq, self.n_kv_heads, self.head_dim).transpose(1, 2)
         v = self.v_proj(x).view(bsz, seq, self.n_kv_heads, self.head_dim).transpose(1, 2)
-        cos, sin = self.rotary(seq)
+        cos, sin = self.rotary(q, seq)
         q, k = apply_rotary(q, k, cos, sin)
         repeat = self.n_heads // self.n_kv_heads
         k = k.repeat_interleave(repeat, dim=1)
@@ -152,6 +154,7 @@ def main():
     p.add_argument("--n-heads", type=int, default=4)
     p.add_argument("--n-kv-heads", type=int, default=2)
     p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--bf16", action="store_true", help="autocast the forward pass to bfloat16")
     args = p.parse_args()
 
     use_cuda = not args.no_cuda and torch.cuda.is_available()
@@ -170,7 +173,8 @@ def main():
         tokens, targets = next(data)
         tokens = tokens.to(device, non_blocking=True)
         targets = targets.to(device, non_blocking=True)
-        loss = model(tokens, targets)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16):
+            loss = model(tokens, targets)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -51,6 +51,21 @@ def test_rotary_mul_both_modes(mode):
     torch.testing.assert_close(out.cpu(), cos * x + sin * _rotate(x, mode))
 
 
+@pytest.mark.parametrize(
+    "shape", [(1, 1, 3, 8), (2, 1, 3, 8), (1, 4, 1, 8), (2, 4, 1, 8), (2, 1, 1, 8), (2, 4, 3, 8)]
+)
+def test_rotary_mul_takes_every_documented_broadcast_shape(shape):
+    """x (2, 4, 3, 8) read as BNSD, BSND or SBND: r1/r2 as 11SD, B1SD, 1S1D, BS1D/SB1D, S11D or x's shape."""
+    g = torch.Generator().manual_seed(4)
+    x, cos, sin = (
+        torch.randn(2, 4, 3, 8, generator=g),
+        torch.randn(shape, generator=g),
+        torch.randn(shape, generator=g),
+    )
+    out = torch_npu.npu_rotary_mul(x.to("npu"), cos.to("npu"), sin.to("npu"))
+    assert torch.equal(out.cpu(), x * cos + _rotate(x, "half") * sin)
+
+
 def test_swiglu_along_any_dim():
     x = torch.randn(4, 6, 10, generator=torch.Generator().manual_seed(2))
     for dim, (a, b) in ((-1, (x[..., :5], x[..., 5:])), (1, (x[:, :3], x[:, 3:]))):
@@ -68,8 +83,8 @@ def test_confusion_transpose_order():
 
 def test_gradients_flow_as_through_the_composition_on_the_cpu():
     g = torch.Generator().manual_seed(3)
-    x, gamma = torch.randn(2, 3, 8, generator=g), torch.randn(8, generator=g)
-    cos, sin = torch.randn(3, 8, generator=g), torch.randn(3, 8, generator=g)
+    x, gamma = torch.randn(2, 2, 3, 8, generator=g), torch.randn(8, generator=g)
+    cos, sin = torch.randn(1, 1, 3, 8, generator=g), torch.randn(1, 1, 3, 8, generator=g)
     grads = {}
     for device in ("cpu", "npu"):
         xs = x.to(device).detach().requires_grad_()
@@ -86,6 +101,11 @@ def test_gradients_flow_as_through_the_composition_on_the_cpu():
     ("call", "error", "message"),
     [
         (lambda: torch_npu.npu_rotary_mul(torch.ones(2, 4), torch.ones(4), torch.ones(4), "quarter"), ValueError, "rotary_mode must be one of half, interleave"),
+        (lambda: torch_npu.npu_rotary_mul(torch.ones(2, 3, 8), torch.ones(1, 3, 8), torch.ones(1, 3, 8)), ValueError, "input has 3 dimensions, not the 4"),
+        (lambda: torch_npu.npu_rotary_mul(torch.ones(2, 4, 3, 8), torch.ones(3, 8)[None, None], torch.ones(3, 8)), ValueError, "r2 has 2 dimensions"),
+        (lambda: torch_npu.npu_rotary_mul(torch.ones(2, 4, 3, 8), torch.ones(1, 4, 3, 8), torch.ones(1, 4, 3, 8)), ValueError, r"r1 of shape \(1, 4, 3, 8\) is none of the shapes"),
+        (lambda: torch_npu.npu_rotary_mul(torch.ones(2, 4, 3, 7), torch.ones(1, 1, 3, 7), torch.ones(1, 1, 3, 7)), ValueError, "last dimension .7. must be even"),
+        (lambda: torch_npu.npu_rotary_mul(torch.ones(2, 4, 3, 8, dtype=torch.bfloat16), torch.ones(1, 1, 3, 8), torch.ones(1, 1, 3, 8)), TypeError, "must share one dtype"),
         (lambda: torch_npu.npu_swiglu(torch.ones(2, 5)), ValueError, "does not split in two halves"),
         (lambda: torch_npu.npu_rms_norm(torch.ones(2, 4, dtype=torch.int64), torch.ones(4)), TypeError, "is not float16, bfloat16 or float32"),
         (lambda: torch_npu.npu_rms_norm(torch.ones(2, 4), torch.ones(3)), ValueError, "is not the trailing shape"),
@@ -199,6 +219,36 @@ def test_affinity_rewrite_of_sdpa_is_bit_for_bit_on_the_simulated_npu(function):
     expected = original[function](*args)
     got = converted[function](*on_npu)
     assert got.device.type == "npu" and torch.equal(got.cpu(), expected)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("model", ["Attention", "Unmasked"])
+def test_affinity_rewrite_of_hand_written_attention_matches_it(model, dtype):
+    """TP957's fixture: the hand-written attention on the CPU (the plain composition) against its
+    rewrite to npu_fusion_attention on the simulated NPU, causal and unmasked, within the rounding
+    of the dtype (the composition rounds its scores, the fused call does not)."""
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[1] / "fixtures" / "rules" / "fused_calls+affinity"
+    original, converted = {}, {}
+    exec((folder / "attention_fused.in.py").read_text(), original)
+    exec((folder / "attention_fused.out.py").read_text(), converted)
+    make = {"Attention": lambda ns: ns["Attention"](32, 4, 16), "Unmasked": lambda ns: ns["Unmasked"](8)}[
+        model
+    ]
+    g = torch.Generator().manual_seed(6)
+    q, k, v = (torch.randn(2, 4, 6, 8, generator=g).to(dtype) for _ in range(3))
+    expected = make(original)(q, k, v)
+    got = make(converted).to("npu")(q.to("npu"), k.to("npu"), v.to("npu"))
+    assert got.device.type == "npu" and got.dtype == dtype
+    tolerance = {"rtol": 1e-5, "atol": 1e-6} if dtype == torch.float32 else {"rtol": 2**-7, "atol": 2**-7}
+    torch.testing.assert_close(got.cpu(), expected, **tolerance)
+
+
+def test_fusion_attention_refuses_a_rank_its_layout_does_not_have():
+    q = torch.ones(2, 6, 8)
+    with pytest.raises(ValueError, match="query has 3 dimensions, not the 4 of layout BNSD"):
+        torch_npu.npu_fusion_attention(q, q, q, 1, "BNSD")
 
 
 def _fixture_pair(name: str) -> tuple[dict, dict]:

@@ -21,14 +21,18 @@ from ms_fmk_transplt.engine.hooks import Planned, Site
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.ruleset import checks
+from ms_fmk_transplt.ruleset.fusions.attention import attention
 from ms_fmk_transplt.ruleset.fusions.inline import Match, Qualify
 from ms_fmk_transplt.ruleset.fusions.rms_norm import rms_norm
+from ms_fmk_transplt.ruleset.fusions.rotary import rotary
 from ms_fmk_transplt.ruleset.fusions.swiglu import swiglu
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 
 PATTERNS: dict[str, Callable[[cst.Module, Qualify, str], Iterator[Match]]] = {
     "rms_norm": rms_norm,
     "swiglu": swiglu,
+    "rotary": rotary,
+    "attention": attention,
 }
 
 
@@ -41,6 +45,7 @@ PATTERNS: dict[str, Callable[[cst.Module, Qualify, str], Iterator[Match]]] = {
             "new_name": {"type": "string"},
             "tolerance": {"type": "string"},
             "words": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            "half_precision": {"type": "boolean"},
         },
     },
     message="{found} -> {new} ({tolerance})",
@@ -69,7 +74,8 @@ class FusedPatternRule:
             p = rule.params
             if p["opt_in"] not in tables.opt_ins:
                 continue  # not asked for: --advice says where it would apply
-            tables.pattern_hooks.append(FusedPattern(rule, p["pattern"], p["new_name"], p["tolerance"]))
+            half = bool(p.get("half_precision"))
+            tables.pattern_hooks.append(FusedPattern(rule, p["pattern"], p["new_name"], p["tolerance"], half))
             # a file that spells none of the words computes no such pattern (the fast path's test)
             tables.add_trigger(*p["words"])
 
@@ -82,10 +88,11 @@ class FusedPattern:
     pattern: str  # a name of PATTERNS (a name pickles with the tables, as a function may not)
     new_name: str
     tolerance: str
+    half_precision: bool = False  # only in a file computing in float16/bfloat16 (FusedCallRule's)
 
     def plan(self, site: Site, module: cst.Module) -> list[Planned]:
         """Every match of the pattern in `module`, with the fused call that replaces it."""
-        if not site.imports_torch:
+        if not site.imports_torch or (self.half_precision and not site.half_precision):
             return []
         return [
             Planned(node, build, self.rule, {**fields, "tolerance": self.tolerance})
