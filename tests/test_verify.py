@@ -16,9 +16,11 @@ from ms_fmk_transplt.verify.sites import original_line, original_site
 from ms_fmk_transplt.verify.step_records import (
     AFFINITY,
     EXACT,
+    HALF_PRECISION,
     RankRecord,
     RecordError,
     compare_step,
+    computes_in,
     first_difference,
     read_records,
     same_value,
@@ -626,3 +628,29 @@ def test_tolerance_exact_by_default_relative_with_affinity_and_used_by_the_compa
     )  # fmt: skip
     assert "  tolerance: exact: losses and every parameter bit for bit" in text_lines(outcome)
     assert json.loads(json_document(outcome))["tolerance"]["kind"] == "exact"
+
+
+def test_a_run_computing_in_half_precision_takes_that_dtypes_tolerance_under_affinity(tmp_path):
+    """The step records say which dtypes a run computed in (its enabled autocasts, its parameters):
+    with --opt-in affinity a bfloat16 or float16 run is held to that dtype's unit roundoff, the
+    coarser one when both; float32 keeps 1e-5, and without affinity every run stays exact."""
+    half = [["fc.weight", [2, 3], "float16", "aa"]]
+    records = {
+        "fp32": _records(tmp_path, "fp32", [_step(1)], "limit"),
+        "bf16": _records(tmp_path, "bf16", [{**_step(1), "autocast": ["bfloat16"]}], "limit"),
+        "fp16": _records(tmp_path, "fp16", [_step(1, params=half)], "limit"),
+    }
+    assert computes_in(records["fp32"]) == {"float32"}
+    assert computes_in(records["bf16"]) == {"float32", "bfloat16"}
+    assert computes_in(records["fp16"], records["bf16"]) == {"float16", "float32", "bfloat16"}
+    assert tolerance_for(("affinity",), computes_in(records["fp32"])) is AFFINITY
+    bf16 = tolerance_for(("affinity",), computes_in(records["bf16"], records["fp32"]))
+    assert bf16.relative == HALF_PRECISION["bfloat16"] == 2**-8 and "in bfloat16" in bf16.why
+    assert tolerance_for(("affinity",), {"float16"}).relative == 2**-11
+    assert tolerance_for(("affinity",), {"float16", "bfloat16"}).relative == 2**-8
+    assert tolerance_for((), {"bfloat16"}) is EXACT  # must-not-change: no fused operator, no slack
+    # a loss 1e-4 apart (relative): a difference under float32's tolerance, alike under bfloat16's
+    cpu = _side(tmp_path, "c", [_step(1, loss=0.5)])
+    npu = _side(tmp_path, "n", [_step(1, loss=0.5 * (1 + 1e-4))])
+    assert judge(cpu, npu, tolerance=AFFINITY).status is VerifyStatus.DIFFERENT
+    assert judge(cpu, npu, tolerance=bf16).status is VerifyStatus.IDENTICAL

@@ -14,7 +14,13 @@ from ms_fmk_transplt.records import RuntimeFinding
 from ms_fmk_transplt.verify import launch, runtime_findings
 from ms_fmk_transplt.verify.failures import Failure, project_test, read_failures
 from ms_fmk_transplt.verify.sites import original_site
-from ms_fmk_transplt.verify.step_records import RankRecord, RecordError, read_records, tolerance_for
+from ms_fmk_transplt.verify.step_records import (
+    RankRecord,
+    RecordError,
+    computes_in,
+    read_records,
+    tolerance_for,
+)
 from ms_fmk_transplt.verify.verdict import (
     OpFinding,
     Reference,
@@ -177,7 +183,8 @@ def _verify(
             failures[output.label] = read_failures(
                 output.records, output.stderr_text(), project_test(*roots), mapping
             )
-    tolerance = tolerance_for(tuple(request.opt_ins))
+    reference_records = reference_result.records if reference_result is not None else {}
+    tolerance = tolerance_for(tuple(request.opt_ins), computes_in(reference_records, npu_records))
     verdict = judge(reference_result, _side(npu, npu_records), ops, request.fail_on_ops, reference, tolerance)
     portable: launch.RunOutput | None = None
     portable_records: dict[int, RankRecord] = {}

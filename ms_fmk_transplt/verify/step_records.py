@@ -1,7 +1,7 @@
 """Reading the step records one run of `verify` leaves behind, and comparing two runs.
 
 The records are JSON lines written by ``runtime_shim/diagnostics/step_record.py`` (one file per process,
-``rank<R>.pid<P>.jsonl``): ``{"step", "rank", "optimizer", "losses", "params", "memory"}`` per
+``rank<R>.pid<P>.jsonl``): ``{"step", "rank", "optimizer", "losses", "params", "memory", "autocast"}`` per
 step, ``{"end": "limit"|"exit", "steps", "memory"}`` last. This module never imports torch.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ class Step:
     optimizer: int | None
     losses: tuple[float | str, ...]
     params: tuple[Param, ...]
+    autocast: tuple[str, ...] = ()  # the dtypes of the enabled autocasts entered by this step
 
 
 @dataclass
@@ -91,6 +93,7 @@ def _add(ranks: dict[int, RankRecord], entry: dict[str, Any], path: Path) -> Non
         params=tuple(
             Param(str(n), tuple(shape), str(dtype), str(d)) for n, shape, dtype, d in entry["params"]
         ),
+        autocast=tuple(str(dtype) for dtype in entry.get("autocast", ())),
     )
     record = ranks.setdefault(step.rank, RankRecord())
     record.steps.append(step)
@@ -161,11 +164,35 @@ class Tolerance:
 EXACT = Tolerance()
 #: `--opt-in affinity`: fused operators sum and multiply in another order than the code they replace
 AFFINITY = Tolerance(1e-5, "--opt-in affinity: fused operators round in another order")
+#: a run that computes in a half-precision dtype (autocast, or half parameters), with the fused
+#: operators rounding its intermediates in another order: the dtype's unit roundoff, relative
+HALF_PRECISION = {"bfloat16": 2.0**-8, "float16": 2.0**-11}
 
 
-def tolerance_for(opt_ins: tuple[str, ...] | list[str]) -> Tolerance:
-    """The tolerance a run converted with these opt-ins is held to."""
-    return AFFINITY if "affinity" in opt_ins else EXACT
+def tolerance_for(opt_ins: tuple[str, ...] | list[str], precisions: Iterable[str] = ()) -> Tolerance:
+    """The tolerance a run converted with these opt-ins is held to; `precisions`: the dtypes the
+    runs computed in (`computes_in`), which loosen the affinity tolerance to a half dtype's."""
+    if "affinity" not in opt_ins:
+        return EXACT
+    half = [dtype for dtype in HALF_PRECISION if dtype in set(precisions)]
+    if not half:
+        return AFFINITY
+    coarsest = max(half, key=HALF_PRECISION.__getitem__)
+    return Tolerance(
+        HALF_PRECISION[coarsest],
+        f"--opt-in affinity in {coarsest}: fused operators round {coarsest} intermediates in another order",
+    )
+
+
+def computes_in(*runs: dict[int, RankRecord]) -> set[str]:
+    """The dtypes the runs computed in: their enabled autocasts' and their parameters'."""
+    return {
+        dtype
+        for records in runs
+        for record in records.values()
+        for step in record.steps
+        for dtype in (*step.autocast, *(param.dtype for param in step.params))
+    }
 
 
 def _param_difference(

@@ -13,7 +13,8 @@ Once torch is loaded:
 * torch.optim's global optimizer-step post hook writes, after every ``optimizer.step()``, one
   JSON line to ``DIR/rank<R>.pid<P>.jsonl``: the step number, the rank, the losses since the
   previous step and ``[name, shape, dtype, digest]`` of every parameter that optimizer holds,
-  named through the root ``nn.Module`` that owns it, plus the simulated device's peak memory;
+  named through the root ``nn.Module`` that owns it, plus the simulated device's peak memory and
+  the dtypes of the enabled autocasts entered so far (``autocast``: how precise the run computes);
 * a process that calls ``backward()`` a second time without any optimizer existing updates
   its weights by hand (pytorch/examples' word_language_model): each later ``backward()`` then
   closes the previous step, with the digests of every module parameter;
@@ -172,6 +173,7 @@ class Recorder:
         self.backwards = 0
         self.by_hand = False
         self.optimizers: dict[int, int] = {}
+        self.autocast: set[str] = set()  # the dtypes of the enabled autocasts entered so far
         self.names = ParameterNames()
         self._file: Any = None
         self._ended = False
@@ -186,6 +188,10 @@ class Recorder:
             params = self.names.module_parameters()
             self._write_step(None, [(name, p) for name, p in params])
         self.losses.append(_loss_value(tensor))
+
+    def on_autocast(self, dtype: Any) -> None:
+        """An enabled autocast was entered: the run computes in ``dtype`` (verify's tolerance)."""
+        self.autocast.add(str(dtype).removeprefix("torch."))
 
     def on_step(self, optimizer: Any) -> None:
         """After an optimizer's step: record its parameters and the losses since the last step."""
@@ -217,6 +223,7 @@ class Recorder:
                 for name, p in named
             ],
             "memory": device_memory(),
+            "autocast": sorted(self.autocast),
         }
         self.losses = []
         self._write(record)
@@ -296,6 +303,7 @@ def install(folder: str, limit: int = 0, seed: int | None = None) -> Recorder:
     from runtime_shim.patches import step_record as patch
 
     patch.record_backward(recorder.on_backward)
+    patch.record_autocast(recorder.on_autocast)
     register_optimizer_step_post_hook(lambda optimizer, args, kwargs: recorder.on_step(optimizer))
     atexit.register(recorder.end, "exit")
     if seed is not None:

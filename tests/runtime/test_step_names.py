@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import torch
 
 from runtime_shim.diagnostics.step_record import ParameterNames
@@ -37,3 +41,24 @@ def test_must_not_change_one_root_keeps_the_plain_dotted_names():
     assert _names(list(model.parameters())) == ["0.weight", "1.weight", "1.bias"]
     loose = torch.nn.Parameter(torch.zeros(1))
     assert _names([*model.parameters(), loose]) == ["0.weight", "1.weight", "1.bias", None]
+
+
+def test_the_recorder_notes_the_dtype_of_every_enabled_autocast(tmp_path):
+    """Each step record lists the dtypes of the enabled autocasts entered so far (verify's tolerance
+    reads them); a disabled autocast adds nothing (must-not-change twin)."""
+    code = (
+        "import torch\n"
+        "from runtime_shim.diagnostics import step_record\n"
+        f"step_record.install({str(tmp_path)!r})\n"
+        "model = torch.nn.Linear(2, 2)\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for enabled in (False, True):\n"
+        "    with torch.autocast('cpu', dtype=torch.bfloat16, enabled=enabled):\n"
+        "        loss = model(torch.ones(1, 2)).float().sum()\n"
+        "    loss.backward()\n"
+        "    opt.step()\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    (path,) = tmp_path.glob("rank0.pid*.jsonl")
+    steps = [json.loads(line) for line in path.read_text().splitlines() if '"step"' in line]
+    assert [step["autocast"] for step in steps] == [[], ["bfloat16"]]
