@@ -1,6 +1,6 @@
-"""Every sample model runs on CPU, prints >= 3 finite `step=` lines, and is deterministic per seed;
-its `--target accelerator` copy trains exactly as it does on the CPU (the same runs of the original
-serve both checks)."""
+"""Every sample model runs on CPU and prints finite `step=` lines; its `--target accelerator` copy
+trains exactly as it does on the CPU. That second run with the same seed is also the proof that the
+sample is deterministic per seed (a second run of the original proved nothing more: removed, 7 runs)."""
 
 import math
 import os
@@ -64,8 +64,8 @@ PORTABLE = "portable"  # the run of the sample's --target accelerator copy
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """Run every script twice (same seed) and its --target accelerator copy once, as many at a
-    time as there are cores; slowest first."""
+    """Run every script and its --target accelerator copy (same seed), as many at a time as there
+    are cores; slowest first."""
     from ms_fmk_transplt.run import Options, convert_project
 
     conversion = tmp_path_factory.mktemp("accelerator")
@@ -77,7 +77,7 @@ def runs(tmp_path_factory):
     jobs = [
         (name, i, SAMPLES / rel, extra, tmp_path_factory.mktemp(f"{name}_{i}"))
         for name, rel, extra in SCRIPTS
-        for i in (0, 1, PORTABLE)
+        for i in (0, PORTABLE)
     ]
     jobs = [
         (name, i, portable / script.relative_to(SAMPLES) if i == PORTABLE else script, extra, out)
@@ -108,19 +108,15 @@ def test_runs_and_prints_finite_steps(runs, name):
 
 
 @pytest.mark.parametrize("name", [s[0] for s in SCRIPTS])
-def test_same_seed_same_losses(runs, name):
-    (rc0, out0, _), (rc1, out1, err1) = runs[(name, 0)], runs[(name, 1)]
-    assert rc0 == 0 and rc1 == 0, err1[-4000:]
-    assert _step_lines(out0) == _step_lines(out1)
-    assert len(_step_lines(out0)) >= 3
-
-
-@pytest.mark.parametrize("name", [s[0] for s in SCRIPTS])
 def test_the_portable_copy_trains_as_the_original_on_the_cpu(runs, name):
     """`--target accelerator` on a machine without an accelerator: the same losses, step by step."""
     (rc0, out0, _), (rc, out, err) = runs[(name, 0)], runs[(name, PORTABLE)]
     assert rc0 == 0 and rc == 0, f"{name}: {err[-3000:]}"
-    assert _step_lines(out) == _step_lines(out0) and len(_step_lines(out)) == STEPS
+    # equal lines from two runs with one seed: the same training, and a deterministic sample
+    assert _step_lines(out) == _step_lines(out0), (
+        f"{name}: not the same training, or not deterministic per seed"
+    )
+    assert len(_step_lines(out)) == STEPS
 
 
 def test_every_sample_is_listed_in_readme():
