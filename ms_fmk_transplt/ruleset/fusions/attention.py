@@ -37,6 +37,7 @@ from ms_fmk_transplt.ruleset.fusions.inline import (
     methods_of,
     receiver,
     replacement,
+    walk,
 )
 
 _SOFTMAX = {"torch.softmax", "torch.nn.functional.softmax"}
@@ -48,12 +49,6 @@ def _bare(node: cst.BaseExpression) -> cst.BaseExpression:
     while node.lpar or node.rpar:
         node = node.with_changes(lpar=(), rpar=())
     return node
-
-
-def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    yield node
-    for child in node.children:
-        yield from _walk(child)
 
 
 def _matmul(
@@ -152,7 +147,7 @@ def _causal_buffers(init: cst.FunctionDef | None, qualify: Qualify) -> set[str]:
     if init is None:
         return found
     values: dict[str, cst.BaseExpression] = {}
-    for node in _walk(init.body):
+    for node in walk(init.body):
         if isinstance(node, cst.Assign) and len(node.targets) == 1:
             target = node.targets[0].target
             if isinstance(target, cst.Name):
@@ -288,14 +283,14 @@ def _fused(
 def _bound(statement: cst.BaseStatement) -> set[str]:
     """Names a statement binds (any target form)."""
     names: set[str] = set()
-    for node in _walk(statement):
+    for node in walk(statement):
         targets: list[cst.CSTNode] = []
         if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)):
             targets = [node.target]
         elif isinstance(node, cst.AsName):
             targets = [node.name]
         for target in targets:
-            names |= {n.value for n in _walk(target) if isinstance(n, cst.Name)}
+            names |= {n.value for n in walk(target) if isinstance(n, cst.Name)}
     return names
 
 
@@ -327,7 +322,7 @@ def _function_matches(
         value = getattr(statement.body[0], "value", None)
         if not isinstance(value, cst.BaseExpression):
             continue
-        for node in _walk(value):
+        for node in walk(value):
             pair = _matmul(node, qualify) if isinstance(node, cst.BaseExpression) else None
             if pair is None or not isinstance(_bare(pair[0]), cst.Name):
                 continue
@@ -354,7 +349,7 @@ def _safe(statements: list[cst.BaseStatement], chain: set[int], at: int, names: 
             continue
         reads = _uses(statement) & bound
         if i == at:
-            if sum(1 for n in _walk(statement) if isinstance(n, cst.Name) and n.value in bound) != 1:
+            if sum(1 for n in walk(statement) if isinstance(n, cst.Name) and n.value in bound) != 1:
                 return False
         elif reads:
             return False

@@ -78,6 +78,13 @@ def _contains(node: cst.CSTNode, kinds: tuple[type, ...]) -> bool:
     return isinstance(node, kinds) or any(_contains(child, kinds) for child in node.children)
 
 
+def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """`node` and every node below it, parents first."""
+    yield node
+    for child in node.children:
+        yield from walk(child)
+
+
 def inline(
     function: cst.FunctionDef, methods: dict[str, cst.FunctionDef] | None = None
 ) -> cst.BaseExpression | None:
@@ -235,3 +242,19 @@ def replacement(text: str, like: cst.CSTNode) -> cst.BaseExpression:
     if isinstance(like, cst.BaseExpression):
         new = new.with_changes(lpar=like.lpar, rpar=like.rpar)
     return new
+
+
+def chunked(value: cst.BaseExpression, qualify: Qualify) -> cst.BaseExpression | None:
+    """`x` of `x.chunk(2, dim=-1)` / `torch.chunk(x, 2, -1)` (its two halves along the last dimension)."""
+    if not isinstance(value, cst.Call) or any(a.star for a in value.args):
+        return None
+    if qualify(value.func) == "torch.chunk" and value.args and value.args[0].keyword is None:
+        source, first = value.args[0].value, 1
+    elif qualify(value.func) is None and method(value, "chunk") is not None:
+        source, first = receiver(value), 0
+    else:
+        return None
+    if len(value.args) != first + 2:
+        return None
+    chunks, dim = argument(value, first, "chunks"), argument(value, first + 1, "dim")
+    return source if is_number(chunks, 2) and is_number(dim, -1) else None

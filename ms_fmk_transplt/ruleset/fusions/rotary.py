@@ -26,6 +26,7 @@ from ms_fmk_transplt.ruleset.fusions.inline import (
     Match,
     Qualify,
     argument,
+    chunked,
     code,
     is_docstring,
     is_number,
@@ -33,6 +34,7 @@ from ms_fmk_transplt.ruleset.fusions.inline import (
     parameters,
     receiver,
     replacement,
+    walk,
 )
 
 _CAT = {"torch.cat", "torch.concat", "torch.concatenate"}
@@ -83,23 +85,6 @@ def _slice_half(node: cst.BaseExpression, x: str) -> str | None:
     return None
 
 
-def _chunk_source(value: cst.BaseExpression, qualify: Qualify) -> str | None:
-    """The code of `x` in `x.chunk(2, dim=-1)` / `torch.chunk(x, 2, -1)`."""
-    if not isinstance(value, cst.Call) or any(a.star for a in value.args):
-        return None
-    if qualify(value.func) == "torch.chunk" and value.args and value.args[0].keyword is None:
-        source, first = value.args[0].value, 1
-    elif qualify(value.func) is None and method(value, "chunk") is not None:
-        source, first = receiver(value), 0
-    else:
-        return None
-    if len(value.args) != first + 2:
-        return None
-    if is_number(argument(value, first, "chunks"), 2) and is_number(argument(value, first + 1, "dim"), -1):
-        return code(source)
-    return None
-
-
 def is_rotate_half(function: cst.FunctionDef, qualify: Qualify) -> bool:
     """`function(x)` returns `cat((-x2, x1), dim=-1)` of x's halves along its last dimension."""
     names = parameters(function)
@@ -124,7 +109,11 @@ def is_rotate_half(function: cst.FunctionDef, qualify: Qualify) -> bool:
             if half is None:
                 return False
             halves[target.value] = half
-        elif isinstance(target, cst.Tuple) and _chunk_source(small.value, qualify) == x:
+        elif (
+            isinstance(target, cst.Tuple)
+            and (source := chunked(small.value, qualify)) is not None
+            and code(source) == x
+        ):
             elements = [e.value for e in target.elements]
             if len(elements) != 2 or not all(isinstance(e, cst.Name) and e.value != x for e in elements):
                 return False
@@ -188,15 +177,9 @@ def _bound_elsewhere(module: cst.Module, name: str) -> bool:
             bound = node.asname.name if node.asname is not None else node.name
         elif isinstance(node, (cst.FunctionDef, cst.ClassDef)) and not any(node is t for t in top):
             bound = node.name
-        if bound is not None and any(isinstance(n, cst.Name) and n.value == name for n in _walk(bound)):
+        if bound is not None and any(isinstance(n, cst.Name) and n.value == name for n in walk(bound)):
             return True
     return False
-
-
-def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    yield node
-    for child in node.children:
-        yield from _walk(child)
 
 
 def _terms(
@@ -235,7 +218,7 @@ def _rotated(node: cst.BaseExpression, rotations: set[str]) -> cst.BaseExpressio
 
 
 def _calls(node: cst.CSTNode) -> bool:
-    return any(isinstance(n, cst.Call) for n in _walk(node))
+    return any(isinstance(n, cst.Call) for n in walk(node))
 
 
 def rotary(module: cst.Module, qualify: Qualify, new_name: str) -> Iterator[Match]:

@@ -20,13 +20,11 @@ from ms_fmk_transplt.ruleset.fusions.inline import (
     Match,
     Qualify,
     argument,
+    chunked,
     classes,
     code,
-    is_number,
     is_self_attribute,
-    method,
     methods_of,
-    receiver,
     replacement,
 )
 
@@ -97,22 +95,6 @@ def _gate(node: cst.BaseExpression, qualify: Qualify) -> cst.BaseExpression | No
     return None
 
 
-def _chunked(value: cst.BaseExpression, qualify: Qualify) -> cst.BaseExpression | None:
-    """`x` of `x.chunk(2, dim=-1)` / `torch.chunk(x, 2, -1)`."""
-    if not isinstance(value, cst.Call):
-        return None
-    if qualify(value.func) == "torch.chunk" and value.args and value.args[0].keyword is None:
-        source, first = value.args[0].value, 1
-    elif qualify(value.func) is None and method(value, "chunk") is not None:
-        source, first = receiver(value), 0
-    else:
-        return None
-    if len(value.args) != first + 2:
-        return None
-    chunks, dim = argument(value, first, "chunks"), argument(value, first + 1, "dim")
-    return source if is_number(chunks, 2) and is_number(dim, -1) else None
-
-
 def _from_chunk(
     function: _Function, gate: cst.BaseExpression, up: cst.BaseExpression, at: int, qualify: Qualify
 ) -> str | None:
@@ -126,7 +108,7 @@ def _from_chunk(
         return None
     statement_value = a[1]
     # the values bound per name are the whole right-hand side: read the target's order from it
-    source = _chunked(statement_value, qualify)
+    source = chunked(statement_value, qualify)
     if not isinstance(source, cst.Name):
         return None
     bound = function.bound.get(source.value, [])
