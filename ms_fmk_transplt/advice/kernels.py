@@ -13,7 +13,7 @@ from functools import partial
 
 import libcst as cst
 
-from ms_fmk_transplt.advice.walk import Block, Hit, Walked, argument, method_name
+from ms_fmk_transplt.advice.walk import Block, Hit, Located, Walked, argument, method_name
 
 _DEPTH = 4  # assignments followed from a name
 _CODE = cst.Module(body=[])
@@ -167,13 +167,18 @@ def rotary(walked: Walked) -> Iterator[Hit]:
             yield "rotary", call, ""
 
 
-def rotary_complex(walked: Walked) -> Iterator[Hit]:
-    """`view_as_complex(x) * freqs_cis`: llama's rotary embedding as a complex product."""
+def _multiplications(walked: Walked) -> Iterator[tuple[Located, cst.BinaryOperation]]:
+    """The `a * b` products of the module, with where each lies."""
     for site in walked.products:
         node = site.node
         assert isinstance(node, cst.BinaryOperation)
-        if not isinstance(node.operator, cst.Multiply):
-            continue
+        if isinstance(node.operator, cst.Multiply):
+            yield site, node
+
+
+def rotary_complex(walked: Walked) -> Iterator[Hit]:
+    """`view_as_complex(x) * freqs_cis`: llama's rotary embedding as a complex product."""
+    for site, node in _multiplications(walked):
         for side in (node.left, node.right):
             if _through(
                 walked, site.scope, side, lambda v: _calls(walked, v, {"torch.view_as_complex"}, set())
@@ -189,11 +194,7 @@ _SILU = {"torch.nn.functional.silu", "torch.silu"}
 
 def swiglu(walked: Walked) -> Iterator[Hit]:
     """`silu(a) * b`, b a tensor (not a number)."""
-    for site in walked.products:
-        node = site.node
-        assert isinstance(node, cst.BinaryOperation)
-        if not isinstance(node.operator, cst.Multiply):
-            continue
+    for _, node in _multiplications(walked):
         for gate, other in ((node.left, node.right), (node.right, node.left)):
             if _calls(walked, gate, _SILU, set()) and not isinstance(other, (cst.Integer, cst.Float)):
                 yield "swiglu", node, ""
