@@ -21,13 +21,58 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import libcst as cst
 
+from ms_fmk_transplt.engine.bindings import Bindings
+from ms_fmk_transplt.engine.context import DeviceContext, Verdict
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.records import Finding, Operation, Support
 
 if TYPE_CHECKING:
-    from ms_fmk_transplt.engine.ownership import NameOwnership
-    from ms_fmk_transplt.engine.roles import LiteralRoles
     from ms_fmk_transplt.engine.walk import NodeIndex
+
+
+class Roles(Protocol):
+    """What a hook reads of the literal pass (engine/roles.py's `LiteralRoles` implements it)."""
+
+    context: DeviceContext  # device evidence of the file (engine/context.py)
+    spelled: dict[int, str]  # id(first piece) -> the value literal pieces spell: 'cu' 'da'
+
+    def in_device_arg(self, node: cst.CSTNode) -> bool:
+        """Inside an argument that takes a device (`device=`, `.to(...)`) or a backend."""
+        ...
+
+    def device(self, node: cst.BaseExpression, value: str, old: str) -> tuple[Verdict, str]:
+        """Is a literal the device rule's pattern matches a device here, and why."""
+        ...
+
+    def rival(self, node: cst.CSTNode, wanted: Callable[[str], bool]) -> cst.SimpleString | None:
+        """The literal in another branch of the dispatch `node` belongs to whose value is `wanted`."""
+        ...
+
+
+class Names(Protocol):
+    """Who owns a short name in this file (engine/ownership.py's `NameOwnership` implements it)."""
+
+    bindings: Bindings
+
+    def own_method(self, func: cst.Attribute) -> bool:
+        """`self.cuda()` in a file whose class defines `cuda`."""
+        ...
+
+    def assigns(self, owner: cst.BaseExpression, attribute: str) -> bool:
+        """The file assigns `attribute` on this very object."""
+        ...
+
+    def assigns_anywhere(self, attribute: str) -> bool:
+        """The file assigns an attribute of this name on some object."""
+        ...
+
+    def unbound(self, name: str) -> bool:
+        """Neither bound nor imported anywhere in the file."""
+        ...
+
+    def first_keep(self, name: str) -> bool:
+        """True the first time a kept `name` is reported in this file."""
+        ...
 
 
 class Site(Protocol):
@@ -36,8 +81,15 @@ class Site(Protocol):
     Nodes given to the report functions are original nodes: positions refer to the input file.
     """
 
-    roles: LiteralRoles  # what is this string literal: a device, prose, a key? (engine/roles.py)
-    names: NameOwnership  # who owns a short name in this file (engine/ownership.py)
+    @property
+    def roles(self) -> Roles:
+        """What is this string literal: a device, prose, a key? (engine/roles.py)"""
+        ...
+
+    @property
+    def names(self) -> Names:
+        """Who owns a short name in this file (engine/ownership.py)."""
+        ...
 
     @property
     def release(self) -> str:
@@ -94,6 +146,11 @@ class Site(Protocol):
 
     def renamed(self, name: str) -> str | None:
         """What a qualified API name becomes under the rules (None: no rule renames it)."""
+        ...
+
+    def require_torch_npu(self) -> None:
+        """The file's rewrites need `import torch_npu` (for a rewrite no finding of a rule that
+        `needs_torch_npu` marks)."""
         ...
 
 

@@ -242,6 +242,14 @@ class Tables:
         hooks.append(hook)
         hooks.sort(key=lambda h: h.order)
 
+    def by_short_name(self) -> tuple[bool, bool, bool]:
+        """Does the run match functions, methods, attributes by their short name (heuristics)?"""
+        return (
+            bool(self.function_hooks),
+            bool(self.method_hooks or self.method_call_hooks),
+            bool(self.attribute_hooks or self.reference_hooks),
+        )
+
     def call_hooks_for(self, name: str) -> list[CallHook] | None:
         """The call hooks of a qualified name: its own, else those of `module.*` (a direct member)."""
         hooks = self.call_hooks.get(name)

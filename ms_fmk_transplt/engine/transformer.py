@@ -44,7 +44,8 @@ from ms_fmk_transplt.records import Operation
 
 
 class ModuleRewriter(SiteReports, FusedReplacements):
-    """Applies the tables to one module; read `pending`, `needs_torch_npu` and `imports_needed` after."""
+    """Applies the tables to one module; read `pending`, `needs_torch_npu` and
+    `import_statements.needed` after."""
 
     def __init__(self, tables: Tables, module: cst.Module) -> None:
         CachedDispatch.__init__(self)
@@ -56,12 +57,9 @@ class ModuleRewriter(SiteReports, FusedReplacements):
         self.aliases = assignment_aliases(
             nodes.of(cst.Assign), alias_table(s for _, s in imports), tables.modules
         )
-        self.uses_needed_api = False  # torch.accelerator finds the NPU only after import torch_npu
-        self.imports_needed: set[str] = set()
         self.uses = NameUses(nodes)
         self.type_checks = type_check_targets(nodes)
         self._qualified: dict[cst.CSTNode, str | None] = {}
-        self.anchor_updated: cst.SimpleStatementLine | None = None
         name_claims = NameClaims(nodes)  # which bare names the file spells, for renamed imports
         self.imports = plan_imports(tables, module, imports, self.aliases, name_claims)
         self.renamed_names = self.imports.renamed_names
@@ -94,17 +92,23 @@ class ModuleRewriter(SiteReports, FusedReplacements):
             for root in ("torch", "torch_npu")
         )
         # who owns a short name in this file, for the rename-by-name hooks (engine/ownership.py)
-        self.names = NameOwnership(tables, nodes, self.uses)
+        self.names = NameOwnership(nodes, self.uses, *tables.by_short_name())
         # bound name -> (new name, rule); import alias -> (new name, name kept bound or None, why)
         self.function_renames, self.function_imports = plan_function_imports(
             tables, imports, self.names.bindings, name_claims
         )
         # `cap = torch.cuda.get_device_capability()`, then `cap[0]`: engine/results.py
         self.results = ResultUses(tables.result_hooks, self.qualify, self)
-        self.import_statements = ImportStatements(self)
+        self.import_statements = ImportStatements(
+            self, tables, self.imports, self.function_imports, self.aliases
+        )
         self.guarded = GuardedStatements(nodes, self.qualify)  # guarded calls, `if` statements
-        self.strings = LiteralRewrites(self)
-        self.dispatch = DispatchRewrites(self, nodes)  # code written for several devices: kept alternatives
+        self.strings = LiteralRewrites(
+            self, self.roles, self.environment, tables.string_hooks, tables.keyed_strings
+        )
+        self.dispatch = DispatchRewrites(
+            self, self.roles, tables, nodes
+        )  # code written for several devices: kept alternatives
         self.fused = FusedPatterns(self, tables, module)  # --opt-in affinity: hand-written fused operators
 
     def close(self) -> None:
@@ -234,10 +238,8 @@ class ModuleRewriter(SiteReports, FusedReplacements):
         match = self.tables.lookup(name) if name else None
         if name:
             self.classify(original_node, converted_name(name, match), rewritten=match is not None)
-        if name and self.tables.needs_module and not self.uses_needed_api:
-            self.uses_needed_api = any(
-                name == n or name.startswith(n + ".") for n in self.tables.needs_module
-            )
+        if name:
+            self.import_statements.note_use(name)
         if match is None:
             return self._rename_attribute(original_node, updated_node)
         self.report_match(original_node, match)
@@ -315,8 +317,6 @@ class ModuleRewriter(SiteReports, FusedReplacements):
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
     ) -> cst.BaseStatement | cst.FlattenSentinel[cst.SimpleStatementLine]:
-        if original_node is self.imports.anchor_line:
-            self.anchor_updated = updated_node
         line = self.import_statements.leave_line(original_node, updated_node)
         return self.guarded.statement(line) if isinstance(line, cst.SimpleStatementLine) else line
 
