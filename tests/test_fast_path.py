@@ -6,6 +6,7 @@ import ast
 import copy
 from pathlib import Path
 
+import libcst as cst
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -109,8 +110,7 @@ def test_every_name_a_rule_acts_on_is_a_trigger_name(builtin_tables) -> None:
     keyed = [
         *tables.renames,
         *tables.modules,
-        *tables.call_hooks,
-        *tables.method_call_hooks,
+        *(key.lstrip(".") for key in tables.hooks.keyed(cst.Call)),
         *tables.method_hooks,
         *tables.function_hooks,
         *tables.attribute_hooks,

@@ -154,6 +154,16 @@ class Site(Protocol):
         ...
 
 
+class NodeHook(Protocol):
+    """The generic hook: a rewrite of nodes of one class by a lookup key (engine/hook_registry.py),
+    for a node class the transformer has no callback of its own for."""
+
+    def rewrite(self, site: Site, original: cst.CSTNode, updated: cst.CSTNode, key: str) -> cst.CSTNode:
+        """The node rewritten (or `updated` as it is); `key` is the lookup key it was found by.
+        A node of another class ends the hooks of the node."""
+        ...
+
+
 class CallHook(Protocol):
     """A rewrite of calls, keyed by the call's qualified name (or, as a heuristic, its short name).
 

@@ -15,8 +15,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import libcst as cst
+
 from ms_fmk_transplt.engine.context import DeviceSpec
 from ms_fmk_transplt.engine.first_party import FirstParty, ProjectLayout
+from ms_fmk_transplt.engine.hook_registry import HookRegistry
 from ms_fmk_transplt.engine.hooks import (
     AttributeHook,
     CallHook,
@@ -120,9 +123,9 @@ class Tables:
     function_hooks: dict[str, FunctionHook] = field(default_factory=dict)
     attribute_hooks: dict[str, AttributeHook] = field(default_factory=dict)
     reference_hooks: dict[str, AttributeHook] = field(default_factory=dict)  # reads not called; "*": any
-    # hooks (engine/hooks.py), each entry a class of the kind that compiled it (ruleset/kinds/<kind>.py)
-    call_hooks: dict[str, list[CallHook]] = field(default_factory=dict)  # by qualified name
-    method_call_hooks: dict[str, list[CallHook]] = field(default_factory=dict)  # heuristic: by short name
+    # the kinds' hooks by node class and lookup key (engine/hook_registry.py), each a class of the
+    # kind that compiled it (ruleset/kinds/<kind>.py): calls by qualified name or `.short` name
+    hooks: HookRegistry = field(default_factory=HookRegistry)
     string_hooks: list[StringHook] = field(default_factory=list)  # tried in order, the first match wins
     keyed_strings: bool = False  # some string hook also applies to dict keys and subscripts
     # a file naming one may keep alternatives of a device dispatch as written (engine/dispatch_sites.py):
@@ -237,24 +240,21 @@ class Tables:
 
     def add_call_hook(self, name: str, hook: CallHook, by_short_name: bool = False) -> None:
         """Register a call hook; the hooks on one name stay in ascending `order`, then compile order."""
-        table = self.method_call_hooks if by_short_name else self.call_hooks
-        hooks = table.setdefault(name, [])
-        hooks.append(hook)
-        hooks.sort(key=lambda h: h.order)
+        self.hooks.add(cst.Call, f".{name}" if by_short_name else name, hook)
 
     def by_short_name(self) -> tuple[bool, bool, bool]:
         """Does the run match functions, methods, attributes by their short name (heuristics)?"""
         return (
             bool(self.function_hooks),
-            bool(self.method_hooks or self.method_call_hooks),
+            bool(self.method_hooks) or any(key[0] == "." for key in self.hooks.keyed(cst.Call)),
             bool(self.attribute_hooks or self.reference_hooks),
         )
 
     def call_hooks_for(self, name: str) -> list[CallHook] | None:
         """The call hooks of a qualified name: its own, else those of `module.*` (a direct member)."""
-        hooks = self.call_hooks.get(name)
+        hooks = self.hooks.at(cst.Call, name)
         if hooks is None and "." in name:
-            hooks = self.call_hooks.get(name.rsplit(".", 1)[0] + ".*")
+            hooks = self.hooks.at(cst.Call, name.rsplit(".", 1)[0] + ".*")
         return hooks
 
     def text_globs(self) -> tuple[str, ...]:

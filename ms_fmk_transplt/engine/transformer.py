@@ -32,6 +32,7 @@ from ms_fmk_transplt.engine.names import (
     iter_imports,
     set_segments,
 )
+from ms_fmk_transplt.engine.node_hooks import NodeHooks
 from ms_fmk_transplt.engine.ownership import NameOwnership
 from ms_fmk_transplt.engine.results import ResultUses
 from ms_fmk_transplt.engine.roles import LiteralRoles
@@ -43,7 +44,7 @@ from ms_fmk_transplt.engine.walk import NodeIndex, short_name, type_check_target
 from ms_fmk_transplt.records import Operation
 
 
-class ModuleRewriter(SiteReports, FusedReplacements):
+class ModuleRewriter(SiteReports, NodeHooks, FusedReplacements):
     """Applies the tables to one module; read `pending`, `needs_torch_npu` and
     `import_statements.needed` after."""
 
@@ -299,10 +300,9 @@ class ModuleRewriter(SiteReports, FusedReplacements):
             if function_hook is not None:  # an imported name: the import's rename covers it
                 result = function_hook.rewrite_function_call(self, original_node, updated_node)
         hooks = self.tables.call_hooks_for(name) if name and not self.tables.owned(name) else None
-        if self.tables.method_call_hooks:
-            by_short = self.tables.method_call_hooks.get(short_name(func))
-            if by_short:
-                hooks = _compose(hooks, by_short)
+        by_short = self.tables.hooks.at(cst.Call, f".{short_name(func)}")
+        if by_short:
+            hooks = _compose(hooks, by_short)
         for hook in hooks or ():
             if not isinstance(result, cst.Call):  # a template wrote another expression: it is final
                 break

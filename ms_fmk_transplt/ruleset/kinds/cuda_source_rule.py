@@ -55,8 +55,7 @@ class CudaSourceRule:
             suffixes = tuple(rule.params.get("suffixes", [".cu", ".cuh"]))
             name = rule.params["func_name"]
             # one rule per function: a later one replaces an earlier one
-            hooks = tables.call_hooks.get(name, [])
-            hooks[:] = [h for h in hooks if not isinstance(h, CudaSources)]
+            tables.hooks.remove(cst.Call, name, lambda hook: isinstance(hook, CudaSources))
             keywords = tuple(rule.params.get("keywords", ()))
             tables.add_call_hook(name, CudaSources(rule, suffixes, keywords))
             tables.add_name_trigger(name)

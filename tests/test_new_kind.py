@@ -1,0 +1,116 @@
+"""A kind of rule is one module: one defined outside the package converts code with no engine change.
+
+The throwaway kind below lives in a temporary package; it registers itself with `@kind`, compiles
+its entries into hooks of the registry (engine/hook_registry.py) keyed by node class and
+qualified name, and the transformer's generic dispatch runs them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ms_fmk_transplt.engine.convert import convert_source
+from ms_fmk_transplt.records import Operation, Status
+from ms_fmk_transplt.ruleset import registry
+from ms_fmk_transplt.ruleset.compile import compile_rules
+from ms_fmk_transplt.ruleset.loader import load_rules
+
+KIND = '''
+"""ConstantRule: a read of a library's constant becomes its value on the NPU (a test's kind)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ms_fmk_transplt.engine.hooks import Site
+from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.records import Operation
+from ms_fmk_transplt.ruleset.registry import kind
+
+
+@kind(
+    name="ConstantRule",
+    schema={
+        "required": ["name", "value"],
+        "properties": {"name": {"type": "string"}, "value": {"type": "integer"}},
+    },
+    message="{old} -> {new}",
+)
+class ConstantRule:
+    @staticmethod
+    def check(entry):
+        return []
+
+    @staticmethod
+    def summary(entry):
+        return f"{entry['name']} reads as {entry['value']}"
+
+    @staticmethod
+    def key(entry):
+        return entry["name"]
+
+    @staticmethod
+    def compile(rules: list[Rule], tables: Tables) -> None:
+        for rule in rules:
+            tables.hooks.add(cst.Attribute, rule.params["name"], Constant(rule, rule.params["value"]))
+            tables.add_trigger(rule.params["name"])
+
+
+@dataclass(frozen=True)
+class Constant:
+    rule: Rule
+    value: int
+
+    def rewrite(self, site: Site, original, updated, key: str):
+        site.report(original, self.rule, Operation.MODIFY, old=key, new=self.value)
+        return cst.Integer(str(self.value))
+'''
+
+
+@pytest.fixture
+def throwaway_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The kind imported from a temporary package, registered only for this test."""
+    package = tmp_path / "throwaway_kinds"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "constant_rule.py").write_text(textwrap.dedent(KIND))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry, "_KINDS", dict(registry.all_kinds()))
+    importlib.import_module("throwaway_kinds.constant_rule")
+    yield
+    for name in ("throwaway_kinds.constant_rule", "throwaway_kinds"):
+        sys.modules.pop(name, None)
+
+
+def test_a_kind_outside_the_package_converts(throwaway_kind: None, tmp_path: Path) -> None:
+    rules = tmp_path / "rules.json"
+    rules.write_text('{"rules": {"ConstantRule": [{"name": "mylib.WORLD_SIZE", "value": 1}]}}')
+    tables = compile_rules(load_rules([rules], builtin=False))
+    source = b"import mylib\n\nshards = mylib.WORLD_SIZE * 2  # per device\nother = mylib.RANK\n"
+    result = convert_source("train.py", source, tables)
+    assert result.status is Status.CONVERTED
+    assert result.output == b"import mylib\n\nshards = 1 * 2  # per device\nother = mylib.RANK\n"
+    findings = result.findings
+    assert isinstance(findings, tuple)
+    assert [(f.start_line, f.operation, f.message) for f in findings] == [
+        (3, Operation.MODIFY, "mylib.WORLD_SIZE -> 1")
+    ]
+
+
+def test_the_kind_leaves_other_names(throwaway_kind: None, tmp_path: Path) -> None:
+    rules = tmp_path / "rules.json"
+    rules.write_text('{"rules": {"ConstantRule": [{"name": "mylib.WORLD_SIZE", "value": 1}]}}')
+    tables = compile_rules(load_rules([rules], builtin=False))
+    source = b"import otherlib\n\nshards = otherlib.WORLD_SIZE * 2\n"
+    result = convert_source("train.py", source, tables)
+    assert result.output in (None, source)
+    assert not result.findings
