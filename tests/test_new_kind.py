@@ -11,11 +11,15 @@ import importlib
 import sys
 import textwrap
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+import libcst as cst
 import pytest
 
+from ms_fmk_transplt.engine import hooks
 from ms_fmk_transplt.engine.convert import convert_source
+from ms_fmk_transplt.engine.hook_registry import HookRegistry, keys_of
 from ms_fmk_transplt.records import Operation, Status
 from ms_fmk_transplt.ruleset import registry
 from ms_fmk_transplt.ruleset.compile import compile_rules
@@ -30,7 +34,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import Site
+from ms_fmk_transplt.engine.hooks import Site, node_slot
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.records import Operation
@@ -61,7 +65,7 @@ class ConstantRule:
     @staticmethod
     def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
-            tables.hooks.add(cst.Attribute, rule.params["name"], Constant(rule, rule.params["value"]))
+            tables.hooks.add(node_slot(cst.Attribute), rule.params["name"], Constant(rule, rule.params["value"]))
             tables.add_trigger(rule.params["name"])
 
 
@@ -114,3 +118,42 @@ def test_the_kind_leaves_other_names(throwaway_kind: None, tmp_path: Path) -> No
     result = convert_source("train.py", source, tables)
     assert result.output in (None, source)
     assert not result.findings
+
+
+@dataclass(frozen=True)
+class _Hook:
+    name: str
+    order: int = 0
+
+
+def test_registry_orders_and_replaces() -> None:
+    registry = HookRegistry()
+    calls = hooks.CALLS
+    registry.add(calls, "torch.x", _Hook("late", order=2))
+    registry.add(calls, "torch.x", _Hook("first", order=1))
+    registry.add(calls, "torch.x", _Hook("second", order=1))
+    assert [h.name for h in registry.at(calls, "torch.x") or []] == ["first", "second", "late"]
+    registry.put(hooks.METHODS, "cuda", _Hook("old"))  # a stand-in hook
+    registry.put(hooks.METHODS, "cuda", _Hook("new"))  # a stand-in hook
+    assert registry.one(hooks.METHODS, "cuda") == _Hook("new")
+    assert registry.at(hooks.METHODS, "npu") is None and registry.one(hooks.STRINGS, "*") is None
+    assert registry.generic == set()
+    registry.add(hooks.node_slot(cst.Integer), "*", _Hook("any"))
+    assert registry.generic == {cst.Integer}
+
+
+def test_keys_of_a_node_most_specific_first() -> None:
+    call = cst.parse_expression("tc.synchronize()")
+    assert isinstance(call, cst.Call)
+    qualify = {"tc": "torch.cuda"}.get
+
+    def resolve(node: cst.CSTNode) -> str | None:
+        if isinstance(node, cst.Name):
+            return qualify(node.value)
+        if isinstance(node, cst.Attribute):
+            base = resolve(node.value)
+            return f"{base}.{node.attr.value}" if base else None
+        return None
+
+    assert keys_of(call, resolve) == ["torch.cuda.synchronize", "torch.cuda.*", ".synchronize", "*"]
+    assert keys_of(cst.Integer("1"), resolve) == ["*"]

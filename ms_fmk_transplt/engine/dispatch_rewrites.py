@@ -17,7 +17,7 @@ from ms_fmk_transplt.engine.context import code_of
 from ms_fmk_transplt.engine.cuda_only import CudaOnlyGuards
 from ms_fmk_transplt.engine.dispatch import CachedDispatch
 from ms_fmk_transplt.engine.dispatch_sites import DeviceDispatch, Kept
-from ms_fmk_transplt.engine.hooks import Site
+from ms_fmk_transplt.engine.hooks import STRINGS, Site
 from ms_fmk_transplt.engine.roles import LiteralRoles, Role
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
@@ -35,7 +35,7 @@ class DispatchRewrites:
         self.site = site
         self.roles = roles
         self.sites = DeviceDispatch(tables.device_spec, site.qualify)
-        rules = [getattr(hook, "rule", None) for hook in tables.string_hooks]
+        rules = [getattr(hook, "rule", None) for hook in tables.hooks.all(STRINGS)]
         self.rule = next(  # the device rule, whose device_context holds the dispatch data
             (r for r in rules if isinstance(r, Rule) and "predicates" in r.params.get("device_context", {})),
             None,

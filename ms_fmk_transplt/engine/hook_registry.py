@@ -1,59 +1,84 @@
 """The one registry of the kinds' hooks: by node class and lookup key, each list in order.
 
 Every kind compiles its entries into hooks here (`Tables.hooks`, filled by `ruleset/kinds/*.py`).
-A lookup key is a qualified name (`torch.cuda.synchronize`), every direct member of a module
-(`torch.cuda.*`), a short name after a dot (`.cuda`: any receiver's), or `*` (any node of the
-class). The transformer composes the hooks of the classes in `OWN_DISPATCH` in a callback of its
-own (`cst.Call`: engine/transformer.py); every other class goes through the generic dispatch of
-engine/node_hooks.py. So a new kind needs no engine change: its hooks name their node class.
+A `Slot` names a node class and the interface its hooks implement (engine/hooks.py declares one
+per interface: `CALLS`, `METHODS`, `STRINGS`, ...); within a slot a hook is found by a lookup
+key: a qualified name (`torch.cuda.synchronize`), every direct member of a module
+(`torch.cuda.*`), a short name after a dot (`.cuda`: any receiver's), a variable's name, or `*`
+(any node of the class). The transformer composes the hooks of its own callbacks' slots; the
+hooks of a `node_slot` (the generic `NodeHook`) run through the generic dispatch of
+engine/node_hooks.py, so a new kind needs no engine change: its hooks name their node class.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 import libcst as cst
 
 ANY = "*"
-# node classes whose hooks the transformer composes in a callback of its own
-OWN_DISPATCH: frozenset[type[cst.CSTNode]] = frozenset({cst.Call})
+T = TypeVar("T")
+GENERIC = "node"  # the slot name of the generic hooks
+
+
+@dataclass(frozen=True)
+class Slot(Generic[T]):
+    """Hooks of one interface on nodes of one class (`T`: the interface, for the type checker)."""
+
+    node: type[cst.CSTNode]
+    name: str
 
 
 class HookRegistry:
-    """Hooks by node class, then lookup key; each list in ascending `order` (a hook without one
-    counts 0), then registration order. Built once per run, pickled to workers and the cache."""
+    """Hooks by slot, then lookup key; each list in ascending `order` (a hook without one counts
+    0), then registration order. Built once per run, pickled to workers and the cache."""
 
     def __init__(self) -> None:
-        self._hooks: dict[type[cst.CSTNode], dict[str, list[Any]]] = {}
-        self.generic: set[type[cst.CSTNode]] = set()  # classes the generic dispatch serves
+        self._hooks: dict[Slot[Any], dict[str, list[Any]]] = {}
+        self.generic: set[type[cst.CSTNode]] = set()  # node classes with generic hooks
 
-    def add(self, node: type[cst.CSTNode], key: str, hook: Any) -> None:
-        """Register `hook` for nodes of class `node` whose lookup key is `key`."""
-        hooks = self._hooks.setdefault(node, {}).setdefault(key, [])
+    def add(self, slot: Slot[T], key: str, hook: T) -> None:
+        """Register `hook` under `key`, after the hooks there of no higher `order`."""
+        hooks = self._hooks.setdefault(slot, {}).setdefault(key, [])
         hooks.append(hook)
         hooks.sort(key=_order)
-        if node not in OWN_DISPATCH:
-            self.generic.add(node)
+        if slot.name == GENERIC:
+            self.generic.add(slot.node)
 
-    def at(self, node: type[cst.CSTNode], key: str) -> list[Any] | None:
-        """The hooks of one node class and key (None: none)."""
-        keyed = self._hooks.get(node)
+    def put(self, slot: Slot[T], key: str, hook: T) -> None:
+        """Make `hook` the one hook under `key` (a later rule for the same name replaces one)."""
+        self._hooks.setdefault(slot, {})[key] = []
+        self.add(slot, key, hook)
+
+    def at(self, slot: Slot[T], key: str) -> list[T] | None:
+        """The hooks under `key` (None: none)."""
+        keyed = self._hooks.get(slot)
         return keyed.get(key) if keyed is not None else None
 
-    def keyed(self, node: type[cst.CSTNode]) -> dict[str, list[Any]]:
-        """Every key of one node class with its hooks (a read-only view: add through `add`)."""
-        return self._hooks.get(node, {})
+    def one(self, slot: Slot[T], key: str) -> T | None:
+        """The hook under `key` of a slot filled by `put`, or None."""
+        hooks = self.at(slot, key)
+        return hooks[-1] if hooks else None
 
-    def remove(self, node: type[cst.CSTNode], key: str, drop: Callable[[Any], bool]) -> None:
-        """Drop the hooks of one class and key that `drop` selects (a later rule replacing one)."""
-        hooks = self.at(node, key)
-        if hooks is not None:
-            hooks[:] = [hook for hook in hooks if not drop(hook)]
+    def keyed(self, slot: Slot[T]) -> dict[str, list[T]]:
+        """Every key of a slot with its hooks, in registration order (read-only: add through `add`)."""
+        return self._hooks.get(slot, {})
+
+    def all(self, slot: Slot[T]) -> list[T]:
+        """Every hook of a slot: by key in registration order, each key's in its order."""
+        return [hook for hooks in self.keyed(slot).values() for hook in hooks]
 
     def every(self) -> list[Any]:
-        """Every hook registered, of every class and key."""
+        """Every hook registered, of every slot and key."""
         return [hook for keyed in self._hooks.values() for hooks in keyed.values() for hook in hooks]
+
+    def remove(self, slot: Slot[T], key: str, drop: Callable[[T], bool]) -> None:
+        """Drop the hooks under `key` that `drop` selects (a later rule replacing one)."""
+        hooks = self.at(slot, key)
+        if hooks is not None:
+            hooks[:] = [hook for hook in hooks if not drop(hook)]
 
 
 def _order(hook: Any) -> int:

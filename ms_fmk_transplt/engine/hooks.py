@@ -2,14 +2,16 @@
 
 A kind whose rewrite needs its own code compiles each rule into an entry, a frozen dataclass
 defined in the kind's module (`ruleset/kinds/<kind>.py`), that implements one of these protocols;
-the compiled `Tables` hold the entries keyed for dictionary lookups. The engine keeps traversal,
+the kind adds it to `Tables.hooks`, the one registry, in the slot of its node class and interface
+(the `Slot` constants at the end; `node_slot` for the generic `NodeHook`, which needs no engine
+change) under its lookup key (engine/hook_registry.py). The engine keeps traversal,
 name resolution, the string/device/environment contexts, import planning and the composition of
 several hooks on one node; the hook holds the matching details, the rewrite and the finding.
 Entries are pickled to worker processes and into the cache, so they must be module-level classes.
 
-Kinds whose rewrite is the engine's own name resolution (renames, module members, unsupported
-names, method and attribute renames, support classification) and the import insertion compile
-into plain tables (`engine/tables.py`) instead; their module docstrings say where they apply.
+Kinds whose rewrite is the engine's own name resolution (qualified-name renames, module members,
+unsupported names, support classification) and the import insertion compile into plain tables
+(`engine/tables.py`) instead; their module docstrings say where they apply.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import libcst as cst
 
 from ms_fmk_transplt.engine.bindings import Bindings
 from ms_fmk_transplt.engine.context import DeviceContext, Verdict
+from ms_fmk_transplt.engine.hook_registry import GENERIC, Slot
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.records import Finding, Operation, Support
 
@@ -370,3 +373,22 @@ class TextHook(Protocol):
     def scan_line(self, number: int, line: str) -> Finding | None:
         """A finding for line `number` (1-based), or None."""
         ...
+
+
+# the registry's slots (engine/hook_registry.py): a node class and the interface of its hooks
+CALLS: Slot[CallHook] = Slot(cst.Call, "call")  # by qualified name, `module.*`, or `.short` name
+METHODS: Slot[MethodHook] = Slot(cst.Call, "method")  # by the method's name
+FUNCTIONS: Slot[FunctionHook] = Slot(cst.Name, "function")  # by the bare function name
+ATTRIBUTES: Slot[AttributeHook] = Slot(cst.Attribute, "attribute")  # by the attribute's name
+REFERENCES: Slot[AttributeHook] = Slot(cst.Attribute, "reference")  # reads not called; "*": any
+STRINGS: Slot[StringHook] = Slot(cst.SimpleString, "string")  # "*", tried in order
+ENV_NAMES: Slot[EnvHook] = Slot(cst.SimpleString, "env")  # by environment variable name
+ENV_PREFIXES: Slot[EnvHook] = Slot(cst.SimpleString, "env_prefix")  # by a prefix of the name
+RESULTS: Slot[ResultHook] = Slot(cst.Call, "result")  # calls whose result breaks when used
+VALUES: Slot[ValueHook] = Slot(cst.Dict, "value")  # "*": values reaching some calls' arguments
+FUSED: Slot[PatternHook] = Slot(cst.Module, "pattern")  # "*": computations over several statements
+
+
+def node_slot(node: type[cst.CSTNode]) -> Slot[NodeHook]:
+    """The slot of the generic hooks of a node class (engine/node_hooks.py runs them)."""
+    return Slot(node, GENERIC)

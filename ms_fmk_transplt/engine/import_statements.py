@@ -12,6 +12,7 @@ from typing import Protocol, TypeVar
 
 import libcst as cst
 
+from ms_fmk_transplt.engine.hooks import FUNCTIONS
 from ms_fmk_transplt.engine.import_split import (
     comments_after,
     import_line,
@@ -223,7 +224,8 @@ class ImportStatements:
             if plan is None:
                 continue
             new, keep, reason = plan
-            entry = self.tables.function_hooks[dotted(alias.name) or ""]
+            entry = self.tables.hooks.one(FUNCTIONS, dotted(alias.name) or "")
+            assert entry is not None  # planned only for a name a function hook renames
             message = entry.rule.render(old=dotted(alias.name), new=new, release=self.tables.release)
             if reason:
                 message += f" (imported as {keep}: {reason})"

@@ -13,7 +13,7 @@ import libcst as cst
 
 from ms_fmk_transplt.engine.dispatch_rewrites import KeptAlternatives
 from ms_fmk_transplt.engine.hook_registry import keys_of
-from ms_fmk_transplt.engine.hooks import NodeHook, Site
+from ms_fmk_transplt.engine.hooks import NodeHook, Site, node_slot
 from ms_fmk_transplt.engine.tables import Tables
 
 
@@ -29,7 +29,7 @@ class NodeHooks(KeptAlternatives):
         if cls not in self.tables.hooks.generic or self.dispatch.sites.keeps(original_node) is not None:
             return result
         site = cast(Site, self)  # the transformer is the hooks' site
-        keyed = self.tables.hooks.keyed(cls)
+        keyed = self.tables.hooks.keyed(node_slot(cls))
         for key in keys_of(original_node, site.qualify):
             for hook in keyed.get(key, ()):
                 if not isinstance(result, cls):  # another node was written: it is final

@@ -31,14 +31,13 @@ class LiteralRewrites:
         roles: LiteralRoles,
         environment: Environment,
         hooks: list[StringHook],
-        keyed: bool,
     ) -> None:
-        """`hooks`: the string hooks in order; `keyed`: some of them also apply to dict keys."""
+        """`hooks`: the string hooks, in the order they are tried."""
         self.site = site
         self.roles = roles
         self.environment = environment
         self.hooks = hooks
-        self.keyed = keyed
+        self.keyed = any(hook.in_keys for hook in hooks)  # some hook also applies to dict keys
 
     def simple(self, original: cst.SimpleString, updated: cst.SimpleString) -> cst.BaseExpression:
         """A plain or implicitly concatenated piece: `"cuda:0"`, `'NCCL_DEBUG'`."""

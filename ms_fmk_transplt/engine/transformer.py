@@ -3,10 +3,14 @@
 Matching reads `original_node` (names resolve the same however deep a rewrite nests);
 rewrites build on `updated_node`, so `x.cuda(device=torch.device("cuda:0"))` gets both.
 It traverses and asks helpers: qualified-name renames come from the tables (`Tables.lookup`),
-renames by short name from engine/renames.py, what a name's use is from engine/name_uses.py,
-what a string literal is from engine/roles.py, support verdicts from engine/support.py, import
-statements from engine/import_statements.py, results from engine/results.py; the kinds' hooks
-(`engine/hooks.py`) do the rest. Findings wait in `pending` (engine/site_reports.py).
+what a name's use is from engine/name_uses.py, what a string literal is from engine/roles.py,
+support verdicts from engine/support.py, import statements from engine/import_statements.py,
+results from engine/results.py; the kinds' hooks
+(`engine/hooks.py`), found in one registry by node class and lookup key (`Tables.hooks`,
+engine/hook_registry.py), do the rest: the callbacks below compose the hooks of their nodes, and
+engine/node_hooks.py runs those of any other node class. Helpers get what they use (the hooks'
+`Site`, the tables, the import plan), never this class. Findings wait in `pending`
+(engine/site_reports.py).
 """
 
 from __future__ import annotations
@@ -20,7 +24,18 @@ from ms_fmk_transplt.engine.embedded_scripts import ShellScripts
 from ms_fmk_transplt.engine.environment import Environment
 from ms_fmk_transplt.engine.fused_patterns import FusedPatterns, FusedReplacements
 from ms_fmk_transplt.engine.guards import GuardedStatements
-from ms_fmk_transplt.engine.hooks import CallHook, ResultUse, ValueHook
+from ms_fmk_transplt.engine.hooks import (
+    ATTRIBUTES,
+    CALLS,
+    FUNCTIONS,
+    METHODS,
+    REFERENCES,
+    STRINGS,
+    VALUES,
+    CallHook,
+    ResultUse,
+    ValueHook,
+)
 from ms_fmk_transplt.engine.import_statements import ImportStatements
 from ms_fmk_transplt.engine.imports import plan_function_imports, plan_imports
 from ms_fmk_transplt.engine.name_uses import NameUses
@@ -66,21 +81,20 @@ class ModuleRewriter(SiteReports, NodeHooks, FusedReplacements):
         self.renamed_names = self.imports.renamed_names
         spec = tables.device_spec
         self.environment = Environment(
-            tables.env_hooks,
-            tables.env_prefix_hooks,
+            tables.hooks,
             frozenset(spec.env_calls),
             frozenset(spec.env_setters),
             self.qualify,
         )
         # what each string literal is (engine/roles.py); the look-ahead passes share one cheap walk
         self.roles = LiteralRoles(spec, self.qualify, self.environment, tables.first_party)
-        self.roles.scan(nodes, devices=bool(tables.string_hooks))
+        self.roles.scan(nodes, devices=bool(tables.hooks.keyed(STRINGS)))
         # shell text the module writes or runs, scanned after the traversal (engine/embedded_scripts.py)
         self.scripts = ShellScripts.of(nodes, tables, self.qualify)
         # value hooks (map_location) claim what they rewrite before the traversal: keys they keep,
         # values that are devices, the dicts they rebuild on the way out
         self._claimed: dict[cst.CSTNode, ValueHook] = {}
-        for value_hook in tables.value_hooks:
+        for value_hook in tables.hooks.all(VALUES):
             claims = value_hook.claim(self, nodes)
             self.roles.claim(claims)
             self._claimed.update((n, value_hook) for n in claims.values)
@@ -99,14 +113,12 @@ class ModuleRewriter(SiteReports, NodeHooks, FusedReplacements):
             tables, imports, self.names.bindings, name_claims
         )
         # `cap = torch.cuda.get_device_capability()`, then `cap[0]`: engine/results.py
-        self.results = ResultUses(tables.result_hooks, self.qualify, self)
+        self.results = ResultUses(tables.hooks, self.qualify, self)
         self.import_statements = ImportStatements(
             self, tables, self.imports, self.function_imports, self.aliases
         )
         self.guarded = GuardedStatements(nodes, self.qualify)  # guarded calls, `if` statements
-        self.strings = LiteralRewrites(
-            self, self.roles, self.environment, tables.string_hooks, tables.keyed_strings
-        )
+        self.strings = LiteralRewrites(self, self.roles, self.environment, tables.hooks.all(STRINGS))
         self.dispatch = DispatchRewrites(
             self, self.roles, tables, nodes
         )  # code written for several devices: kept alternatives
@@ -220,7 +232,7 @@ class ModuleRewriter(SiteReports, NodeHooks, FusedReplacements):
             new_name, rule = function
             self.report(original_node, rule, Operation.MODIFY, old=original_node.value, new=new_name)
             return updated_node.with_changes(value=new_name)
-        hook = self.tables.function_hooks.get(original_node.value) if load else None
+        hook = self.tables.hooks.one(FUNCTIONS, original_node.value) if load else None
         if hook is not None and not self.uses.is_called(original_node):
             renamed = hook.rewrite_name(self, original_node, updated_node)
             if renamed is not None:
@@ -265,10 +277,11 @@ class ModuleRewriter(SiteReports, NodeHooks, FusedReplacements):
     def _rename_attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         """An attribute no qualified name matched: `lib.func` un-called, then `x.is_cuda` by name."""
         attr = original.attr.value
-        hooks = [self.tables.attribute_hooks.get(attr)]
+        registry = self.tables.hooks
+        hooks = [registry.one(ATTRIBUTES, attr)]
         if not self.uses.is_called(original):  # read as a value: `uncalled` hooks, a module's "*" last
-            references = self.tables.reference_hooks
-            hooks = [self.tables.function_hooks.get(attr), references.get(attr), *hooks, references.get("*")]
+            references = (registry.one(REFERENCES, attr), registry.one(REFERENCES, "*"))
+            hooks = [registry.one(FUNCTIONS, attr), references[0], *hooks, references[1]]
         for hook in hooks:
             result = hook.rewrite_attribute(self, original, updated) if hook is not None else None
             if result is not None:
@@ -285,22 +298,22 @@ class ModuleRewriter(SiteReports, NodeHooks, FusedReplacements):
             # classified as converted: x.cuda() is about to be x.npu()
             method = func.attr.value
             own = self.names.own_method(func)  # self.cuda() where the class defines cuda: the user's
-            renamed = self.tables.method_hooks.get(method)
+            renamed = self.tables.hooks.one(METHODS, method)
             if renamed is not None and renamed.new is not None and not own:
                 method = renamed.new
             receiver = func.value  # neither a literal nor a tensor moved to the CPU (`x.cpu().numpy()`)
             if method in self.tables.support.tensor_methods and not own and not is_host_or_literal(receiver):
                 self.classify(original_node, f"torch.Tensor.{method}", heuristic=True)
         if isinstance(func, cst.Attribute) and not resolved and isinstance(updated_node.func, cst.Attribute):
-            method_hook = self.tables.method_hooks.get(func.attr.value)
+            method_hook = self.tables.hooks.one(METHODS, func.attr.value)
             if method_hook is not None:
                 result = method_hook.rewrite_method_call(self, original_node, updated_node)
         elif isinstance(func, cst.Name) and name is None and func.value not in self.names.bindings.imported:
-            function_hook = self.tables.function_hooks.get(func.value)
+            function_hook = self.tables.hooks.one(FUNCTIONS, func.value)
             if function_hook is not None:  # an imported name: the import's rename covers it
                 result = function_hook.rewrite_function_call(self, original_node, updated_node)
         hooks = self.tables.call_hooks_for(name) if name and not self.tables.owned(name) else None
-        by_short = self.tables.hooks.at(cst.Call, f".{short_name(func)}")
+        by_short = self.tables.hooks.at(CALLS, f".{short_name(func)}")
         if by_short:
             hooks = _compose(hooks, by_short)
         for hook in hooks or ():
