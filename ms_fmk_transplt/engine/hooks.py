@@ -387,6 +387,7 @@ ENV_PREFIXES: Slot[EnvHook] = Slot(cst.SimpleString, "env_prefix")  # by a prefi
 RESULTS: Slot[ResultHook] = Slot(cst.Call, "result")  # calls whose result breaks when used
 VALUES: Slot[ValueHook] = Slot(cst.Dict, "value")  # "*": values reaching some calls' arguments
 FUSED: Slot[PatternHook] = Slot(cst.Module, "pattern")  # "*": computations over several statements
+TEXT: Slot[TextHook] = Slot(cst.Module, "text")  # "*": line scans of copied files, a module's shell text
 
 
 def node_slot(node: type[cst.CSTNode]) -> Slot[NodeHook]:

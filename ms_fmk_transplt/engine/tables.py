@@ -19,7 +19,16 @@ from typing import Protocol
 from ms_fmk_transplt.engine.context import DeviceSpec
 from ms_fmk_transplt.engine.first_party import FirstParty, ProjectLayout
 from ms_fmk_transplt.engine.hook_registry import HookRegistry
-from ms_fmk_transplt.engine.hooks import ATTRIBUTES, CALLS, FUNCTIONS, METHODS, REFERENCES, CallHook, TextHook
+from ms_fmk_transplt.engine.hooks import (
+    ATTRIBUTES,
+    CALLS,
+    FUNCTIONS,
+    METHODS,
+    REFERENCES,
+    TEXT,
+    CallHook,
+    TextHook,
+)
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.records import Finding, Support
 from ms_fmk_transplt.suggest import closest
@@ -113,7 +122,6 @@ class Tables:
     # libcst's path decides, the fast path's classification would report inside them
     dispatch_words: set[str] = field(default_factory=set)
     device_spec: DeviceSpec = field(default_factory=DeviceSpec)  # where a string literal is a device
-    text_hooks: list[TextHook] = field(default_factory=list)  # line scans of copied non-Python files
     opt_ins: frozenset[str] = frozenset()
     import_insert: Rule | None = None
     needs_module: set[str] = field(default_factory=set)  # using these needs the inserted import
@@ -235,12 +243,12 @@ class Tables:
 
     def text_globs(self) -> tuple[str, ...]:
         """Every file-name glob a text scan reads: a copied file matching none is never read."""
-        return tuple(dict.fromkeys(glob for hook in self.text_hooks for glob in hook.files))
+        return tuple(dict.fromkeys(glob for hook in self.hooks.all(TEXT) for glob in hook.files))
 
     def text_hooks_for(self, path: str) -> list[TextHook]:
         """The text scans that read this file, judged by its name."""
         name = path.rsplit("/", 1)[-1]
-        return [hook for hook in self.text_hooks if hook.applies_to(name)]
+        return [hook for hook in self.hooks.all(TEXT) if hook.applies_to(name)]
 
     def could_match(self, data: bytes) -> bool:
         """False only when no rule can possibly match in `data` (proved by test to change nothing)."""
