@@ -13,7 +13,7 @@ engine/node_hooks.py, so a new kind needs no engine change: its hooks name their
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 import libcst as cst
@@ -29,6 +29,12 @@ class Slot(Generic[T]):
 
     node: type[cst.CSTNode]
     name: str
+    # what the registry files the slot under: a string hashes in C, a dataclass in Python, and
+    # the transformer looks slots up for most names, attributes and calls it leaves
+    id: str = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "id", f"{self.node.__name__}:{self.name}")
 
 
 class HookRegistry:
@@ -36,12 +42,12 @@ class HookRegistry:
     0), then registration order. Built once per run, pickled to workers and the cache."""
 
     def __init__(self) -> None:
-        self._hooks: dict[Slot[Any], dict[str, list[Any]]] = {}
+        self._hooks: dict[str, dict[str, list[Any]]] = {}  # by `Slot.id`
         self.generic: set[type[cst.CSTNode]] = set()  # node classes with generic hooks
 
     def add(self, slot: Slot[T], key: str, hook: T) -> None:
         """Register `hook` under `key`, after the hooks there of no higher `order`."""
-        hooks = self._hooks.setdefault(slot, {}).setdefault(key, [])
+        hooks = self._hooks.setdefault(slot.id, {}).setdefault(key, [])
         hooks.append(hook)
         hooks.sort(key=_order)
         if slot.name == GENERIC:
@@ -49,12 +55,12 @@ class HookRegistry:
 
     def put(self, slot: Slot[T], key: str, hook: T) -> None:
         """Make `hook` the one hook under `key` (a later rule for the same name replaces one)."""
-        self._hooks.setdefault(slot, {})[key] = []
+        self._hooks.setdefault(slot.id, {})[key] = []
         self.add(slot, key, hook)
 
     def at(self, slot: Slot[T], key: str) -> list[T] | None:
         """The hooks under `key` (None: none)."""
-        keyed = self._hooks.get(slot)
+        keyed = self._hooks.get(slot.id)
         return keyed.get(key) if keyed is not None else None
 
     def one(self, slot: Slot[T], key: str) -> T | None:
@@ -64,7 +70,7 @@ class HookRegistry:
 
     def keyed(self, slot: Slot[T]) -> dict[str, list[T]]:
         """Every key of a slot with its hooks, in registration order (read-only: add through `add`)."""
-        return self._hooks.get(slot, {})
+        return self._hooks.get(slot.id, {})
 
     def all(self, slot: Slot[T]) -> list[T]:
         """Every hook of a slot: by key in registration order, each key's in its order."""
