@@ -133,7 +133,7 @@ def convert_timed(path: str, data: bytes, tables: Tables, clock: Clock) -> FileR
     with clock.phase("transform"):
         new_module = transform(module, converter)
     with clock.phase("imports"):
-        new_module = add_needed_imports(new_module, converter.imports_needed)
+        new_module = add_needed_imports(new_module, converter.import_statements.needed)
     with clock.phase("positions (_place)"):
         placed, text = _place(module, converter)
     with clock.phase("suppressions, fingerprints"):

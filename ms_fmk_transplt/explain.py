@@ -21,6 +21,7 @@ import libcst as cst
 
 from ms_fmk_transplt.analysis import status_of
 from ms_fmk_transplt.engine.convert import convert_source
+from ms_fmk_transplt.engine.hooks import STRINGS
 from ms_fmk_transplt.engine.notebook import CodeCells, code_cells, is_notebook
 from ms_fmk_transplt.engine.positions import positions
 from ms_fmk_transplt.engine.tables import Tables
@@ -45,7 +46,7 @@ class LiteralLine:
 def _device_pattern(tables: Tables) -> tuple[re.Pattern[str], str, Callable[[str], bool] | None]:
     """The device rule's pattern, prefix and test of what it writes (the string rule with a
     `device_context`)."""
-    for hook in tables.string_hooks:
+    for hook in tables.hooks.all(STRINGS):
         rule = getattr(hook, "rule", None)
         if rule is not None and "device_context" in rule.params:
             # not on the protocol: the device rule's own fields

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ms_fmk_transplt.engine import fast_path
+from ms_fmk_transplt.engine import fast_path, hooks
 from ms_fmk_transplt.engine.convert import convert_source
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.ruleset import compile_rules, load_rules
@@ -109,12 +109,11 @@ def test_every_name_a_rule_acts_on_is_a_trigger_name(builtin_tables) -> None:
     keyed = [
         *tables.renames,
         *tables.modules,
-        *tables.call_hooks,
-        *tables.method_call_hooks,
-        *tables.method_hooks,
-        *tables.function_hooks,
-        *tables.attribute_hooks,
-        *tables.result_hooks,
+        *(key.lstrip(".") for key in tables.hooks.keyed(hooks.CALLS)),
+        *tables.hooks.keyed(hooks.METHODS),
+        *tables.hooks.keyed(hooks.FUNCTIONS),
+        *tables.hooks.keyed(hooks.ATTRIBUTES),
+        *tables.hooks.keyed(hooks.RESULTS),
         *tables.needs_module,
     ]
     assert keyed and [name for name in keyed if not covered(name)] == []

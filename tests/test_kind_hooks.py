@@ -69,14 +69,8 @@ def _hook_classes(module: ModuleType) -> dict[str, tuple[type, type]]:
 
 
 def _hook_entries(tables: Tables) -> list[Any]:
-    """Every entry of every hook collection (the `Tables` fields named `*_hooks`)."""
-    entries: list[Any] = []
-    for field in dataclasses.fields(tables):
-        if field.name.endswith("_hooks"):
-            collection = getattr(tables, field.name)
-            for item in collection.values() if isinstance(collection, dict) else collection:
-                entries += item if isinstance(item, list) else [item]
-    return entries
+    """Every entry of the hook registry (`Tables.hooks`)."""
+    return list(tables.hooks.every())
 
 
 @pytest.fixture(scope="module")

@@ -176,7 +176,7 @@ def _rewritten(
     path: str, data: bytes, module: cst.Module, normalised: Normalised | None, converter: ModuleRewriter
 ) -> FileResult:
     new_module = transform(module, converter)
-    new_module = add_needed_imports(new_module, converter.imports_needed)
+    new_module = add_needed_imports(new_module, converter.import_statements.needed)
     placed, text = _place(module, converter)
     findings = annotate(in_original(placed, normalised), data)
     # every rewrite reports a change; without one the output is the input, not worth printing
@@ -272,7 +272,7 @@ def is_change(finding: Finding) -> bool:
 def edited(converter: ModuleRewriter) -> bool:
     """Did the transform change anything? Every rewrite reports a MODIFY, INSERT or DELETE finding
     (tests/test_engine.py checks that an unedited module prints back as its input)."""
-    return bool(converter.imports_needed) or any(
+    return bool(converter.import_statements.needed) or any(
         item.operation not in (Operation.UNSUPPORTED, Operation.CHECK) for item in converter.pending
     )
 

@@ -9,7 +9,7 @@ vendor-only reads and writes `"npu"` beside the `"cuda"` of a list of supported 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import libcst as cst
 
@@ -17,13 +17,12 @@ from ms_fmk_transplt.engine.context import code_of
 from ms_fmk_transplt.engine.cuda_only import CudaOnlyGuards
 from ms_fmk_transplt.engine.dispatch import CachedDispatch
 from ms_fmk_transplt.engine.dispatch_sites import DeviceDispatch, Kept
-from ms_fmk_transplt.engine.roles import Role
+from ms_fmk_transplt.engine.hooks import STRINGS, Site
+from ms_fmk_transplt.engine.roles import LiteralRoles, Role
 from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.engine.walk import NodeIndex, children
 from ms_fmk_transplt.records import Operation
-
-if TYPE_CHECKING:
-    from ms_fmk_transplt.engine.transformer import ModuleRewriter
 
 _NOT_CONVERTED = (Role.PROSE, Role.CLAIMED, Role.DATA_KEY)  # a kept one changes nothing: no note
 
@@ -31,10 +30,12 @@ _NOT_CONVERTED = (Role.PROSE, Role.CLAIMED, Role.DATA_KEY)  # a kept one changes
 class DispatchRewrites:
     """What the transformer does at a dispatch's alternatives: leave them, note them, widen lists."""
 
-    def __init__(self, converter: ModuleRewriter, nodes: NodeIndex) -> None:
-        self.c = converter
-        self.sites = DeviceDispatch(converter.tables.device_spec, converter.qualify)
-        rules = [getattr(hook, "rule", None) for hook in converter.tables.string_hooks]
+    def __init__(self, site: Site, roles: LiteralRoles, tables: Tables, nodes: NodeIndex) -> None:
+        """`site` takes the findings; `roles` tells which literals no rule converts."""
+        self.site = site
+        self.roles = roles
+        self.sites = DeviceDispatch(tables.device_spec, site.qualify)
+        rules = [getattr(hook, "rule", None) for hook in tables.hooks.all(STRINGS)]
         self.rule = next(  # the device rule, whose device_context holds the dispatch data
             (r for r in rules if isinstance(r, Rule) and "predicates" in r.params.get("device_context", {})),
             None,
@@ -44,11 +45,11 @@ class DispatchRewrites:
             return
         self.sites.scan(nodes)
         # a device test guarding CUDA-only code (a cuDNN operator, a CUDA extension): kept, reported
-        guards = CudaOnlyGuards(self.sites.spec, converter.qualify, converter.roles.context.device_typed)
+        guards = CudaOnlyGuards(self.sites.spec, site.qualify, roles.context.device_typed)
         guards.scan(nodes)
         for node, what in guards.guards:
             self.sites.kept.setdefault(id(node), Kept(id(node), None, "guard"))
-            converter.report_message(
+            site.report_message(
                 node,
                 self.rule,
                 Operation.CHECK,
@@ -56,7 +57,7 @@ class DispatchRewrites:
                 " the other path",
             )
         for read in self.sites.vendor_reads:
-            converter.report_message(
+            site.report_message(
                 read,
                 self.rule,
                 Operation.CHECK,
@@ -76,7 +77,7 @@ class DispatchRewrites:
             and rule.params["old"] in self._code(node)
         ):
             self._noted.add(kept.place)
-            self.c.report_message(
+            self.site.report_message(
                 node,
                 rule,
                 Operation.CHECK,
@@ -92,7 +93,7 @@ class DispatchRewrites:
         while stack:
             current = stack.pop()
             if isinstance(current, cst.SimpleString):
-                if self.c.roles.of(current).role in _NOT_CONVERTED:
+                if self.roles.of(current).role in _NOT_CONVERTED:
                     text = text.replace(current.value, "", 1)
                 continue
             stack.extend(children(current))
@@ -117,14 +118,14 @@ class DispatchRewrites:
             alone = len(elements) == 1 and isinstance(updated, cst.Tuple)  # ("cuda",) -> ("cuda", "npu")
             added = added.with_changes(comma=cst.MaybeSentinel.DEFAULT if alone else comma)
         elements.insert(index + 1, added)
-        self.c.report_message(
+        self.site.report_message(
             original,
             self.rule,
             Operation.MODIFY,
             f"{new!r} added beside {literal.value}: a list of the device types the code supports",
         )
         if self.rule.needs_torch_npu:
-            self.c.needs_torch_npu = True
+            self.site.require_torch_npu()
         return updated.with_changes(elements=elements)
 
 

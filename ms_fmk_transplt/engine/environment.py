@@ -22,7 +22,8 @@ from collections.abc import Callable
 import libcst as cst
 
 from ms_fmk_transplt.engine.device_flow import choices
-from ms_fmk_transplt.engine.hooks import EnvHook, Site
+from ms_fmk_transplt.engine.hook_registry import HookRegistry
+from ms_fmk_transplt.engine.hooks import ENV_NAMES, ENV_PREFIXES, EnvHook, Site
 from ms_fmk_transplt.engine.walk import NodeIndex
 
 # evidence, by how the name was found
@@ -35,14 +36,12 @@ class Environment:
 
     def __init__(
         self,
-        hooks: dict[str, EnvHook],
-        prefix_hooks: dict[str, EnvHook],
+        hooks: HookRegistry,
         calls: frozenset[str],
         setters: frozenset[str],
         qualify: Callable[[cst.CSTNode], str | None],
     ) -> None:
-        self.hooks = hooks
-        self.prefix_hooks = prefix_hooks
+        self.hooks = hooks  # by the variable's name (ENV_NAMES) or a prefix of it (ENV_PREFIXES)
         self.calls = calls  # qualified names whose first argument is a variable's name
         self.setters = setters  # method names of test fixtures: monkeypatch.setenv
         self.qualify = qualify
@@ -55,9 +54,10 @@ class Environment:
 
     def hook(self, name: str) -> EnvHook | None:
         """The hook for an environment variable's name: by the whole name, else by a prefix."""
-        hook = self.hooks.get(name)
+        hook = self.hooks.one(ENV_NAMES, name)
         if hook is None:
-            hook = next((h for prefix, h in self.prefix_hooks.items() if name.startswith(prefix)), None)
+            prefixes = self.hooks.keyed(ENV_PREFIXES).items()
+            hook = next((hooks[-1] for prefix, hooks in prefixes if hooks and name.startswith(prefix)), None)
         return hook
 
     def is_environ(self, expr: cst.BaseExpression) -> bool:

@@ -40,6 +40,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from ms_fmk_transplt.engine.hooks import METHODS
 from ms_fmk_transplt.engine.messages import join_clauses
 from ms_fmk_transplt.engine.support import (
     CASTS,
@@ -268,7 +269,7 @@ class _Scan:
             for root in ("torch", "torch_npu")
         )
         self.own_methods: dict[str, set[str]] = {}
-        if tables.method_hooks:
+        if tables.hooks.keyed(METHODS):
             for cls in classes:
                 for member in cls.body:
                     if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):

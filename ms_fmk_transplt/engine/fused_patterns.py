@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from ms_fmk_transplt.engine.dispatch_rewrites import KeptAlternatives
-from ms_fmk_transplt.engine.hooks import Planned
+from ms_fmk_transplt.engine.hooks import FUSED, Planned
 from ms_fmk_transplt.records import Operation
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ class FusedPatterns:
     def __init__(self, site: Site, tables: Tables, module: cst.Module) -> None:
         self.site = site
         self.module = module
-        self.hooks = tables.pattern_hooks
+        self.hooks = tables.hooks.all(FUSED)
         self._half: bool | None = None
         self._planned: dict[int, Planned] | None = None
 

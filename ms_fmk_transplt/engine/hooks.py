@@ -2,14 +2,16 @@
 
 A kind whose rewrite needs its own code compiles each rule into an entry, a frozen dataclass
 defined in the kind's module (`ruleset/kinds/<kind>.py`), that implements one of these protocols;
-the compiled `Tables` hold the entries keyed for dictionary lookups. The engine keeps traversal,
+the kind adds it to `Tables.hooks`, the one registry, in the slot of its node class and interface
+(the `Slot` constants at the end; `node_slot` for the generic `NodeHook`, which needs no engine
+change) under its lookup key (engine/hook_registry.py). The engine keeps traversal,
 name resolution, the string/device/environment contexts, import planning and the composition of
 several hooks on one node; the hook holds the matching details, the rewrite and the finding.
 Entries are pickled to worker processes and into the cache, so they must be module-level classes.
 
-Kinds whose rewrite is the engine's own name resolution (renames, module members, unsupported
-names, method and attribute renames, support classification) and the import insertion compile
-into plain tables (`engine/tables.py`) instead; their module docstrings say where they apply.
+Kinds whose rewrite is the engine's own name resolution (qualified-name renames, module members,
+unsupported names, support classification) and the import insertion compile into plain tables
+(`engine/tables.py`) instead; their module docstrings say where they apply.
 """
 
 from __future__ import annotations
@@ -21,13 +23,59 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import libcst as cst
 
+from ms_fmk_transplt.engine.bindings import Bindings
+from ms_fmk_transplt.engine.context import DeviceContext, Verdict
+from ms_fmk_transplt.engine.hook_registry import GENERIC, Slot
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.records import Finding, Operation, Support
 
 if TYPE_CHECKING:
-    from ms_fmk_transplt.engine.ownership import NameOwnership
-    from ms_fmk_transplt.engine.roles import LiteralRoles
     from ms_fmk_transplt.engine.walk import NodeIndex
+
+
+class Roles(Protocol):
+    """What a hook reads of the literal pass (engine/roles.py's `LiteralRoles` implements it)."""
+
+    context: DeviceContext  # device evidence of the file (engine/context.py)
+    spelled: dict[int, str]  # id(first piece) -> the value literal pieces spell: 'cu' 'da'
+
+    def in_device_arg(self, node: cst.CSTNode) -> bool:
+        """Inside an argument that takes a device (`device=`, `.to(...)`) or a backend."""
+        ...
+
+    def device(self, node: cst.BaseExpression, value: str, old: str) -> tuple[Verdict, str]:
+        """Is a literal the device rule's pattern matches a device here, and why."""
+        ...
+
+    def rival(self, node: cst.CSTNode, wanted: Callable[[str], bool]) -> cst.SimpleString | None:
+        """The literal in another branch of the dispatch `node` belongs to whose value is `wanted`."""
+        ...
+
+
+class Names(Protocol):
+    """Who owns a short name in this file (engine/ownership.py's `NameOwnership` implements it)."""
+
+    bindings: Bindings
+
+    def own_method(self, func: cst.Attribute) -> bool:
+        """`self.cuda()` in a file whose class defines `cuda`."""
+        ...
+
+    def assigns(self, owner: cst.BaseExpression, attribute: str) -> bool:
+        """The file assigns `attribute` on this very object."""
+        ...
+
+    def assigns_anywhere(self, attribute: str) -> bool:
+        """The file assigns an attribute of this name on some object."""
+        ...
+
+    def unbound(self, name: str) -> bool:
+        """Neither bound nor imported anywhere in the file."""
+        ...
+
+    def first_keep(self, name: str) -> bool:
+        """True the first time a kept `name` is reported in this file."""
+        ...
 
 
 class Site(Protocol):
@@ -36,8 +84,15 @@ class Site(Protocol):
     Nodes given to the report functions are original nodes: positions refer to the input file.
     """
 
-    roles: LiteralRoles  # what is this string literal: a device, prose, a key? (engine/roles.py)
-    names: NameOwnership  # who owns a short name in this file (engine/ownership.py)
+    @property
+    def roles(self) -> Roles:
+        """What is this string literal: a device, prose, a key? (engine/roles.py)"""
+        ...
+
+    @property
+    def names(self) -> Names:
+        """Who owns a short name in this file (engine/ownership.py)."""
+        ...
 
     @property
     def release(self) -> str:
@@ -94,6 +149,21 @@ class Site(Protocol):
 
     def renamed(self, name: str) -> str | None:
         """What a qualified API name becomes under the rules (None: no rule renames it)."""
+        ...
+
+    def require_torch_npu(self) -> None:
+        """The file's rewrites need `import torch_npu` (for a rewrite no finding of a rule that
+        `needs_torch_npu` marks)."""
+        ...
+
+
+class NodeHook(Protocol):
+    """The generic hook: a rewrite of nodes of one class by a lookup key (engine/hook_registry.py),
+    for a node class the transformer has no callback of its own for."""
+
+    def rewrite(self, site: Site, original: cst.CSTNode, updated: cst.CSTNode, key: str) -> cst.CSTNode:
+        """The node rewritten (or `updated` as it is); `key` is the lookup key it was found by.
+        A node of another class ends the hooks of the node."""
         ...
 
 
@@ -303,3 +373,23 @@ class TextHook(Protocol):
     def scan_line(self, number: int, line: str) -> Finding | None:
         """A finding for line `number` (1-based), or None."""
         ...
+
+
+# the registry's slots (engine/hook_registry.py): a node class and the interface of its hooks
+CALLS: Slot[CallHook] = Slot(cst.Call, "call")  # by qualified name, `module.*`, or `.short` name
+METHODS: Slot[MethodHook] = Slot(cst.Call, "method")  # by the method's name
+FUNCTIONS: Slot[FunctionHook] = Slot(cst.Name, "function")  # by the bare function name
+ATTRIBUTES: Slot[AttributeHook] = Slot(cst.Attribute, "attribute")  # by the attribute's name
+REFERENCES: Slot[AttributeHook] = Slot(cst.Attribute, "reference")  # reads not called; "*": any
+STRINGS: Slot[StringHook] = Slot(cst.SimpleString, "string")  # "*", tried in order
+ENV_NAMES: Slot[EnvHook] = Slot(cst.SimpleString, "env")  # by environment variable name
+ENV_PREFIXES: Slot[EnvHook] = Slot(cst.SimpleString, "env_prefix")  # by a prefix of the name
+RESULTS: Slot[ResultHook] = Slot(cst.Call, "result")  # calls whose result breaks when used
+VALUES: Slot[ValueHook] = Slot(cst.Dict, "value")  # "*": values reaching some calls' arguments
+FUSED: Slot[PatternHook] = Slot(cst.Module, "pattern")  # "*": computations over several statements
+TEXT: Slot[TextHook] = Slot(cst.Module, "text")  # "*": line scans of copied files, a module's shell text
+
+
+def node_slot(node: type[cst.CSTNode]) -> Slot[NodeHook]:
+    """The slot of the generic hooks of a node class (engine/node_hooks.py runs them)."""
+    return Slot(node, GENERIC)

@@ -8,23 +8,39 @@ is renamed or reported, never silent. Planning which imports to add is engine/im
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeVar
+from typing import Protocol, TypeVar
 
 import libcst as cst
 
+from ms_fmk_transplt.engine.hooks import FUNCTIONS
 from ms_fmk_transplt.engine.import_split import (
     comments_after,
     import_line,
     name_indent,
     without_names,
 )
-from ms_fmk_transplt.engine.imports import imports_device_module, insert_module_import
+from ms_fmk_transplt.engine.imports import ImportPlan, imports_device_module, insert_module_import
 from ms_fmk_transplt.engine.names import build_dotted, dotted
 from ms_fmk_transplt.engine.pending import Pending
+from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.engine.tables import Match, Tables
 from ms_fmk_transplt.records import Operation
 
-if TYPE_CHECKING:
-    from ms_fmk_transplt.engine.transformer import ModuleRewriter
+# import alias -> (name to import, name kept bound or None, why it is kept): engine/imports.py
+FunctionImports = dict[cst.ImportAlias, tuple[str, str | None, str]]
+
+
+class Reports(Protocol):
+    """Where the import rewrites' findings go (engine/site_reports.py's `SiteReports`)."""
+
+    pending: list[Pending]
+    needs_torch_npu: bool  # some rewrite of the file needs the inserted import
+
+    def report_match(self, node: cst.CSTNode, match: Match) -> None: ...
+
+    def report_unsupported(
+        self, node: cst.CSTNode, rule: Rule, what: str, suggestion: str = "", api: str = ""
+    ) -> None: ...
 
 
 def _asname(alias: cst.ImportAlias) -> str | None:
@@ -38,10 +54,25 @@ _Line = TypeVar("_Line", cst.SimpleStatementLine, cst.SimpleStatementSuite)
 
 
 class ImportStatements:
-    """The import-statement rewrites of one module (the converter holds the tables and findings)."""
+    """The import-statement rewrites of one module; read `needed` after the traversal."""
 
-    def __init__(self, converter: ModuleRewriter) -> None:
-        self.c = converter
+    def __init__(
+        self,
+        reports: Reports,
+        tables: Tables,
+        plan: ImportPlan,
+        function_imports: FunctionImports,
+        aliases: dict[str, str],
+    ) -> None:
+        """`plan`: the file's imports as the rewrites leave them; `aliases`: bound name -> qualified."""
+        self.reports = reports
+        self.tables = tables
+        self.plan = plan
+        self.function_imports = function_imports
+        self.aliases = aliases
+        self.needed: set[str] = set()  # modules a freshly written dotted path needs imported
+        self.uses_needed_api = False  # torch.accelerator finds the NPU only after import torch_npu
+        self.anchor_updated: cst.SimpleStatementLine | None = None  # the anchor line, as rewritten
         # lines rewritten to import torch.npu, in a file that imports torch_npu itself (maybe too late)
         self.device_imports: list[tuple[cst.SimpleStatementLine, cst.SimpleStatementLine]] = []
         # the statements split off each import of the current line, written right after it
@@ -56,11 +87,9 @@ class ImportStatements:
         """The line, and the imports split off it: on lines of their own after a line holding one
         statement, else right after their import on the line. A line made to import torch.npu is
         noted where the file imports torch_npu itself."""
-        if (
-            self.c.imports.has_torch_npu
-            and imports_device_module(updated)
-            and not imports_device_module(original)
-        ):
+        if original is self.plan.anchor_line:
+            self.anchor_updated = updated
+        if self.plan.has_torch_npu and imports_device_module(updated) and not imports_device_module(original):
             self.device_imports.append((original, updated))
         if not self.split_off:
             return updated
@@ -110,11 +139,11 @@ class ImportStatements:
         changed = False
         for alias in updated_node.names:
             full = dotted(alias.name)
-            match = self.c.tables.lookup(full) if full else None
+            match = self.tables.lookup(full) if full else None
             if match is None or full is None:
                 names.append(alias)
                 continue
-            self.c.report_match(original_node, match)
+            self.reports.report_match(original_node, match)
             if match.new is None:
                 names.append(alias)
                 continue
@@ -126,7 +155,7 @@ class ImportStatements:
         self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom
     ) -> cst.ImportFrom:
         """`from torch.cuda import x`: renamed names, moved ones split into lines of their own."""
-        if self.c.function_imports and not isinstance(original_node.names, cst.ImportStar):
+        if self.function_imports and not isinstance(original_node.names, cst.ImportStar):
             updated_node = self._rename_function_imports(original_node, updated_node)
         module = dotted(updated_node.module) if not updated_node.relative else None
         if module is None:
@@ -139,16 +168,16 @@ class ImportStatements:
         for i, alias in enumerate(names):
             name = dotted(alias.name)
             full = f"{module}.{name}"
-            match = self.c.tables.lookup(full)
+            match = self.tables.lookup(full)
             if match is None or not name:
                 continue
-            self.c.report_match(original_node, match)
+            self.reports.report_match(original_node, match)
             if match.new is None:
                 continue
             new_full = match.new + full[len(match.prefix) :]
             parent, _, last = new_full.rpartition(".")
             bound = _asname(alias) or name
-            new_bound, _ = self.c.imports.binding(bound)
+            new_bound, _ = self.plan.binding(bound)
             new_alias = alias.with_changes(name=cst.Name(last))
             if new_bound != last:
                 new_alias = new_alias.with_changes(asname=cst.AsName(name=cst.Name(new_bound)))
@@ -191,15 +220,16 @@ class ImportStatements:
         )
         names = list(updated.names)
         for i, alias in enumerate(original.names):
-            plan = self.c.function_imports.get(alias)
+            plan = self.function_imports.get(alias)
             if plan is None:
                 continue
             new, keep, reason = plan
-            entry = self.c.tables.function_hooks[dotted(alias.name) or ""]
-            message = entry.rule.render(old=dotted(alias.name), new=new, release=self.c.tables.release)
+            entry = self.tables.hooks.one(FUNCTIONS, dotted(alias.name) or "")
+            assert entry is not None  # planned only for a name a function hook renames
+            message = entry.rule.render(old=dotted(alias.name), new=new, release=self.tables.release)
             if reason:
                 message += f" (imported as {keep}: {reason})"
-            self.c.pending.append(Pending(original, entry.rule, Operation.MODIFY, message))
+            self.reports.pending.append(Pending(original, entry.rule, Operation.MODIFY, message))
             changed = names[i].with_changes(name=cst.Name(new))
             if keep is not None and _asname(alias) is None:
                 changed = changed.with_changes(asname=cst.AsName(name=cst.Name(keep)))
@@ -210,27 +240,27 @@ class ImportStatements:
 
     def _star_import(self, original: cst.ImportFrom, updated: cst.ImportFrom, module: str) -> cst.ImportFrom:
         """`from torch.cuda.amp import *`: the module's counterpart, or a report; never silence."""
-        match = self.c.tables.lookup(module)
+        match = self.tables.lookup(module)
         if match is not None and match.prefix == module:
-            self.c.report_match(original, match)
+            self.reports.report_match(original, match)
             if match.new is None:
                 return updated
             self.need_import_for(match.new)
             return updated.with_changes(module=build_dotted(match.new))
         if match is not None:  # a member of a module the rules cover: `from torch.cuda.nvtx import *`
-            self.c.report_unsupported(original, match.rule, f"from {module} import *", match.suggestion)
+            self.reports.report_unsupported(original, match.rule, f"from {module} import *", match.suggestion)
             return updated
-        rewritten = [n for n, e in self.c.tables.renames.items() if e.new is not None]
-        rewritten += [n for n, m in self.c.tables.modules.items() if m.new_module is not None]
+        rewritten = [n for n, e in self.tables.renames.items() if e.new is not None]
+        rewritten += [n for n, m in self.tables.modules.items() if m.new_module is not None]
         # names the star binds: members one level below the module (torch.nn.Module.cuda is not one)
         covered = sorted(name for name in rewritten if name.rpartition(".")[0] == module)
         if covered:
             rule = (
-                self.c.tables.renames[covered[0]]
-                if covered[0] in self.c.tables.renames
-                else self.c.tables.modules[covered[0]]
+                self.tables.renames[covered[0]]
+                if covered[0] in self.tables.renames
+                else self.tables.modules[covered[0]]
             ).rule
-            self.c.pending.append(
+            self.reports.pending.append(
                 Pending(
                     original,
                     rule,
@@ -241,35 +271,41 @@ class ImportStatements:
             )
         return updated
 
+    def note_use(self, name: str) -> None:
+        """A use of qualified `name`: one of the APIs that need the inserted import (`needs_module`)?"""
+        if self.tables.needs_module and not self.uses_needed_api:
+            self.uses_needed_api = any(
+                name == n or name.startswith(n + ".") for n in self.tables.needs_module
+            )
+
     def need_import_for(self, target: str) -> None:
         """Make the first name of a freshly written dotted path resolve (torch.npu needs only torch)."""
-        needed = self.c.imports.needed_import(target)
+        needed = self.plan.needed_import(target)
         if needed is not None:
-            self.c.imports_needed.add(needed)
+            self.needed.add(needed)
 
     def finish_module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         """The module with `import torch_npu` added where the file's rewrites or APIs need it."""
-        c = self.c
-        rule = c.tables.import_insert
+        rule = self.tables.import_insert
         if rule is None:
             return updated_node
         module_name = rule.params["module"]
         # a rewrite that spelled out `torch_npu.x.y` needs the bare name, not just any import of it
-        name_needed = module_name in c.imports_needed and c.aliases.get(module_name) != module_name
-        c.imports_needed.discard(module_name)
+        name_needed = module_name in self.needed and self.aliases.get(module_name) != module_name
+        self.needed.discard(module_name)
         result, insertion = insert_module_import(
             rule,
-            c.imports,
+            self.plan,
             original_node,
             updated_node,
-            needs_module=c.needs_torch_npu,
-            uses_needed_api=c.uses_needed_api,
+            needs_module=self.reports.needs_torch_npu,
+            uses_needed_api=self.uses_needed_api,
             name_needed=name_needed,
-            anchor_updated=c.anchor_updated,
+            anchor_updated=self.anchor_updated,
             device_imports=self.device_imports,
         )
         if insertion is not None:
-            c.pending.append(
+            self.reports.pending.append(
                 Pending(
                     insertion.anchor,
                     rule,

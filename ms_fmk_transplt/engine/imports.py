@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ms_fmk_transplt.engine.bindings import Bindings, NameClaims
+from ms_fmk_transplt.engine.hooks import FUNCTIONS
 from ms_fmk_transplt.engine.names import build_dotted, dotted, import_bindings
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
@@ -130,7 +131,7 @@ def plan_function_imports(
     """
     renames: dict[str, tuple[str, Rule]] = {}
     planned: dict[cst.ImportAlias, tuple[str, str | None, str]] = {}
-    if not tables.function_hooks:
+    if not tables.hooks.keyed(FUNCTIONS):
         return renames, planned
     for _, statement in imports:
         if not isinstance(statement, cst.ImportFrom) or isinstance(statement.names, cst.ImportStar):
@@ -139,7 +140,7 @@ def plan_function_imports(
             if not isinstance(alias.name, cst.Name):
                 continue
             old = alias.name.value
-            entry = tables.function_hooks.get(old)
+            entry = tables.hooks.one(FUNCTIONS, old)
             if entry is None or entry.new is None:
                 continue
             asname = (

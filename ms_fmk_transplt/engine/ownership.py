@@ -19,24 +19,24 @@ from ms_fmk_transplt.engine.bindings import (
     own_methods,
 )
 from ms_fmk_transplt.engine.name_uses import NameUses
-from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.engine.walk import NodeIndex
 
 
 class NameOwnership:
     """Per-file facts about short names, computed only for the rename tables the run has."""
 
-    def __init__(self, tables: Tables, nodes: NodeIndex, uses: NameUses) -> None:
+    def __init__(
+        self, nodes: NodeIndex, uses: NameUses, functions: bool, methods: bool, attributes: bool
+    ) -> None:
+        """`functions`, `methods`, `attributes`: the run renames some of these by short name."""
         self.uses = uses
         # names bound by defs, assignments, parameters, imports: a bare function name the file binds is its own
-        self.bindings = collect_bindings(nodes) if tables.function_hooks else Bindings()
+        self.bindings = collect_bindings(nodes) if functions else Bindings()
         # method name -> the classes of this file that define it: `self.cuda()` there is the user's
-        self.own_methods = own_methods(nodes) if tables.method_hooks or tables.method_call_hooks else {}
+        self.own_methods = own_methods(nodes) if methods else {}
         # `self.is_cuda = ...`: an attribute the file assigns is the user's, never Tensor.is_cuda
         # (object as code, attribute)
-        self.assigned_attributes = (
-            assigned_attributes(nodes) if tables.attribute_hooks or tables.reference_hooks else set()
-        )
+        self.assigned_attributes = assigned_attributes(nodes) if attributes else set()
         self._kept: set[str] = set()
 
     def own_method(self, func: cst.Attribute) -> bool:

@@ -12,16 +12,18 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import ResultHook, ResultUse, Site
+from ms_fmk_transplt.engine.hook_registry import HookRegistry
+from ms_fmk_transplt.engine.hooks import RESULTS, ResultHook, ResultUse, Site
 
 
 class ResultUses:
     """The result-use checks of one module."""
 
-    def __init__(
-        self, hooks: dict[str, ResultHook], qualify: Callable[[cst.CSTNode], str | None], site: Site
-    ) -> None:
-        self.hooks = hooks
+    def __init__(self, hooks: HookRegistry, qualify: Callable[[cst.CSTNode], str | None], site: Site) -> None:
+        # the qualified names of calls whose result breaks when used (a later rule replaces one)
+        self.hooks: dict[str, ResultHook] = {
+            name: found[-1] for name, found in hooks.keyed(RESULTS).items() if found
+        }
         self.qualify = qualify
         self.site = site
         self.names: dict[str, tuple[ResultHook, str]] = {}  # `cap = ...`: name -> (hook, call's name)

@@ -32,6 +32,10 @@ class SiteReports:
         self.pending: list[Pending] = []
         self.needs_torch_npu = False
 
+    def require_torch_npu(self) -> None:
+        """The file's rewrites need `import torch_npu` (hooks.Site)."""
+        self.needs_torch_npu = True
+
     @property
     def release(self) -> str:
         """The Ascend release converted for (hooks.Site)."""

@@ -11,33 +11,42 @@ reported by that rule.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.roles import Role
-
-if TYPE_CHECKING:
-    from ms_fmk_transplt.engine.transformer import ModuleRewriter
+from ms_fmk_transplt.engine.environment import Environment
+from ms_fmk_transplt.engine.hooks import Site, StringHook
+from ms_fmk_transplt.engine.roles import LiteralRoles, Role
 
 LEFT_ALONE = (Role.PROSE, Role.CLAIMED)  # never rewritten by a string rule
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(_[A-Z0-9]+)+")  # NCCL_ALGO, CUDA_VISIBLE_DEVICES
 
 
 class LiteralRewrites:
-    """The string-literal half of the traversal of one module (the converter is the hooks' site)."""
+    """The string-literal half of the traversal of one module; `site` is what the hooks are handed."""
 
-    def __init__(self, converter: ModuleRewriter) -> None:
-        self.c = converter
+    def __init__(
+        self,
+        site: Site,
+        roles: LiteralRoles,
+        environment: Environment,
+        hooks: list[StringHook],
+    ) -> None:
+        """`hooks`: the string hooks, in the order they are tried."""
+        self.site = site
+        self.roles = roles
+        self.environment = environment
+        self.hooks = hooks
+        self.keyed = any(hook.in_keys for hook in hooks)  # some hook also applies to dict keys
 
     def simple(self, original: cst.SimpleString, updated: cst.SimpleString) -> cst.BaseExpression:
         """A plain or implicitly concatenated piece: `"cuda:0"`, `'NCCL_DEBUG'`."""
-        c = self.c
-        role = c.roles.of(original).role
+        site = self.site
+        role = self.roles.of(original).role
         keyed = role is Role.DATA_KEY
         if role in LEFT_ALONE:
             return updated
-        if keyed and not c.tables.keyed_strings:
+        if keyed and not self.keyed:
             return self._kept(original, updated)
         try:
             value = original.evaluated_value
@@ -46,12 +55,12 @@ class LiteralRewrites:
         if not isinstance(value, str):
             return updated
         if role is Role.ENV_NAME:
-            hook = c.environment.hook(value)
-            return updated if hook is None else hook.rewrite_env_string(c, original, updated, value)
-        for string_hook in c.tables.string_hooks:
+            hook = self.environment.hook(value)
+            return updated if hook is None else hook.rewrite_env_string(site, original, updated, value)
+        for string_hook in self.hooks:
             if keyed and not string_hook.in_keys:
                 continue
-            result = string_hook.rewrite_string(c, original, updated, value)
+            result = string_hook.rewrite_string(site, original, updated, value)
             if result is not None:
                 return result
         if keyed:
@@ -64,43 +73,43 @@ class LiteralRewrites:
         """A literal spelling a variable an environment rule covers, in code where no environment
         is seen to take it: reported (it may reach os.environ through the project's own helper)."""
         if _ENV_NAME.fullmatch(value):
-            hook = self.c.environment.hook(value)
+            hook = self.environment.hook(value)
             if hook is not None:
-                hook.report_kept(self.c, original, value)
+                hook.report_kept(self.site, original, value)
 
     def _kept(self, original: cst.SimpleString, updated: cst.SimpleString) -> cst.SimpleString:
         """A dict key or subscript kept as the user's: a device-looking one in a torch file is still
         reported, and so is one spelling an environment variable's name."""
-        c = self.c
+        site = self.site
         value = original.evaluated_value
         if not isinstance(value, str):
             return updated
         self._env_name_kept(original, value)
-        if c.imports_torch:
-            for hook in c.tables.string_hooks:
-                if hook.report_kept(c, original, value, c.roles.of(original).why):
+        if site.imports_torch:
+            for hook in self.hooks:
+                if hook.report_kept(site, original, value, self.roles.of(original).why):
                     break
         return updated
 
     def formatted(self, original: cst.FormattedString, updated: cst.FormattedString) -> cst.BaseExpression:
         """An f-string: the hooks see its template with `{}` for each replacement field; a dict key
         or subscript (`generators[f"cuda:{i}"]`) only hooks that apply to keys, like a plain literal."""
-        c = self.c
-        role = c.roles.of(original)
+        site = self.site
+        role = self.roles.of(original)
         if role.role in LEFT_ALONE or not updated.parts:
             return updated
         keyed = role.role is Role.DATA_KEY
         template = "".join(
             p.value if isinstance(p, cst.FormattedStringText) else "{}" for p in original.parts
         )
-        for hook in c.tables.string_hooks:
+        for hook in self.hooks:
             if keyed and not hook.in_keys:
                 continue
-            result = hook.rewrite_fstring(c, original, updated, template)
+            result = hook.rewrite_fstring(site, original, updated, template)
             if result is not None:
                 return result
-        if keyed and c.imports_torch:
-            for hook in c.tables.string_hooks:
-                if hook.report_kept(c, original, template, role.why):
+        if keyed and site.imports_torch:
+            for hook in self.hooks:
+                if hook.report_kept(site, original, template, role.why):
                     break
         return updated

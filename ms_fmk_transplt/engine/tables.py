@@ -2,9 +2,10 @@
 (``ms_fmk_transplt.ruleset.compile``: the rules package fills them, the engine only reads them).
 
 Two sorts of entry: the name tables below (`Rename`, `ModuleMembers`, `SupportEntry`), which the
-engine's own name resolution applies, and hook collections holding entries defined by the rule
-kinds themselves (`engine/hooks.py` is their interface). Built once per run, shared read-only by
-every file (and pickled to worker processes).
+engine's own name resolution applies, and `hooks`, the one registry of the entries the rule kinds
+define themselves, by node class and lookup key (engine/hook_registry.py; engine/hooks.py is
+their interface and names their slots). Built once per run, shared read-only by every file (and
+pickled to worker processes).
 """
 
 from __future__ import annotations
@@ -17,17 +18,16 @@ from typing import Protocol
 
 from ms_fmk_transplt.engine.context import DeviceSpec
 from ms_fmk_transplt.engine.first_party import FirstParty, ProjectLayout
+from ms_fmk_transplt.engine.hook_registry import HookRegistry
 from ms_fmk_transplt.engine.hooks import (
-    AttributeHook,
+    ATTRIBUTES,
+    CALLS,
+    FUNCTIONS,
+    METHODS,
+    REFERENCES,
+    TEXT,
     CallHook,
-    EnvHook,
-    FunctionHook,
-    MethodHook,
-    PatternHook,
-    ResultHook,
-    StringHook,
     TextHook,
-    ValueHook,
 )
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.records import Finding, Support
@@ -115,26 +115,13 @@ class Tables:
     # names above; `module_glob` is all their patterns in one regex, None when there are none
     module_globs: dict[str, Rename] = field(default_factory=dict)
     module_glob: re.Pattern[str] | None = None
-    # renames by short name (heuristic), by the name: x.cuda(...); func(...) unimported; x.is_cuda
-    method_hooks: dict[str, MethodHook] = field(default_factory=dict)
-    function_hooks: dict[str, FunctionHook] = field(default_factory=dict)
-    attribute_hooks: dict[str, AttributeHook] = field(default_factory=dict)
-    reference_hooks: dict[str, AttributeHook] = field(default_factory=dict)  # reads not called; "*": any
-    # hooks (engine/hooks.py), each entry a class of the kind that compiled it (ruleset/kinds/<kind>.py)
-    call_hooks: dict[str, list[CallHook]] = field(default_factory=dict)  # by qualified name
-    method_call_hooks: dict[str, list[CallHook]] = field(default_factory=dict)  # heuristic: by short name
-    string_hooks: list[StringHook] = field(default_factory=list)  # tried in order, the first match wins
-    keyed_strings: bool = False  # some string hook also applies to dict keys and subscripts
+    # the kinds' hooks by node class and lookup key (engine/hook_registry.py), each a class of the
+    # kind that compiled it (ruleset/kinds/<kind>.py): calls by qualified name or `.short` name
+    hooks: HookRegistry = field(default_factory=HookRegistry)
     # a file naming one may keep alternatives of a device dispatch as written (engine/dispatch_sites.py):
     # libcst's path decides, the fast path's classification would report inside them
     dispatch_words: set[str] = field(default_factory=set)
     device_spec: DeviceSpec = field(default_factory=DeviceSpec)  # where a string literal is a device
-    env_hooks: dict[str, EnvHook] = field(default_factory=dict)  # by environment variable name
-    env_prefix_hooks: dict[str, EnvHook] = field(default_factory=dict)  # by a prefix of the name
-    result_hooks: dict[str, ResultHook] = field(default_factory=dict)  # calls whose result breaks when used
-    text_hooks: list[TextHook] = field(default_factory=list)  # line scans of copied non-Python files
-    value_hooks: list[ValueHook] = field(default_factory=list)  # values reaching some calls' arguments
-    pattern_hooks: list[PatternHook] = field(default_factory=list)  # computations over several statements
     opt_ins: frozenset[str] = frozenset()
     import_insert: Rule | None = None
     needs_module: set[str] = field(default_factory=set)  # using these needs the inserted import
@@ -237,26 +224,31 @@ class Tables:
 
     def add_call_hook(self, name: str, hook: CallHook, by_short_name: bool = False) -> None:
         """Register a call hook; the hooks on one name stay in ascending `order`, then compile order."""
-        table = self.method_call_hooks if by_short_name else self.call_hooks
-        hooks = table.setdefault(name, [])
-        hooks.append(hook)
-        hooks.sort(key=lambda h: h.order)
+        self.hooks.add(CALLS, f".{name}" if by_short_name else name, hook)
+
+    def by_short_name(self) -> tuple[bool, bool, bool]:
+        """Does the run match functions, methods, attributes by their short name (heuristics)?"""
+        return (
+            bool(self.hooks.keyed(FUNCTIONS)),
+            bool(self.hooks.keyed(METHODS)) or any(key[0] == "." for key in self.hooks.keyed(CALLS)),
+            bool(self.hooks.keyed(ATTRIBUTES) or self.hooks.keyed(REFERENCES)),
+        )
 
     def call_hooks_for(self, name: str) -> list[CallHook] | None:
         """The call hooks of a qualified name: its own, else those of `module.*` (a direct member)."""
-        hooks = self.call_hooks.get(name)
+        hooks = self.hooks.at(CALLS, name)
         if hooks is None and "." in name:
-            hooks = self.call_hooks.get(name.rsplit(".", 1)[0] + ".*")
+            hooks = self.hooks.at(CALLS, name.rsplit(".", 1)[0] + ".*")
         return hooks
 
     def text_globs(self) -> tuple[str, ...]:
         """Every file-name glob a text scan reads: a copied file matching none is never read."""
-        return tuple(dict.fromkeys(glob for hook in self.text_hooks for glob in hook.files))
+        return tuple(dict.fromkeys(glob for hook in self.hooks.all(TEXT) for glob in hook.files))
 
     def text_hooks_for(self, path: str) -> list[TextHook]:
         """The text scans that read this file, judged by its name."""
         name = path.rsplit("/", 1)[-1]
-        return [hook for hook in self.text_hooks if hook.applies_to(name)]
+        return [hook for hook in self.hooks.all(TEXT) if hook.applies_to(name)]
 
     def could_match(self, data: bytes) -> bool:
         """False only when no rule can possibly match in `data` (proved by test to change nothing)."""

@@ -3,10 +3,14 @@
 Matching reads `original_node` (names resolve the same however deep a rewrite nests);
 rewrites build on `updated_node`, so `x.cuda(device=torch.device("cuda:0"))` gets both.
 It traverses and asks helpers: qualified-name renames come from the tables (`Tables.lookup`),
-renames by short name from engine/renames.py, what a name's use is from engine/name_uses.py,
-what a string literal is from engine/roles.py, support verdicts from engine/support.py, import
-statements from engine/import_statements.py, results from engine/results.py; the kinds' hooks
-(`engine/hooks.py`) do the rest. Findings wait in `pending` (engine/site_reports.py).
+what a name's use is from engine/name_uses.py, what a string literal is from engine/roles.py,
+support verdicts from engine/support.py, import statements from engine/import_statements.py,
+results from engine/results.py; the kinds' hooks
+(`engine/hooks.py`), found in one registry by node class and lookup key (`Tables.hooks`,
+engine/hook_registry.py), do the rest: the callbacks below compose the hooks of their nodes, and
+engine/node_hooks.py runs those of any other node class. Helpers get what they use (the hooks'
+`Site`, the tables, the import plan), never this class. Findings wait in `pending`
+(engine/site_reports.py).
 """
 
 from __future__ import annotations
@@ -20,7 +24,18 @@ from ms_fmk_transplt.engine.embedded_scripts import ShellScripts
 from ms_fmk_transplt.engine.environment import Environment
 from ms_fmk_transplt.engine.fused_patterns import FusedPatterns, FusedReplacements
 from ms_fmk_transplt.engine.guards import GuardedStatements
-from ms_fmk_transplt.engine.hooks import CallHook, ResultUse, ValueHook
+from ms_fmk_transplt.engine.hooks import (
+    ATTRIBUTES,
+    CALLS,
+    FUNCTIONS,
+    METHODS,
+    REFERENCES,
+    STRINGS,
+    VALUES,
+    CallHook,
+    ResultUse,
+    ValueHook,
+)
 from ms_fmk_transplt.engine.import_statements import ImportStatements
 from ms_fmk_transplt.engine.imports import plan_function_imports, plan_imports
 from ms_fmk_transplt.engine.name_uses import NameUses
@@ -32,6 +47,7 @@ from ms_fmk_transplt.engine.names import (
     iter_imports,
     set_segments,
 )
+from ms_fmk_transplt.engine.node_hooks import NodeHooks
 from ms_fmk_transplt.engine.ownership import NameOwnership
 from ms_fmk_transplt.engine.results import ResultUses
 from ms_fmk_transplt.engine.roles import LiteralRoles
@@ -43,8 +59,9 @@ from ms_fmk_transplt.engine.walk import NodeIndex, short_name, type_check_target
 from ms_fmk_transplt.records import Operation
 
 
-class ModuleRewriter(SiteReports, FusedReplacements):
-    """Applies the tables to one module; read `pending`, `needs_torch_npu` and `imports_needed` after."""
+class ModuleRewriter(SiteReports, NodeHooks, FusedReplacements):
+    """Applies the tables to one module; read `pending`, `needs_torch_npu` and
+    `import_statements.needed` after."""
 
     def __init__(self, tables: Tables, module: cst.Module) -> None:
         CachedDispatch.__init__(self)
@@ -56,32 +73,28 @@ class ModuleRewriter(SiteReports, FusedReplacements):
         self.aliases = assignment_aliases(
             nodes.of(cst.Assign), alias_table(s for _, s in imports), tables.modules
         )
-        self.uses_needed_api = False  # torch.accelerator finds the NPU only after import torch_npu
-        self.imports_needed: set[str] = set()
         self.uses = NameUses(nodes)
         self.type_checks = type_check_targets(nodes)
         self._qualified: dict[cst.CSTNode, str | None] = {}
-        self.anchor_updated: cst.SimpleStatementLine | None = None
         name_claims = NameClaims(nodes)  # which bare names the file spells, for renamed imports
         self.imports = plan_imports(tables, module, imports, self.aliases, name_claims)
         self.renamed_names = self.imports.renamed_names
         spec = tables.device_spec
         self.environment = Environment(
-            tables.env_hooks,
-            tables.env_prefix_hooks,
+            tables.hooks,
             frozenset(spec.env_calls),
             frozenset(spec.env_setters),
             self.qualify,
         )
         # what each string literal is (engine/roles.py); the look-ahead passes share one cheap walk
         self.roles = LiteralRoles(spec, self.qualify, self.environment, tables.first_party)
-        self.roles.scan(nodes, devices=bool(tables.string_hooks))
+        self.roles.scan(nodes, devices=bool(tables.hooks.keyed(STRINGS)))
         # shell text the module writes or runs, scanned after the traversal (engine/embedded_scripts.py)
         self.scripts = ShellScripts.of(nodes, tables, self.qualify)
         # value hooks (map_location) claim what they rewrite before the traversal: keys they keep,
         # values that are devices, the dicts they rebuild on the way out
         self._claimed: dict[cst.CSTNode, ValueHook] = {}
-        for value_hook in tables.value_hooks:
+        for value_hook in tables.hooks.all(VALUES):
             claims = value_hook.claim(self, nodes)
             self.roles.claim(claims)
             self._claimed.update((n, value_hook) for n in claims.values)
@@ -94,17 +107,21 @@ class ModuleRewriter(SiteReports, FusedReplacements):
             for root in ("torch", "torch_npu")
         )
         # who owns a short name in this file, for the rename-by-name hooks (engine/ownership.py)
-        self.names = NameOwnership(tables, nodes, self.uses)
+        self.names = NameOwnership(nodes, self.uses, *tables.by_short_name())
         # bound name -> (new name, rule); import alias -> (new name, name kept bound or None, why)
         self.function_renames, self.function_imports = plan_function_imports(
             tables, imports, self.names.bindings, name_claims
         )
         # `cap = torch.cuda.get_device_capability()`, then `cap[0]`: engine/results.py
-        self.results = ResultUses(tables.result_hooks, self.qualify, self)
-        self.import_statements = ImportStatements(self)
+        self.results = ResultUses(tables.hooks, self.qualify, self)
+        self.import_statements = ImportStatements(
+            self, tables, self.imports, self.function_imports, self.aliases
+        )
         self.guarded = GuardedStatements(nodes, self.qualify)  # guarded calls, `if` statements
-        self.strings = LiteralRewrites(self)
-        self.dispatch = DispatchRewrites(self, nodes)  # code written for several devices: kept alternatives
+        self.strings = LiteralRewrites(self, self.roles, self.environment, tables.hooks.all(STRINGS))
+        self.dispatch = DispatchRewrites(
+            self, self.roles, tables, nodes
+        )  # code written for several devices: kept alternatives
         self.fused = FusedPatterns(self, tables, module)  # --opt-in affinity: hand-written fused operators
 
     def close(self) -> None:
@@ -215,7 +232,7 @@ class ModuleRewriter(SiteReports, FusedReplacements):
             new_name, rule = function
             self.report(original_node, rule, Operation.MODIFY, old=original_node.value, new=new_name)
             return updated_node.with_changes(value=new_name)
-        hook = self.tables.function_hooks.get(original_node.value) if load else None
+        hook = self.tables.hooks.one(FUNCTIONS, original_node.value) if load else None
         if hook is not None and not self.uses.is_called(original_node):
             renamed = hook.rewrite_name(self, original_node, updated_node)
             if renamed is not None:
@@ -234,10 +251,8 @@ class ModuleRewriter(SiteReports, FusedReplacements):
         match = self.tables.lookup(name) if name else None
         if name:
             self.classify(original_node, converted_name(name, match), rewritten=match is not None)
-        if name and self.tables.needs_module and not self.uses_needed_api:
-            self.uses_needed_api = any(
-                name == n or name.startswith(n + ".") for n in self.tables.needs_module
-            )
+        if name:
+            self.import_statements.note_use(name)
         if match is None:
             return self._rename_attribute(original_node, updated_node)
         self.report_match(original_node, match)
@@ -262,10 +277,11 @@ class ModuleRewriter(SiteReports, FusedReplacements):
     def _rename_attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         """An attribute no qualified name matched: `lib.func` un-called, then `x.is_cuda` by name."""
         attr = original.attr.value
-        hooks = [self.tables.attribute_hooks.get(attr)]
+        registry = self.tables.hooks
+        hooks = [registry.one(ATTRIBUTES, attr)]
         if not self.uses.is_called(original):  # read as a value: `uncalled` hooks, a module's "*" last
-            references = self.tables.reference_hooks
-            hooks = [self.tables.function_hooks.get(attr), references.get(attr), *hooks, references.get("*")]
+            references = (registry.one(REFERENCES, attr), registry.one(REFERENCES, "*"))
+            hooks = [registry.one(FUNCTIONS, attr), references[0], *hooks, references[1]]
         for hook in hooks:
             result = hook.rewrite_attribute(self, original, updated) if hook is not None else None
             if result is not None:
@@ -282,25 +298,24 @@ class ModuleRewriter(SiteReports, FusedReplacements):
             # classified as converted: x.cuda() is about to be x.npu()
             method = func.attr.value
             own = self.names.own_method(func)  # self.cuda() where the class defines cuda: the user's
-            renamed = self.tables.method_hooks.get(method)
+            renamed = self.tables.hooks.one(METHODS, method)
             if renamed is not None and renamed.new is not None and not own:
                 method = renamed.new
             receiver = func.value  # neither a literal nor a tensor moved to the CPU (`x.cpu().numpy()`)
             if method in self.tables.support.tensor_methods and not own and not is_host_or_literal(receiver):
                 self.classify(original_node, f"torch.Tensor.{method}", heuristic=True)
         if isinstance(func, cst.Attribute) and not resolved and isinstance(updated_node.func, cst.Attribute):
-            method_hook = self.tables.method_hooks.get(func.attr.value)
+            method_hook = self.tables.hooks.one(METHODS, func.attr.value)
             if method_hook is not None:
                 result = method_hook.rewrite_method_call(self, original_node, updated_node)
         elif isinstance(func, cst.Name) and name is None and func.value not in self.names.bindings.imported:
-            function_hook = self.tables.function_hooks.get(func.value)
+            function_hook = self.tables.hooks.one(FUNCTIONS, func.value)
             if function_hook is not None:  # an imported name: the import's rename covers it
                 result = function_hook.rewrite_function_call(self, original_node, updated_node)
         hooks = self.tables.call_hooks_for(name) if name and not self.tables.owned(name) else None
-        if self.tables.method_call_hooks:
-            by_short = self.tables.method_call_hooks.get(short_name(func))
-            if by_short:
-                hooks = _compose(hooks, by_short)
+        by_short = self.tables.hooks.at(CALLS, f".{short_name(func)}")
+        if by_short:
+            hooks = _compose(hooks, by_short)
         for hook in hooks or ():
             if not isinstance(result, cst.Call):  # a template wrote another expression: it is final
                 break
@@ -315,8 +330,6 @@ class ModuleRewriter(SiteReports, FusedReplacements):
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
     ) -> cst.BaseStatement | cst.FlattenSentinel[cst.SimpleStatementLine]:
-        if original_node is self.imports.anchor_line:
-            self.anchor_updated = updated_node
         line = self.import_statements.leave_line(original_node, updated_node)
         return self.guarded.statement(line) if isinstance(line, cst.SimpleStatementLine) else line
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import Site
+from ms_fmk_transplt.engine.hooks import ATTRIBUTES, Site
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.records import Operation
@@ -44,9 +44,8 @@ class AttributeRenameRule:
     @staticmethod
     def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
-            tables.attribute_hooks[rule.params["attribute"]] = AttributeRename(
-                rule, rule.params["new_attribute"]
-            )
+            hook = AttributeRename(rule, rule.params["new_attribute"])
+            tables.hooks.put(ATTRIBUTES, rule.params["attribute"], hook)
             tables.add_name_trigger(rule.params["attribute"])
 
 

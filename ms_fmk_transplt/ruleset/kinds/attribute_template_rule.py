@@ -15,7 +15,7 @@ another object.
 miss).
 
 Code: `AttributeTemplate.rewrite_attribute`, an attribute hook (engine/hooks.py) keyed by the
-attribute's name (`uncalled`: in `Tables.reference_hooks`, asked only for an attribute not called).
+attribute's name (`uncalled`: in the REFERENCES slot of `Tables.hooks`, asked only for an attribute not called).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import Site
+from ms_fmk_transplt.engine.hooks import ATTRIBUTES, REFERENCES, Site
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.records import Operation
@@ -84,9 +84,10 @@ class AttributeTemplateRule:
         for rule in rules:
             p = rule.params
             module = p.get("module", "")
-            hooks = tables.reference_hooks if p.get("uncalled") else tables.attribute_hooks
+            slot = REFERENCES if p.get("uncalled") else ATTRIBUTES
             for name in _names(p):
-                hooks[name] = AttributeTemplate(rule, p["template"] or "", module, p.get("suggestion", ""))
+                hook = AttributeTemplate(rule, p["template"] or "", module, p.get("suggestion", ""))
+                tables.hooks.put(slot, name, hook)
                 tables.add_name_trigger(module if name == "*" else f"{module}.{name}" if module else name)
 
 

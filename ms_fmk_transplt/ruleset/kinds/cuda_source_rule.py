@@ -17,7 +17,7 @@ from typing import ClassVar
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import Site
+from ms_fmk_transplt.engine.hooks import CALLS, Site
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.ruleset import checks
@@ -55,8 +55,7 @@ class CudaSourceRule:
             suffixes = tuple(rule.params.get("suffixes", [".cu", ".cuh"]))
             name = rule.params["func_name"]
             # one rule per function: a later one replaces an earlier one
-            hooks = tables.call_hooks.get(name, [])
-            hooks[:] = [h for h in hooks if not isinstance(h, CudaSources)]
+            tables.hooks.remove(CALLS, name, lambda hook: isinstance(hook, CudaSources))
             keywords = tuple(rule.params.get("keywords", ()))
             tables.add_call_hook(name, CudaSources(rule, suffixes, keywords))
             tables.add_name_trigger(name)

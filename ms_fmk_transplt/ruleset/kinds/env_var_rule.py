@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import Site
+from ms_fmk_transplt.engine.hooks import ENV_NAMES, ENV_PREFIXES, Site
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.records import Operation
@@ -75,9 +75,9 @@ class EnvVarRule:
             rename = tables.rename(rule, rule.params.get("new_name"), rule.params.get("suggestion", ""))
             entry = EnvRename(rename.rule, rename.new, rename.suggestion)
             if name.endswith("*"):
-                tables.env_prefix_hooks[name[:-1]] = entry
+                tables.hooks.put(ENV_PREFIXES, name[:-1], entry)
             else:
-                tables.env_hooks[name] = entry
+                tables.hooks.put(ENV_NAMES, name, entry)
             tables.add_trigger(name.rstrip("*"))
 
 

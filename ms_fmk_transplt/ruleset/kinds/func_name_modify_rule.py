@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import Site
+from ms_fmk_transplt.engine.hooks import FUNCTIONS, METHODS, Site
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.records import Operation
@@ -75,8 +75,8 @@ class FuncNameModifyRule:
                 tables.renames[old] = entry
             else:
                 hook = FunctionRename(rule, entry.new)
-                tables.method_hooks[old] = hook
-                tables.function_hooks[old] = hook
+                tables.hooks.put(METHODS, old, hook)
+                tables.hooks.put(FUNCTIONS, old, hook)
             tables.add_name_trigger(old)
 
 

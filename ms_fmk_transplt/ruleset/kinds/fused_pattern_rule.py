@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import Planned, Site
+from ms_fmk_transplt.engine.hook_registry import ANY
+from ms_fmk_transplt.engine.hooks import FUSED, Planned, Site
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.ruleset import checks
@@ -75,7 +76,9 @@ class FusedPatternRule:
             if p["opt_in"] not in tables.opt_ins:
                 continue  # not asked for: --advice says where it would apply
             half = bool(p.get("half_precision"))
-            tables.pattern_hooks.append(FusedPattern(rule, p["pattern"], p["new_name"], p["tolerance"], half))
+            tables.hooks.add(
+                FUSED, ANY, FusedPattern(rule, p["pattern"], p["new_name"], p["tolerance"], half)
+            )
             # a file that spells none of the words computes no such pattern (the fast path's test)
             tables.add_trigger(*p["words"])
 

@@ -45,7 +45,8 @@ from typing import Any
 import libcst as cst
 
 from ms_fmk_transplt.engine.context import literals
-from ms_fmk_transplt.engine.hooks import Claims, Site
+from ms_fmk_transplt.engine.hook_registry import ANY
+from ms_fmk_transplt.engine.hooks import VALUES, Claims, Site
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.engine.walk import NodeIndex
@@ -116,7 +117,9 @@ class MapLocationRule:
     def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
             p = rule.params
-            tables.value_hooks.append(
+            tables.hooks.add(
+                VALUES,
+                ANY,
                 MapLocation(
                     rule,
                     tuple(p["calls"].items()),
@@ -126,7 +129,7 @@ class MapLocationRule:
                     p["old"],
                     p["new"],
                     p.get("new_form", ""),
-                )
+                ),
             )
             tables.add_name_trigger(*p["calls"])
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import Site
+from ms_fmk_transplt.engine.hooks import METHODS, Site
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.records import Operation
@@ -45,7 +45,7 @@ class MethodRenameRule:
     @staticmethod
     def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
-            tables.method_hooks[rule.params["method"]] = MethodRename(rule, rule.params["new_method"])
+            tables.hooks.put(METHODS, rule.params["method"], MethodRename(rule, rule.params["new_method"]))
             tables.add_name_trigger(rule.params["method"])
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import ResultUse, Site
+from ms_fmk_transplt.engine.hooks import RESULTS, ResultUse, Site
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.records import Operation
@@ -65,7 +65,7 @@ class ResultUseRule:
     def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
             attributes = frozenset(rule.params.get("attributes", ()))
-            tables.result_hooks[rule.params["name"]] = BreakingResult(rule, attributes)
+            tables.hooks.put(RESULTS, rule.params["name"], BreakingResult(rule, attributes))
             tables.add_name_trigger(rule.params["name"])
 
 

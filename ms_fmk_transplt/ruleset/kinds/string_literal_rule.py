@@ -45,7 +45,8 @@ from ms_fmk_transplt.engine.context import (
     REPORTED_TEXT,
     Verdict,
 )
-from ms_fmk_transplt.engine.hooks import Site
+from ms_fmk_transplt.engine.hook_registry import ANY
+from ms_fmk_transplt.engine.hooks import STRINGS, Site
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.records import Operation
@@ -139,8 +140,7 @@ class StringLiteralRule:
                 p.get("device_form", ""),
                 p.get("test_form", ""),
             )
-            tables.string_hooks.append(rewrite)
-            tables.keyed_strings = tables.keyed_strings or bool(p.get("in_keys"))
+            tables.hooks.add(STRINGS, ANY, rewrite)
             tables.add_trigger(p["old"])
             if "predicates" in p.get("device_context", {}):
                 tables.dispatch_words.add(

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from fnmatch import fnmatch
 from typing import Any
 
+from ms_fmk_transplt.engine.hook_registry import ANY
+from ms_fmk_transplt.engine.hooks import TEXT
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.records import Finding, Operation, Support
@@ -54,10 +56,12 @@ class TextScanRule:
     def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
             pattern = rule.params["pattern"]
-            tables.text_hooks.append(
+            tables.hooks.add(
+                TEXT,
+                ANY,
                 TextScan(
                     rule, re.compile(pattern), tuple(rule.params["files"]), re.compile(pattern, re.MULTILINE)
-                )
+                ),
             )
 
 

@@ -1,0 +1,159 @@
+"""A kind of rule is one module: one defined outside the package converts code with no engine change.
+
+The throwaway kind below lives in a temporary package; it registers itself with `@kind`, compiles
+its entries into hooks of the registry (engine/hook_registry.py) keyed by node class and
+qualified name, and the transformer's generic dispatch runs them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from ms_fmk_transplt.engine import hooks
+from ms_fmk_transplt.engine.convert import convert_source
+from ms_fmk_transplt.engine.hook_registry import HookRegistry, keys_of
+from ms_fmk_transplt.records import Operation, Status
+from ms_fmk_transplt.ruleset import registry
+from ms_fmk_transplt.ruleset.compile import compile_rules
+from ms_fmk_transplt.ruleset.loader import load_rules
+
+KIND = '''
+"""ConstantRule: a read of a library's constant becomes its value on the NPU (a test's kind)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ms_fmk_transplt.engine.hooks import Site, node_slot
+from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.records import Operation
+from ms_fmk_transplt.ruleset.registry import kind
+
+
+@kind(
+    name="ConstantRule",
+    schema={
+        "required": ["name", "value"],
+        "properties": {"name": {"type": "string"}, "value": {"type": "integer"}},
+    },
+    message="{old} -> {new}",
+)
+class ConstantRule:
+    @staticmethod
+    def check(entry):
+        return []
+
+    @staticmethod
+    def summary(entry):
+        return f"{entry['name']} reads as {entry['value']}"
+
+    @staticmethod
+    def key(entry):
+        return entry["name"]
+
+    @staticmethod
+    def compile(rules: list[Rule], tables: Tables) -> None:
+        for rule in rules:
+            tables.hooks.add(node_slot(cst.Attribute), rule.params["name"], Constant(rule, rule.params["value"]))
+            tables.add_trigger(rule.params["name"])
+
+
+@dataclass(frozen=True)
+class Constant:
+    rule: Rule
+    value: int
+
+    def rewrite(self, site: Site, original, updated, key: str):
+        site.report(original, self.rule, Operation.MODIFY, old=key, new=self.value)
+        return cst.Integer(str(self.value))
+'''
+
+
+@pytest.fixture
+def throwaway_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The kind imported from a temporary package, registered only for this test."""
+    package = tmp_path / "throwaway_kinds"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "constant_rule.py").write_text(textwrap.dedent(KIND))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry, "_KINDS", dict(registry.all_kinds()))
+    importlib.import_module("throwaway_kinds.constant_rule")
+    yield
+    for name in ("throwaway_kinds.constant_rule", "throwaway_kinds"):
+        sys.modules.pop(name, None)
+
+
+def test_a_kind_outside_the_package_converts(throwaway_kind: None, tmp_path: Path) -> None:
+    rules = tmp_path / "rules.json"
+    rules.write_text('{"rules": {"ConstantRule": [{"name": "mylib.WORLD_SIZE", "value": 1}]}}')
+    tables = compile_rules(load_rules([rules], builtin=False))
+    source = b"import mylib\n\nshards = mylib.WORLD_SIZE * 2  # per device\nother = mylib.RANK\n"
+    result = convert_source("train.py", source, tables)
+    assert result.status is Status.CONVERTED
+    assert result.output == b"import mylib\n\nshards = 1 * 2  # per device\nother = mylib.RANK\n"
+    findings = result.findings
+    assert isinstance(findings, tuple)
+    assert [(f.start_line, f.operation, f.message) for f in findings] == [
+        (3, Operation.MODIFY, "mylib.WORLD_SIZE -> 1")
+    ]
+
+
+def test_the_kind_leaves_other_names(throwaway_kind: None, tmp_path: Path) -> None:
+    rules = tmp_path / "rules.json"
+    rules.write_text('{"rules": {"ConstantRule": [{"name": "mylib.WORLD_SIZE", "value": 1}]}}')
+    tables = compile_rules(load_rules([rules], builtin=False))
+    source = b"import otherlib\n\nshards = otherlib.WORLD_SIZE * 2\n"
+    result = convert_source("train.py", source, tables)
+    assert result.output in (None, source)
+    assert not result.findings
+
+
+@dataclass(frozen=True)
+class _Hook:
+    name: str
+    order: int = 0
+
+
+def test_registry_orders_and_replaces() -> None:
+    registry = HookRegistry()
+    calls = hooks.CALLS
+    registry.add(calls, "torch.x", _Hook("late", order=2))
+    registry.add(calls, "torch.x", _Hook("first", order=1))
+    registry.add(calls, "torch.x", _Hook("second", order=1))
+    assert [h.name for h in registry.at(calls, "torch.x") or []] == ["first", "second", "late"]
+    registry.put(hooks.METHODS, "cuda", _Hook("old"))  # a stand-in hook
+    registry.put(hooks.METHODS, "cuda", _Hook("new"))  # a stand-in hook
+    assert registry.one(hooks.METHODS, "cuda") == _Hook("new")
+    assert registry.at(hooks.METHODS, "npu") is None and registry.one(hooks.STRINGS, "*") is None
+    assert registry.generic == set()
+    registry.add(hooks.node_slot(cst.Integer), "*", _Hook("any"))
+    assert registry.generic == {cst.Integer}
+
+
+def test_keys_of_a_node_most_specific_first() -> None:
+    call = cst.parse_expression("tc.synchronize()")
+    assert isinstance(call, cst.Call)
+    qualify = {"tc": "torch.cuda"}.get
+
+    def resolve(node: cst.CSTNode) -> str | None:
+        if isinstance(node, cst.Name):
+            return qualify(node.value)
+        if isinstance(node, cst.Attribute):
+            base = resolve(node.value)
+            return f"{base}.{node.attr.value}" if base else None
+        return None
+
+    assert keys_of(call, resolve) == ["torch.cuda.synchronize", "torch.cuda.*", ".synchronize", "*"]
+    assert keys_of(cst.Integer("1"), resolve) == ["*"]
