@@ -22,11 +22,11 @@ import libcst as cst
 from ms_fmk_transplt.analysis import status_of
 from ms_fmk_transplt.engine.convert import convert_source
 from ms_fmk_transplt.engine.hooks import STRINGS
+from ms_fmk_transplt.engine.node_index import NodeIndex
 from ms_fmk_transplt.engine.notebook import CodeCells, code_cells, is_notebook
 from ms_fmk_transplt.engine.positions import positions
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.engine.transformer import ModuleRewriter
-from ms_fmk_transplt.engine.walk import NodeIndex
 from ms_fmk_transplt.targets import DEFAULT_TARGET
 
 _STRINGS = (cst.SimpleString, cst.FormattedString)

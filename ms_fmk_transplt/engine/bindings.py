@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.walk import NodeIndex
+from ms_fmk_transplt.engine.node_index import NodeIndex
 
 
 @dataclass

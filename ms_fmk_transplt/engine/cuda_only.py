@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterable, Iterator
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.context import DeviceSpec
-from ms_fmk_transplt.engine.walk import NodeIndex, children
+from ms_fmk_transplt.engine.device_evidence import DeviceSpec
+from ms_fmk_transplt.engine.node_index import NodeIndex, children
 
 _EXITS = (cst.Return, cst.Raise, cst.Continue, cst.Break)
 
@@ -43,7 +43,7 @@ class CudaOnlyGuards:
     ) -> None:
         self.spec = spec
         self.qualify = qualify
-        self.typed = typed  # is an expression device-typed (engine/context.py)
+        self.typed = typed  # is an expression device-typed (engine/device_evidence.py)
         self.own: set[str] = set()  # the module's functions, classes and names that touch CUDA-only code
         self.guards: list[tuple[cst.CSTNode, str]] = []  # (node kept, what CUDA-only code it guards)
 

@@ -13,15 +13,15 @@ from typing import Any
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.context import code_of
 from ms_fmk_transplt.engine.cuda_only import CudaOnlyGuards
+from ms_fmk_transplt.engine.device_evidence import code_of
 from ms_fmk_transplt.engine.dispatch import CachedDispatch
 from ms_fmk_transplt.engine.dispatch_sites import DeviceDispatch, Kept
 from ms_fmk_transplt.engine.hooks import STRINGS, Site
+from ms_fmk_transplt.engine.node_index import NodeIndex, children
 from ms_fmk_transplt.engine.roles import LiteralRoles, Role
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
-from ms_fmk_transplt.engine.walk import NodeIndex, children
 from ms_fmk_transplt.records import Operation
 
 _NOT_CONVERTED = (Role.PROSE, Role.CLAIMED, Role.DATA_KEY)  # a kept one changes nothing: no note

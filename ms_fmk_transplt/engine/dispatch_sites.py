@@ -1,7 +1,7 @@
 """Code written for several devices: which alternatives of a per-device dispatch stay as written.
 
 A *dispatch* picks one alternative per device. Before the rewrite, from the read-only walk
-(engine/walk.py), this pass finds the dispatches of one module and what each alternative selects:
+(engine/node_index.py), this pass finds the dispatches of one module and what each alternative selects:
 - an if/elif/else chain, a run of `if` statements that follow one another, a chain of conditional
   expressions: each test selects the devices it names, by an availability predicate
   (`torch.cuda.is_available()`, `is_torch_npu_available()`, `hasattr(torch, "npu")`, a name the
@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.context import DeviceSpec, code_of
+from ms_fmk_transplt.engine.device_evidence import DeviceSpec, code_of
 from ms_fmk_transplt.engine.device_flow import returns
-from ms_fmk_transplt.engine.walk import NodeIndex, children, if_runs, short_name
+from ms_fmk_transplt.engine.node_index import NodeIndex, children, if_runs, short_name
 
 _ALIASES = {"ascend": "npu", "rocm": "hip"}  # names of a device type in predicates and enums
 _NPU = "npu"

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.context import code_of
+from ms_fmk_transplt.engine.device_evidence import code_of
 from ms_fmk_transplt.engine.hooks import TextHook
+from ms_fmk_transplt.engine.node_index import NodeIndex
 from ms_fmk_transplt.engine.site_reports import SiteReports
 from ms_fmk_transplt.engine.tables import Tables
-from ms_fmk_transplt.engine.walk import NodeIndex
 from ms_fmk_transplt.records import Operation, Support
 
 SHELL_FILE = "embedded.sh"  # the name the scans are chosen by

@@ -24,7 +24,7 @@ import libcst as cst
 from ms_fmk_transplt.engine.device_flow import choices
 from ms_fmk_transplt.engine.hook_registry import HookRegistry
 from ms_fmk_transplt.engine.hooks import ENV_NAMES, ENV_PREFIXES, EnvHook, Site
-from ms_fmk_transplt.engine.walk import NodeIndex
+from ms_fmk_transplt.engine.node_index import NodeIndex
 
 # evidence, by how the name was found
 _CALL = "an argument of {name}"

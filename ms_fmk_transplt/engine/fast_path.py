@@ -48,7 +48,7 @@ from ms_fmk_transplt.engine.support import (
     HOST_METHODS,
     INDEX_DTYPES,
     MOVE_METHODS,
-    Verdicts,
+    SupportJudge,
     operation_of,
 )
 from ms_fmk_transplt.engine.suppress import annotate
@@ -183,7 +183,7 @@ class _Scan:
     def __init__(self, tables: Tables, tree: ast.Module, data: bytes) -> None:
         self.tables = tables
         self.lines = data.splitlines()
-        self.verdicts = Verdicts(tables)
+        self.verdicts = SupportJudge(tables)
         imports: list[ast.Import | ast.ImportFrom] = []
         assigns: list[ast.Assign] = []
         classes: list[ast.ClassDef] = []

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.walk import NodeIndex, children
+from ms_fmk_transplt.engine.node_index import NodeIndex, children
 
 # tests that an accelerator exists, as the code is written and as it is converted
 ACCELERATOR_TESTS = frozenset({"torch.cuda.is_available", "torch.accelerator.is_available"})

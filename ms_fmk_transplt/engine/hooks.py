@@ -24,26 +24,26 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import libcst as cst
 
 from ms_fmk_transplt.engine.bindings import Bindings
-from ms_fmk_transplt.engine.context import DeviceContext, Verdict
+from ms_fmk_transplt.engine.device_evidence import DeviceAnswer, DeviceContext
 from ms_fmk_transplt.engine.hook_registry import GENERIC, Slot
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.records import Finding, Operation, Support
 
 if TYPE_CHECKING:
-    from ms_fmk_transplt.engine.walk import NodeIndex
+    from ms_fmk_transplt.engine.node_index import NodeIndex
 
 
 class Roles(Protocol):
     """What a hook reads of the literal pass (engine/roles.py's `LiteralRoles` implements it)."""
 
-    context: DeviceContext  # device evidence of the file (engine/context.py)
+    context: DeviceContext  # device evidence of the file (engine/device_evidence.py)
     spelled: dict[int, str]  # id(first piece) -> the value literal pieces spell: 'cu' 'da'
 
     def in_device_arg(self, node: cst.CSTNode) -> bool:
         """Inside an argument that takes a device (`device=`, `.to(...)`) or a backend."""
         ...
 
-    def device(self, node: cst.BaseExpression, value: str, old: str) -> tuple[Verdict, str]:
+    def device(self, node: cst.BaseExpression, value: str, old: str) -> tuple[DeviceAnswer, str]:
         """Is a literal the device rule's pattern matches a device here, and why."""
         ...
 
@@ -52,7 +52,7 @@ class Roles(Protocol):
         ...
 
 
-class Names(Protocol):
+class NameOwner(Protocol):
     """Who owns a short name in this file (engine/ownership.py's `NameOwnership` implements it)."""
 
     bindings: Bindings
@@ -90,7 +90,7 @@ class Site(Protocol):
         ...
 
     @property
-    def names(self) -> Names:
+    def names(self) -> NameOwner:
         """Who owns a short name in this file (engine/ownership.py)."""
         ...
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.walk import NodeIndex
+from ms_fmk_transplt.engine.node_index import NodeIndex
 
 
 class NameUses:

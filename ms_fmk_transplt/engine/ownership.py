@@ -19,7 +19,7 @@ from ms_fmk_transplt.engine.bindings import (
     own_methods,
 )
 from ms_fmk_transplt.engine.name_uses import NameUses
-from ms_fmk_transplt.engine.walk import NodeIndex
+from ms_fmk_transplt.engine.node_index import NodeIndex
 
 
 class NameOwnership:

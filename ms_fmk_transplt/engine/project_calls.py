@@ -1,4 +1,4 @@
-"""One file's dealings with the project's other modules, for the device evidence (engine/context.py).
+"""One file's dealings with the project's other modules, for the device evidence (engine/device_evidence.py).
 
 - **Its calls into them**: `move(x, "cuda")`, `Runner(model, "cuda")`, a method of an instance
   of the project's class (`r = Runner(); r.run(device="cuda")`, `self.runner.move("cuda")`),
@@ -20,15 +20,15 @@ import libcst as cst
 
 from ms_fmk_transplt.engine.device_flow import DeviceFlow, alias_key, returns
 from ms_fmk_transplt.engine.first_party import FirstParty
+from ms_fmk_transplt.engine.node_index import NodeIndex
 from ms_fmk_transplt.engine.project_devices import Reach
 from ms_fmk_transplt.engine.project_index import Returned
 from ms_fmk_transplt.engine.project_results import CALLED, COMPARED
 from ms_fmk_transplt.engine.project_walk import OWN, relative
-from ms_fmk_transplt.engine.walk import NodeIndex
 
 
 class Marks(Protocol):
-    """What the device evidence (engine/context.py's `DeviceContext`) lends: its marks and flow."""
+    """What the device evidence (engine/device_evidence.py's `DeviceContext`) lends: its marks and flow."""
 
     devices: dict[int, str]
     text: dict[int, str]

@@ -12,7 +12,7 @@ the parameter to another function of the project is followed there (`Reach`), ac
 
 - **A function** `def move(batch, target): return batch.to(target)`: its parameters in order.
 - **An enum** (`class TimerType(Enum)`): `TimerType("cuda")` in another module looks up a member
-  by its value, a label like the member (engine/context.py keeps the enum's own members).
+  by its value, a label like the member (engine/device_evidence.py keeps the enum's own members).
 - **A class**: its `__init__`'s parameters, each also reaching what the attribute it is stored in
   reaches in any method (`self.where = where` ... `x.to(self.where)`); a class without `__init__`
   (a dataclass) takes its annotated fields in order (`accel: str = "cuda"`, a property returning
@@ -41,7 +41,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from ms_fmk_transplt.engine.project_results import Results, exported, result_uses
-from ms_fmk_transplt.engine.project_walk import OWN, Use, Walked, aliases, callee_of, choices, relative
+from ms_fmk_transplt.engine.project_walk import (
+    OWN,
+    StatementNodes,
+    Use,
+    aliases,
+    callee_of,
+    choices,
+    relative,
+)
 
 _RECEIVERS = ("self", "cls")
 _DEPTH = 4  # helpers handing a value on to helpers: how far it is followed
@@ -81,7 +89,7 @@ class Signature:
         return self.enum or bool(self.star or self.double_star) or any(uses for _, uses in self.uses)
 
 
-Method = tuple["ast.FunctionDef | ast.AsyncFunctionDef", Walked]
+Method = tuple["ast.FunctionDef | ast.AsyncFunctionDef", StatementNodes]
 ModuleSignatures = Mapping[str, Signature]  # top-level name (`Runner.run` for a method) -> signature
 
 
@@ -113,19 +121,21 @@ def scan_source(source: bytes, path: str) -> ModuleFacts:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return ModuleFacts({})
-    walked: list[tuple[ast.stmt, Walked]] = []
-    functions: list[tuple[ast.stmt, Walked]] = []  # the top-level statements (a class's are its methods')
+    walked: list[tuple[ast.stmt, StatementNodes]] = []
+    functions: list[
+        tuple[ast.stmt, StatementNodes]
+    ] = []  # the top-level statements (a class's are its methods')
     methods: dict[str, dict[str, Method]] = {}
     for statement in tree.body:
         if isinstance(statement, ast.ClassDef):
             own = methods[statement.name] = {}
             for inner in statement.body:
-                w = Walked(inner)
+                w = StatementNodes(inner)
                 walked.append((inner, w))
                 if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     own.setdefault(inner.name, (inner, w))
         else:
-            walked.append((statement, Walked(statement)))
+            walked.append((statement, StatementNodes(statement)))
             functions.append((statement, walked[-1][1]))
     names = aliases(node for _, w in walked for node in w.imports)
     imports = {*names.values()}
@@ -234,7 +244,7 @@ def _signature(
 
 
 def _function(
-    function: ast.FunctionDef | ast.AsyncFunctionDef, walked: Walked, names: Mapping[str, str]
+    function: ast.FunctionDef | ast.AsyncFunctionDef, walked: StatementNodes, names: Mapping[str, str]
 ) -> Signature:
     positional, keyword_only = _param_names(function)
     wanted = {*positional, *keyword_only, *_rest(function)}

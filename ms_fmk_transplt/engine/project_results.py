@@ -21,7 +21,7 @@ import ast
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 
-from ms_fmk_transplt.engine.project_walk import OWN, Use, Walked, callee_of, choices, relative
+from ms_fmk_transplt.engine.project_walk import OWN, StatementNodes, Use, callee_of, choices, relative
 
 Results = tuple[tuple[str, tuple[Use, ...]], ...]  # producer -> what its value is handed to
 COMPARED: Use = ("", "==")
@@ -54,7 +54,7 @@ def _slots(call: ast.Call) -> Iterator[tuple[int | str, ast.expr]]:
     yield from ((k.arg, k.value) for k in call.keywords if k.arg is not None)
 
 
-def result_uses(walked: list[Walked], names: Mapping[str, str]) -> Results:
+def result_uses(walked: list[StatementNodes], names: Mapping[str, str]) -> Results:
     """Per producer, what the module does with its value (sorted, for a stable digest)."""
     producers: dict[int, str] = {}  # id(call) -> the producer whose result it is
     for w in walked:

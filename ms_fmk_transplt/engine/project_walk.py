@@ -26,7 +26,7 @@ def _fields(cls: type) -> tuple[str, ...]:
     return found
 
 
-class Walked:
+class StatementNodes:
     """The calls, assignments, imports, comparisons, expression statements and variable reads
     under one statement, from one walk (by hand: `ast.walk` costs twice as much)."""
 

@@ -1,6 +1,6 @@
 """What is this string literal? One pass over the module answers it for every literal, with evidence.
 
-Before the rewrite, from the read-only walk (engine/walk.py), each string literal gets one role:
+Before the rewrite, from the read-only walk (engine/node_index.py), each string literal gets one role:
 - *environment variable*: it names one where the environment is read or written
   (engine/environment.py);
 - *prose*: a docstring, a message (an assert's message, arguments of print, logging, warnings,
@@ -8,7 +8,7 @@ Before the rewrite, from the read-only walk (engine/walk.py), each string litera
   option name given to `add_argument`, an attribute name given to `getattr` and its kin;
 - *data key*: a dict key or a subscript, except inside an argument that takes a device (the
   members of a `Literal[...]` type are values, not keys);
-- *device*: it stands where a device goes, or its place shows it is one (engine/context.py);
+- *device*: it stands where a device goes, or its place shows it is one (engine/device_evidence.py);
 - *user text*: its place shows it is the user's name (`__all__`, `dest=`, a path piece);
 - *code*: nothing marks it; rules that match by pattern (backend names, tensor-type names)
   decide, and the device rule keeps a bare `"cuda"` there and reports it.
@@ -26,12 +26,18 @@ from enum import Enum
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.context import DeviceContext, DeviceSpec, Verdict, literal_type, short_name
+from ms_fmk_transplt.engine.device_evidence import (
+    DeviceAnswer,
+    DeviceContext,
+    DeviceSpec,
+    literal_type,
+    short_name,
+)
 from ms_fmk_transplt.engine.environment import Environment
 from ms_fmk_transplt.engine.first_party import FirstParty
 from ms_fmk_transplt.engine.hooks import Claims
+from ms_fmk_transplt.engine.node_index import NodeIndex, children
 from ms_fmk_transplt.engine.twins import Places
-from ms_fmk_transplt.engine.walk import NodeIndex, children
 
 _STRINGS = (cst.SimpleString, cst.FormattedString)
 
@@ -200,11 +206,11 @@ class LiteralRoles:
         """Inside an argument that takes a device (`device=`, `.to(...)`) or a backend."""
         return id(node) in self._device_args
 
-    def device(self, node: cst.BaseExpression, value: str, old: str) -> tuple[Verdict, str]:
+    def device(self, node: cst.BaseExpression, value: str, old: str) -> tuple[DeviceAnswer, str]:
         """Is a literal the device rule's pattern matches a device here, and why."""
         why = self._device_args.get(id(node))
         if why is not None:
-            return Verdict.DEVICE, why
+            return DeviceAnswer.DEVICE, why
         return self.context.verdict(node, value, old)
 
     def rival(self, node: cst.CSTNode, wanted: Callable[[str], bool]) -> cst.SimpleString | None:
@@ -234,14 +240,14 @@ class LiteralRoles:
             return Evidence(Role.CODE, "not device-looking; rules matching its text decide")
         verdict, why = self.device(node, value, old)
         rival = self.rival(node, converted) if converted is not None else None
-        if verdict is Verdict.DEVICE and rival is not None:
+        if verdict is DeviceAnswer.DEVICE and rival is not None:
             return Evidence(
                 Role.CUDA_ALTERNATIVE,
                 f"{why}; kept: another branch of its dispatch has the NPU's {rival.value}",
             )
-        if verdict is Verdict.DEVICE:
+        if verdict is DeviceAnswer.DEVICE:
             return Evidence(Role.DEVICE, why)
-        if verdict is Verdict.TEXT:
+        if verdict is DeviceAnswer.TEXT:
             return Evidence(Role.USER_TEXT, why)
         return Evidence(Role.CODE, why)
 

@@ -121,7 +121,7 @@ _LISTS = {
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Classified:
     """One classified use that the reports list (supported uses are only counted)."""
 
     rule: Rule
@@ -132,7 +132,7 @@ class Verdict:
     source: str  # what decided: a list, an NPU kernel's absence, the code's dtype
 
 
-def operation_of(verdict: Verdict) -> Operation:
+def operation_of(verdict: Classified) -> Operation:
     """CHECK for a use that may run (nothing changed; --strict ignores it), else UNSUPPORTED."""
     return Operation.CHECK if verdict.support in _CHECKS else Operation.UNSUPPORTED
 
@@ -155,7 +155,7 @@ def converted_name(name: str, match: Match | None) -> str | None:
     return match.new + name[len(match.prefix) :]
 
 
-class Verdicts:
+class SupportJudge:
     """The release's verdict on API uses, whatever tree the use was read from; counts the supported.
 
     The syntax side says two things about a use: whether it is invoked (called, a decorator, a
@@ -171,7 +171,7 @@ class Verdicts:
 
     def judge(
         self, name: str, invoked: bool, dtype_shown: Callable[[str], str | None], rewritten: bool = False
-    ) -> Verdict | None:
+    ) -> Classified | None:
         """The verdict on one use of API `name`, or None when it is supported (counted).
 
         `invoked`: the use is a call, a decorator or a base class; `dtype_shown(dtypes)`: a dtype
@@ -204,7 +204,7 @@ class Verdicts:
                 return None
             # a composite op has no kernel of its own yet may run: the kernel's absence is a source
             # noted, not a verdict
-            return Verdict(
+            return Classified(
                 rule,
                 Support.NOT_VERIFIED,
                 f"{name} is not verified on Ascend (absent from the PyTorch {release} support list)",
@@ -223,7 +223,7 @@ class Verdicts:
         source = listed[0].upper() + listed[1:]
         if entry.support is Support.UNSUPPORTED:
             suggestion = self._advice(name) or "run it on the CPU (.cpu() in, .npu() out) or replace it"
-            return Verdict(
+            return Classified(
                 entry.rule,
                 entry.support,
                 f"{name} is unsupported on Ascend ({listed})",
@@ -233,7 +233,7 @@ class Verdicts:
             )
         shown = dtype_shown(entry.dtypes) if entry.dtypes else None
         if shown is not None:
-            return Verdict(
+            return Classified(
                 entry.rule,
                 Support.DTYPE,
                 f"{name} is used with {shown}, which the {listed} does not give for it",
@@ -247,7 +247,7 @@ class Verdicts:
             suggestion = self._advice(name) or (
                 "the list gives no dtypes: check the Ascend API documentation for its limits"
             )
-        return Verdict(
+        return Classified(
             entry.rule,
             Support.PARTIAL,
             f"{name} is partially supported on Ascend ({listed})",
@@ -269,7 +269,7 @@ class Verdicts:
         return ""
 
 
-class SupportClassifier(Verdicts):
+class SupportClassifier(SupportJudge):
     """Classifies API uses of one libcst module as the transformer meets them."""
 
     def __init__(self, tables: Tables, qualify: Callable[[cst.CSTNode], str | None]) -> None:
@@ -298,7 +298,7 @@ class SupportClassifier(Verdicts):
         self._annotation_depth -= 1
 
     # ---- the verdict ----------------------------------------------------------------------------
-    def classify(self, node: cst.CSTNode, name: str, rewritten: bool = False) -> Verdict | None:
+    def classify(self, node: cst.CSTNode, name: str, rewritten: bool = False) -> Classified | None:
         """The verdict on one use of API `name` at `node`, or None when it is supported (counted)."""
         if self._annotation_depth:
             return None

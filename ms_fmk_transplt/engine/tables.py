@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ms_fmk_transplt.engine.context import DeviceSpec
+from ms_fmk_transplt.engine.device_evidence import DeviceSpec
 from ms_fmk_transplt.engine.first_party import FirstParty, ProjectLayout
 from ms_fmk_transplt.engine.hook_registry import HookRegistry
 from ms_fmk_transplt.engine.hooks import (

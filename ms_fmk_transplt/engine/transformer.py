@@ -5,7 +5,7 @@ rewrites build on `updated_node`, so `x.cuda(device=torch.device("cuda:0"))` get
 It traverses and asks helpers: qualified-name renames come from the tables (`Tables.lookup`),
 what a name's use is from engine/name_uses.py, what a string literal is from engine/roles.py,
 support verdicts from engine/support.py, import statements from engine/import_statements.py,
-results from engine/results.py; the kinds' hooks
+results from engine/call_results.py; the kinds' hooks
 (`engine/hooks.py`), found in one registry by node class and lookup key (`Tables.hooks`,
 engine/hook_registry.py), do the rest: the callbacks below compose the hooks of their nodes, and
 engine/node_hooks.py runs those of any other node class. Helpers get what they use (the hooks'
@@ -18,6 +18,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ms_fmk_transplt.engine.bindings import NameClaims
+from ms_fmk_transplt.engine.call_results import ResultUses
 from ms_fmk_transplt.engine.dispatch import CachedDispatch
 from ms_fmk_transplt.engine.dispatch_rewrites import DispatchRewrites
 from ms_fmk_transplt.engine.embedded_scripts import ShellScripts
@@ -48,14 +49,13 @@ from ms_fmk_transplt.engine.names import (
     set_segments,
 )
 from ms_fmk_transplt.engine.node_hooks import NodeHooks
+from ms_fmk_transplt.engine.node_index import NodeIndex, short_name, type_check_targets
 from ms_fmk_transplt.engine.ownership import NameOwnership
-from ms_fmk_transplt.engine.results import ResultUses
 from ms_fmk_transplt.engine.roles import LiteralRoles
 from ms_fmk_transplt.engine.site_reports import SiteReports
 from ms_fmk_transplt.engine.string_rewrites import LiteralRewrites
 from ms_fmk_transplt.engine.support import SupportClassifier, converted_name, on_host
 from ms_fmk_transplt.engine.tables import Tables
-from ms_fmk_transplt.engine.walk import NodeIndex, short_name, type_check_targets
 from ms_fmk_transplt.records import Operation
 
 
@@ -68,7 +68,7 @@ class ModuleRewriter(SiteReports, NodeHooks, FusedReplacements):
         SiteReports.__init__(self)
         self.tables = tables
         imports = list(iter_imports(module, lines=True))
-        # the look-ahead passes share one cheap walk (engine/walk.py)
+        # the look-ahead passes share one cheap walk (engine/node_index.py)
         nodes = NodeIndex(module)
         self.aliases = assignment_aliases(
             nodes.of(cst.Assign), alias_table(s for _, s in imports), tables.modules
@@ -112,7 +112,7 @@ class ModuleRewriter(SiteReports, NodeHooks, FusedReplacements):
         self.function_renames, self.function_imports = plan_function_imports(
             tables, imports, self.names.bindings, name_claims
         )
-        # `cap = torch.cuda.get_device_capability()`, then `cap[0]`: engine/results.py
+        # `cap = torch.cuda.get_device_capability()`, then `cap[0]`: engine/call_results.py
         self.results = ResultUses(tables.hooks, self.qualify, self)
         self.import_statements = ImportStatements(
             self, tables, self.imports, self.function_imports, self.aliases
@@ -168,7 +168,7 @@ class ModuleRewriter(SiteReports, NodeHooks, FusedReplacements):
             self.name_by_string(node, positional[0].value, positional[1].value)
         return True
 
-    # ---- results that break on the NPU: engine/results.py -------------------------------------------
+    # ---- results that break on the NPU: engine/call_results.py -------------------------------------------
     def visit_Assign(self, node: cst.Assign) -> bool:
         self.results.assign(node)
         return True

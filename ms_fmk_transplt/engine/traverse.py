@@ -28,7 +28,7 @@ from typing import Any
 import libcst as cst
 from libcst._nodes import op, whitespace
 
-from ms_fmk_transplt.engine.walk import IS_NODE
+from ms_fmk_transplt.engine.node_index import IS_NODE
 
 # classes whose instances hold nothing but other formatting nodes and text
 _FORMATTING: frozenset[type] = frozenset(

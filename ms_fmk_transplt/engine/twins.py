@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable, Iterator
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.context import code_of, literals
-from ms_fmk_transplt.engine.walk import NodeIndex, if_runs
+from ms_fmk_transplt.engine.device_evidence import code_of, literals
+from ms_fmk_transplt.engine.node_index import NodeIndex, if_runs
 
 _TESTS = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn, cst.Is, cst.IsNot)
 _PREFIX_TESTS = ("startswith", "endswith")

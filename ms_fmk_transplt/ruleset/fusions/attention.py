@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterator
 import libcst as cst
 
 from ms_fmk_transplt.ruleset.fusions.inline import (
-    Match,
     Qualify,
+    Replacement,
     argument,
     classes,
     code,
@@ -358,7 +358,7 @@ def _safe(statements: list[cst.BaseStatement], chain: set[int], at: int, names: 
     return True
 
 
-def attention(module: cst.Module, qualify: Qualify, new_name: str) -> Iterator[Match]:
+def attention(module: cst.Module, qualify: Qualify, new_name: str) -> Iterator[Replacement]:
     """Hand-written attentions of the module's methods whose fused call computes the same."""
     for cls in classes(module):
         methods = methods_of(cls)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 import libcst as cst
 
 Qualify = Callable[[cst.CSTNode], "str | None"]
-Match = tuple[cst.CSTNode, Callable[[cst.CSTNode], cst.CSTNode], dict[str, str]]
+Replacement = tuple[cst.CSTNode, Callable[[cst.CSTNode], cst.CSTNode], dict[str, str]]
 _CODE = cst.Module(body=[])
 
 

@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator
 import libcst as cst
 
 from ms_fmk_transplt.ruleset.fusions.inline import (
-    Match,
     Qualify,
+    Replacement,
     argument,
     classes,
     code,
@@ -177,7 +177,7 @@ def _one_dimensional_parameters(init: cst.FunctionDef | None, qualify: Qualify) 
     return found
 
 
-def rms_norm(module: cst.Module, qualify: Qualify, new_name: str) -> Iterator[Match]:
+def rms_norm(module: cst.Module, qualify: Qualify, new_name: str) -> Iterator[Replacement]:
     """The `forward` bodies of hand-written RMSNorm classes, each with the fused call's body."""
     for cls in classes(module):
         methods = methods_of(cls)

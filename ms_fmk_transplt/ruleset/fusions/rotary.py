@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterator
 import libcst as cst
 
 from ms_fmk_transplt.ruleset.fusions.inline import (
-    Match,
     Qualify,
+    Replacement,
     argument,
     chunked,
     code,
@@ -221,7 +221,7 @@ def _calls(node: cst.CSTNode) -> bool:
     return any(isinstance(n, cst.Call) for n in walk(node))
 
 
-def rotary(module: cst.Module, qualify: Qualify, new_name: str) -> Iterator[Match]:
+def rotary(module: cst.Module, qualify: Qualify, new_name: str) -> Iterator[Replacement]:
     """Every `x * cos + rotate_half(x) * sin` of the module, with the fused call."""
     rotations = _rotations(module, qualify)
     if not rotations:

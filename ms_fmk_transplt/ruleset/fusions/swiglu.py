@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator
 import libcst as cst
 
 from ms_fmk_transplt.ruleset.fusions.inline import (
-    Match,
     Qualify,
+    Replacement,
     argument,
     chunked,
     classes,
@@ -160,7 +160,7 @@ def _linears(init: cst.FunctionDef | None, qualify: Qualify) -> dict[str, tuple[
     return found
 
 
-def swiglu(module: cst.Module, qualify: Qualify, new_name: str) -> Iterator[Match]:
+def swiglu(module: cst.Module, qualify: Qualify, new_name: str) -> Iterator[Replacement]:
     """`silu(a) * b` products whose halves npu_swiglu provably computes, with the fused call."""
     torch_bound = qualify(cst.Name("torch")) == "torch"
     for cls in [None, *classes(module)]:

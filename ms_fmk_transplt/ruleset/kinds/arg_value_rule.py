@@ -27,7 +27,7 @@ from typing import ClassVar
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.context import code_of
+from ms_fmk_transplt.engine.device_evidence import code_of
 from ms_fmk_transplt.engine.hooks import Site
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables

@@ -23,13 +23,13 @@ from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.fusions.attention import attention
-from ms_fmk_transplt.ruleset.fusions.inline import Match, Qualify
+from ms_fmk_transplt.ruleset.fusions.inline import Qualify, Replacement
 from ms_fmk_transplt.ruleset.fusions.rms_norm import rms_norm
 from ms_fmk_transplt.ruleset.fusions.rotary import rotary
 from ms_fmk_transplt.ruleset.fusions.swiglu import swiglu
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 
-PATTERNS: dict[str, Callable[[cst.Module, Qualify, str], Iterator[Match]]] = {
+PATTERNS: dict[str, Callable[[cst.Module, Qualify, str], Iterator[Replacement]]] = {
     "rms_norm": rms_norm,
     "swiglu": swiglu,
     "rotary": rotary,

@@ -44,12 +44,12 @@ from typing import Any
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.context import literals
+from ms_fmk_transplt.engine.device_evidence import literals
 from ms_fmk_transplt.engine.hook_registry import ANY
 from ms_fmk_transplt.engine.hooks import VALUES, Claims, Site
+from ms_fmk_transplt.engine.node_index import NodeIndex
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
-from ms_fmk_transplt.engine.walk import NodeIndex
 from ms_fmk_transplt.records import Operation, Support
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind

@@ -11,7 +11,7 @@ Nothing is rewritten: the right replacement depends on what the check guards, wh
 `suggestion` spells out.
 
 Code: `BreakingResult.result_used`, a result hook (engine/hooks.py) keyed by `name`; the
-engine finds the uses of a call's result and the names bound to it (engine/results.py).
+engine finds the uses of a call's result and the names bound to it (engine/call_results.py).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ checkpoint was saved, are MapLocationRule's). Partial matches ("cuda is slow", "
 "use_cuda") never match.
 
 With `device_context` (the device rule has one) a bare `"cuda"` is changed only where it is
-provably a device (engine/context.py): an argument of a device-taking call or keyword listed in
+provably a device (engine/device_evidence.py): an argument of a device-taking call or keyword listed in
 `calls` / `keywords`, a comparison with a device-named expression (`names`), a value bound to a
 device-named variable, parameter, dict key or `--device` option, or a variable, attribute or
 option field the file passes to a device-taking call (`add_argument("--accel", default="cuda")`
@@ -25,7 +25,7 @@ mean one thing, such as the legacy tensor-type names `"torch.cuda.HalfTensor"` t
 
 Code: `StringRewrite.rewrite_string` / `rewrite_fstring`, a string hook (engine/hooks.py);
 the engine decides where a literal is prose (engine/roles.py) and whether it is a device
-(engine/context.py).
+(engine/device_evidence.py).
 """
 
 from __future__ import annotations
@@ -37,13 +37,13 @@ from typing import Any
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.context import (
+from ms_fmk_transplt.engine.device_evidence import (
     ACCELERATOR,
     CONVENTION,
     NAME_LISTS,
     PATTERN_LISTS,
     REPORTED_TEXT,
-    Verdict,
+    DeviceAnswer,
 )
 from ms_fmk_transplt.engine.hook_registry import ANY
 from ms_fmk_transplt.engine.hooks import STRINGS, Site
@@ -149,7 +149,7 @@ class StringLiteralRule:
             tables.device_spec.add(p.get("device_context", {}))
 
 
-_TESTS = ("compared with ", "tested against ")  # engine/context.py's evidence of a comparison
+_TESTS = ("compared with ", "tested against ")  # engine/device_evidence.py's evidence of a comparison
 
 
 def _sample_suffix(regex: re.Pattern[str], old: str) -> str:
@@ -183,15 +183,15 @@ class StringRewrite:
         contextual = "device_context" in self.rule.params
         in_argument = site.roles.in_device_arg(original)
         verdict, why = (
-            (Verdict.DEVICE, "")
+            (DeviceAnswer.DEVICE, "")
             if in_argument or not contextual
             else site.roles.device(original, value, self.old)
         )
-        if verdict is not Verdict.DEVICE:
-            if verdict is Verdict.UNKNOWN and self._twin_kept(site, original, value):
+        if verdict is not DeviceAnswer.DEVICE:
+            if verdict is DeviceAnswer.UNKNOWN and self._twin_kept(site, original, value):
                 return updated  # `case "cuda" | "hip":` beside `case "npu":`: not "write 'npu'"
-            if verdict is Verdict.UNKNOWN or why.startswith(REPORTED_TEXT):
-                self.report_kept(site, original, value, why, unknown=verdict is Verdict.UNKNOWN)
+            if verdict is DeviceAnswer.UNKNOWN or why.startswith(REPORTED_TEXT):
+                self.report_kept(site, original, value, why, unknown=verdict is DeviceAnswer.UNKNOWN)
             return updated
         if self._twin_kept(site, original, value):
             return updated

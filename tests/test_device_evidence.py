@@ -1,4 +1,4 @@
-"""engine/context.py: a string literal in its context -> device, text or unknown."""
+"""engine/device_evidence.py: a string literal in its context -> device, text or unknown."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from ms_fmk_transplt.engine.context import DeviceContext, DeviceSpec, Verdict
+from ms_fmk_transplt.engine.device_evidence import DeviceAnswer, DeviceContext, DeviceSpec
 from ms_fmk_transplt.engine.names import alias_table, iter_imports
 
 SPEC = {
@@ -22,7 +22,7 @@ SPEC = {
 }
 
 
-def _verdicts(source: str, params: dict | None = None) -> list[Verdict]:
+def _verdicts(source: str, params: dict | None = None) -> list[DeviceAnswer]:
     """The verdict of every "cuda"/"cuda:..." literal in `source`, in order."""
     module = cst.parse_module("import os\nimport torch\n" + source)
     aliases = alias_table(statement for _, statement in iter_imports(module, lines=True))
@@ -50,7 +50,7 @@ def _verdicts(source: str, params: dict | None = None) -> list[Verdict]:
     return [context.verdict(node, str(node.evaluated_value), "cuda")[0] for node in found]
 
 
-D, T, U = Verdict.DEVICE, Verdict.TEXT, Verdict.UNKNOWN
+D, T, U = DeviceAnswer.DEVICE, DeviceAnswer.TEXT, DeviceAnswer.UNKNOWN
 
 
 @pytest.mark.parametrize(
@@ -75,7 +75,7 @@ D, T, U = Verdict.DEVICE, Verdict.TEXT, Verdict.UNKNOWN
         ('os.path.join(here, "cuda")', [T]),
     ],
 )
-def test_verdict(source: str, expected: list[Verdict]) -> None:
+def test_verdict(source: str, expected: list[DeviceAnswer]) -> None:
     assert _verdicts(source) == expected
 
 
@@ -142,7 +142,7 @@ def _shipped() -> dict:
         ('__all__ = ["cuda", "cpu"]', [T]),
     ],
 )
-def test_verdict_with_the_shipped_data(source: str, expected: list[Verdict]) -> None:
+def test_verdict_with_the_shipped_data(source: str, expected: list[DeviceAnswer]) -> None:
     assert _verdicts(source, _shipped()) == expected
 
 

@@ -39,8 +39,8 @@ import libcst.matchers as m
 from ms_fmk_transplt import data
 from ms_fmk_transplt.engine.device_flow import DeviceFlow, option_fields, own_attribute, returns
 from ms_fmk_transplt.engine.first_party import FirstParty
+from ms_fmk_transplt.engine.node_index import NodeIndex, short_name
 from ms_fmk_transplt.engine.project_calls import ProjectCalls
-from ms_fmk_transplt.engine.walk import NodeIndex, short_name
 
 CONVENTION = " (convention)"
 PATH_PIECE = "a path piece given to "  # text that could still be a device: kept, reported
@@ -52,7 +52,7 @@ _ARGUMENT = re.compile(r"--?[\w.-]+=(.+)")  # one command-line argument with its
 _DEVICE_TAIL = re.compile(r"(:\w*)?")  # what an f-string may add to a device type and stay one
 
 
-class Verdict(str, Enum):
+class DeviceAnswer(str, Enum):
     DEVICE = "device"  # convert it
     TEXT = "text"  # the user's words or names: keep it
     UNKNOWN = "unknown"  # keep it, report it for a look by hand
@@ -430,21 +430,21 @@ class DeviceContext:
         """Does the rule's pattern take this literal (a concatenation's `old + ":"` prefix too)?"""
         return bool(pattern.fullmatch(value)) or (id(node) in self.prefixes and value == old + ":")
 
-    def verdict(self, node: cst.BaseExpression, value: str, old: str) -> tuple[Verdict, str]:
+    def verdict(self, node: cst.BaseExpression, value: str, old: str) -> tuple[DeviceAnswer, str]:
         """Device, text or unknown, with the evidence."""
         key = id(node)
         if key in self.echoes:
-            return Verdict.TEXT, self.echoes[key]
+            return DeviceAnswer.TEXT, self.echoes[key]
         device = self.devices.get(key)
         if device is not None and not (device.endswith(CONVENTION) and key in self.text):
-            return Verdict.DEVICE, device
+            return DeviceAnswer.DEVICE, device
         if key in self.text:
-            return Verdict.TEXT, self.text[key]
+            return DeviceAnswer.TEXT, self.text[key]
         if id(node) in self.prefixes:
-            return Verdict.DEVICE, "the prefix of a device joined with its index"
+            return DeviceAnswer.DEVICE, "the prefix of a device joined with its index"
         if value != old:  # "cuda:0", "cuda:%d"
-            return Verdict.DEVICE, "a device with its index"
-        return Verdict.UNKNOWN, "no device API, comparison or device-named variable takes it"
+            return DeviceAnswer.DEVICE, "a device with its index"
+        return DeviceAnswer.UNKNOWN, "no device API, comparison or device-named variable takes it"
 
 
 class _Marker:
