@@ -37,7 +37,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from ms_fmk_transplt import data
-from ms_fmk_transplt.engine.device_flow import DeviceFlow, option_fields, own_attribute, returns
+from ms_fmk_transplt.engine.device_flow import DeviceFlow, choices, option_fields, own_attribute, returns
 from ms_fmk_transplt.engine.first_party import FirstParty
 from ms_fmk_transplt.engine.node_index import NodeIndex, short_name
 from ms_fmk_transplt.engine.project_calls import ProjectCalls
@@ -181,14 +181,11 @@ def _string(node: cst.CSTNode) -> str | None:
 
 def literals(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
     """The string literals a value can evaluate to: itself, ternary branches, `or`, sequences."""
-    if isinstance(node, (cst.SimpleString, cst.FormattedString)):
+    if isinstance(node, (cst.IfExp, cst.BooleanOperation)):
+        for choice in choices(node):
+            yield from literals(choice)
+    elif isinstance(node, (cst.SimpleString, cst.FormattedString)):
         yield node
-    elif isinstance(node, cst.IfExp):
-        yield from literals(node.body)
-        yield from literals(node.orelse)
-    elif isinstance(node, cst.BooleanOperation):
-        yield from literals(node.left)
-        yield from literals(node.right)
     elif isinstance(node, (cst.Tuple, cst.List, cst.Set)):
         for element in node.elements:
             yield from literals(element.value)
