@@ -65,3 +65,16 @@ def test_every_path_a_map_names_exists(map_path: str) -> None:
         if token not in OUTPUTS | UPSTREAM and not resolves(token, path.parent, folder)
     ]
     assert not missing, "named in a map but not in the repository:\n" + "\n".join(missing)
+
+
+def test_every_test_file_the_scripts_run_exists() -> None:
+    """`.ci/run` and the tools' shell scripts name test files by path: a renamed test file must be
+    renamed there too (pytest given a missing file runs nothing and CI fails late)."""
+    scripts = [ROOT / ".ci" / "run", *sorted((ROOT / "tools").glob("*.sh"))]
+    named = {
+        (script.name, token)
+        for script in scripts
+        for token in re.findall(r"\btests/[\w/]+\.py\b", script.read_text(encoding="utf-8"))
+    }
+    assert named, "no script names a test file: the pattern is stale"
+    assert [f"{name}: {token}" for name, token in sorted(named) if not (ROOT / token).is_file()] == []

@@ -19,7 +19,7 @@ VENV=.venv-libcst-floor
 echo "converter tests on libcst $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("libcst"))')"
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider -n auto --dist loadfile \
     tests/test_fixtures.py tests/test_engine.py tests/test_positions.py tests/test_cli.py \
-    tests/test_imports.py tests/test_walk.py tests/test_bindings.py tests/test_normalise.py \
-    tests/test_context.py tests/test_explain.py tests/test_kind_hooks.py tests/test_rule_files.py \
+    tests/test_imports.py tests/test_node_index.py tests/test_bindings.py tests/test_normalise.py \
+    tests/test_device_evidence.py tests/test_explain.py tests/test_kind_hooks.py tests/test_rule_files.py \
     tests/test_support.py tests/test_report_formats.py tests/test_rule_examples.py \
     tests/test_distributed_mode.py tests/test_traverse.py
