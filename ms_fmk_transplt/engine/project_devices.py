@@ -27,11 +27,12 @@ the parameter to another function of the project is followed there (`Reach`), ac
   engine/project_index.py.
 - The other way round, what a module does with the results of the project's functions and with
   the project's constants it imports (`x.to(pick())`, `dev = pick(); model.to(dev)`,
-  `print(name())`): `ModuleFacts.results`, gathered by engine/project_results.py in the same walk;
+  `self.where = pick()` read as `x.to(self.where)` in another method, `print(name())`):
+  `ModuleFacts.results`, gathered by engine/project_results.py in the same walk;
   engine/project_index.py hands each module what its importers do with its own.
-- Not followed: a result handed back through another function (`return pick()`) or stored on an
-  object (`self.dev = pick()`), an instance bound otherwise than by calling its class
-  (`r = make_runner()`, a parameter), inherited methods.
+- Not followed: a result handed back through another function (`return pick()`) or stored on
+  another object than `self` (`cfg.dev = pick()`), an instance bound otherwise than by calling its
+  class (`r = make_runner()`, a parameter), inherited methods.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ other use (an attribute read, an f-string, a value returned on: nothing is known
 engine/project_index.py resolves each producer to the module that defines it.
 
 Variables are per module, as in engine/device_flow.py: `dev = pick()` makes every read of `dev`
-in the module a use of `pick()`'s result.
+in the module a use of `pick()`'s result, and `self.device = pick()` every read of `self.device`
+(in any method of any class of the module: the attribute's name is the key).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import ast
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 
-from ms_fmk_transplt.engine.project_walk import OWN, StatementNodes, Use, callee_of, choices, relative
+from ms_fmk_transplt.engine.project_walk import OWN, StatementNodes, Use, callee_of, choices, own, relative
 
 Results = tuple[tuple[str, tuple[Use, ...]], ...]  # producer -> what its value is handed to
 COMPARED: Use = ("", "==")
@@ -75,17 +76,19 @@ def result_uses(walked: list[StatementNodes], names: Mapping[str, str]) -> Resul
                     continue
                 handled.add(id(choice))
                 for target in assign.targets:
-                    if isinstance(target, ast.Name):
-                        bound.setdefault(target.id, set()).add(made)
-                    else:  # self.dev = pick(), a, b = ...: not followed
+                    key = target.id if isinstance(target, ast.Name) else own(target)
+                    if key is not None:
+                        bound.setdefault(key, set()).add(made)
+                    else:  # a, b = ..., obj.dev = ...: not followed
                         uses.setdefault(made, set()).add(OTHER)
 
     def made_of(node: ast.expr) -> Iterable[str]:
         made = producers.get(id(node))
         if made is not None:
             return (made,)
-        if isinstance(node, ast.Name) and node.id in bound:
-            return bound[node.id]
+        key = node.id if isinstance(node, ast.Name) else own(node)
+        if key is not None and key in bound:
+            return bound[key]
         value = _producer(node, names) if isinstance(node, (ast.Name, ast.Attribute)) else None
         return () if value is None else (value,)  # a constant of another module: ACCEL
 
@@ -113,6 +116,11 @@ def result_uses(walked: list[StatementNodes], names: Mapping[str, str]) -> Resul
         for read in w.reads:
             if read.id in bound and id(read) not in handled:
                 for made in bound[read.id]:
+                    uses.setdefault(made, set()).add(OTHER)
+        for attribute in w.own_reads:
+            key = own(attribute)
+            if key in bound and id(attribute) not in handled:
+                for made in bound[key]:
                     uses.setdefault(made, set()).add(OTHER)
     return tuple((made, tuple(sorted(found, key=repr))) for made, found in sorted(uses.items()))
 

@@ -16,7 +16,7 @@ OWN = "::"  # `path::name`: a function or class of the same module
 # fields that never hold a statement or expression: not walked
 _LEAVES = frozenset({"ctx", "op", "id", "attr", "arg", "name", "module", "level", "asname", "kind"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
-_KEPT = (ast.Name, ast.Call, ast.Assign, ast.Compare, ast.Expr, ast.Import, ast.ImportFrom)
+_KEPT = (ast.Name, ast.Attribute, ast.Call, ast.Assign, ast.Compare, ast.Expr, ast.Import, ast.ImportFrom)
 
 
 def _fields(cls: type) -> tuple[str, ...]:
@@ -24,6 +24,13 @@ def _fields(cls: type) -> tuple[str, ...]:
     if found is None:
         found = _FIELDS[cls] = tuple(f for f in getattr(cls, "_fields", ()) if f not in _LEAVES)
     return found
+
+
+def own(node: ast.expr) -> str | None:
+    """`self.device` as the key a module's variables use (`self.device`); None for anything else."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return f"self.{node.attr}"
+    return None
 
 
 class StatementNodes:
@@ -37,6 +44,7 @@ class StatementNodes:
         self.compares: list[ast.Compare] = []
         self.statements: list[ast.Expr] = []
         self.reads: list[ast.Name] = []
+        self.own_reads: list[ast.Attribute] = []  # `self.device` read (not assigned)
         kept: list[ast.AST] = []
         stack: list[ast.AST] = [statement]
         pop, push, keep, node_class = stack.pop, stack.append, kept.append, ast.AST
@@ -57,6 +65,9 @@ class StatementNodes:
             if isinstance(node, ast.Name):
                 if isinstance(node.ctx, ast.Load):
                     self.reads.append(node)
+            elif isinstance(node, ast.Attribute):
+                if isinstance(node.ctx, ast.Load) and own(node) is not None:
+                    self.own_reads.append(node)
             elif isinstance(node, ast.Call):
                 self.calls.append(node)
             elif isinstance(node, ast.Assign):
