@@ -9,11 +9,9 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-import libcst as cst
-
 from ms_fmk_transplt.engine.dispatch_rewrites import KeptAlternatives
 from ms_fmk_transplt.engine.hook_registry import keys_of
-from ms_fmk_transplt.engine.hooks import NodeHook, Site, node_slot
+from ms_fmk_transplt.engine.hooks import Site, node_slot
 from ms_fmk_transplt.engine.tables import Tables
 
 
@@ -34,9 +32,5 @@ class NodeHooks(KeptAlternatives):
             for hook in keyed.get(key, ()):
                 if not isinstance(result, cls):  # another node was written: it is final
                     return result
-                result = _rewrite(hook, site, original_node, result, key)
+                result = hook.rewrite(site, original_node, result, key)
         return result
-
-
-def _rewrite(hook: NodeHook, site: Site, original: cst.CSTNode, updated: cst.CSTNode, key: str) -> Any:
-    return hook.rewrite(site, original, updated, key)
