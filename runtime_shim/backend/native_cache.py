@@ -35,6 +35,16 @@ def mark_source(folder: Path, csrc: Path) -> None:
     (folder / SOURCE_MARK).write_text(str(csrc) + "\n", encoding="utf-8")
 
 
+def finished(folder: Path, csrc: Path) -> bool:
+    """Whether `folder` holds a module built from `csrc` that the tooling built and loaded: the
+    source mark is written only then (the build file, which `origin` also reads, is written
+    before the compiler runs)."""
+    try:
+        return (folder / SOURCE_MARK).read_text(encoding="utf-8").strip() == str(csrc)
+    except OSError:
+        return False
+
+
 def origin(folder: Path) -> str | None:
     """The csrc/ folder `folder` was built from; None when it cannot be told (then it is kept)."""
     try:

@@ -9,7 +9,7 @@ import torch
 from conftest import run_python
 from test_distributed import _free_port
 
-from runtime_shim.backend import native
+from runtime_shim.backend import native, native_cache
 from runtime_shim.runtime.state import STATE
 
 needs_native = pytest.mark.skipif(STATE.native is None, reason=f"Python path: {native.python_path_reason}")
@@ -64,6 +64,51 @@ def test_a_build_killed_midway_does_not_stop_later_starts(tmp_path):
     )
     assert done.returncode == 0 and done.stdout.strip() == "True", done.stderr
     assert not (tmp_path / built.name / native.TOOLING_LOCK).exists()
+
+
+_LOADS = (
+    "import sys; from runtime_shim.backend import native; module = native.load(); "
+    "print(module is not None, 'torch.utils.cpp_extension' in sys.modules)"
+)
+
+
+def _load_from_copy(tmp_path, damage=None):
+    """native.load() in a child whose cache is a copy of this build, `damage` applied to it first:
+    (loaded, the tooling imported, the copied folder)."""
+    built = native.build_directory()
+    folder = tmp_path / built.name
+    shutil.copytree(built, folder, ignore=shutil.ignore_patterns("*.lock"))
+    if damage:
+        damage(folder)
+    done = run_python(["-c", _LOADS], env_extra={native.CACHE_ENV: str(tmp_path)}, timeout=300)
+    assert done.returncode == 0, done.stderr
+    loaded, tooling = done.stdout.split()
+    return loaded == "True", tooling == "True", folder
+
+
+@needs_native
+def test_a_finished_build_loads_without_the_tooling(tmp_path):
+    assert _load_from_copy(tmp_path)[:2] == (True, False)
+
+
+@needs_native
+def test_a_build_without_its_mark_goes_through_the_tooling_and_gets_it(tmp_path):
+    # a folder from before the mark, or one whose process died between linking and marking
+    loaded, tooling, folder = _load_from_copy(tmp_path, lambda f: (f / native_cache.SOURCE_MARK).unlink())
+    assert (loaded, tooling) == (True, True)
+    assert native_cache.finished(folder, native._CSRC)
+
+
+@pytest.mark.slow
+@needs_native
+def test_a_module_file_that_does_not_load_is_linked_anew(tmp_path):
+    def overwrite(folder):
+        (folder / native_cache.MODULE_FILE).write_bytes(b"not a shared object")
+
+    loaded, tooling, folder = _load_from_copy(tmp_path, overwrite)
+    assert (loaded, tooling) == (True, True)
+    assert (folder / native_cache.MODULE_FILE).read_bytes().startswith(b"\x7fELF")
+    assert native_cache.finished(folder, native._CSRC)
 
 
 def test_checkouts_sharing_an_interpreter_build_apart(monkeypatch):

@@ -135,6 +135,8 @@ def test_a_build_prunes_and_a_load_of_an_existing_build_does_not(tmp_path: Path,
         return object()
 
     monkeypatch.setattr(cpp_extension, "load", fake_load)
+    imports: list[Path] = []
+    monkeypatch.setattr(native, "_import_built", lambda folder: imports.append(folder) or object())
     current = native.build_directory()
     stale = _folder(tmp_path, f"{current.name.rsplit('-', 1)[0]}-000000000000", native._CSRC, age=600)
     elsewhere = _folder(tmp_path, f"{current.name.rsplit('-', 1)[0]}-111111111111", OTHER, age=600)
@@ -143,4 +145,4 @@ def test_a_build_prunes_and_a_load_of_an_existing_build_does_not(tmp_path: Path,
     assert native_cache.origin(current) == str(native._CSRC)
     stale = _folder(tmp_path, stale.name, native._CSRC, age=600)
     assert native.load() is not None  # loaded from the cache: no build, no pruning
-    assert stale.exists() and len(loads) == 2
+    assert stale.exists() and len(loads) == 1 and imports == [current]
