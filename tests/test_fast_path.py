@@ -107,8 +107,7 @@ def test_every_name_a_rule_acts_on_is_a_trigger_name(builtin_tables) -> None:
         )
 
     keyed = [
-        *tables.renames,
-        *tables.modules,
+        *(key for key in tables.hooks.keyed(hooks.QUALIFIED) if key != "*"),
         *(key.lstrip(".") for key in tables.hooks.keyed(hooks.CALLS)),
         *tables.hooks.keyed(hooks.METHODS),
         *tables.hooks.keyed(hooks.FUNCTIONS),

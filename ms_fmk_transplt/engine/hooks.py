@@ -9,9 +9,12 @@ name resolution, the string/device/environment contexts, import planning and the
 several hooks on one node; the hook holds the matching details, the rewrite and the finding.
 Entries are pickled to worker processes and into the cache, so they must be module-level classes.
 
-Kinds whose rewrite is the engine's own name resolution (qualified-name renames, module members,
-unsupported names, support classification) and the import insertion compile into plain tables
-(`engine/tables.py`) instead; their module docstrings say where they apply.
+Qualified-name renames (renamed functions and modules, module members, unsupported APIs) are name
+hooks (`NameHook`) keyed by the dotted prefix they cover: the engine keeps the name resolution
+(qualifying a node through the file's imports, its bindings) and offers it as `Site` services
+(`qualify`, `replace_name`, `report_match`); the hook decides what the name becomes. The support
+lists and the import insertion still compile into plain tables (`engine/tables.py`); their
+module docstrings say where they apply.
 """
 
 from __future__ import annotations
@@ -151,9 +154,70 @@ class Site(Protocol):
         """What a qualified API name becomes under the rules (None: no rule renames it)."""
         ...
 
+    def report_match(self, node: cst.CSTNode, match: Match) -> None:
+        """A qualified name a name hook resolved: MODIFY when replaced, else UNSUPPORTED (a class an
+        `isinstance` test names is no use: not reported)."""
+        ...
+
+    def replace_name(
+        self, original: cst.Attribute, updated: cst.Attribute, target: str
+    ) -> cst.BaseExpression:
+        """The chain written as the dotted `target`: under the name its root is bound to after the
+        rewrites, else spelled out whole, with the import that then needs planned."""
+        ...
+
     def require_torch_npu(self) -> None:
         """The file's rewrites need `import torch_npu` (for a rewrite no finding of a rule that
         `needs_torch_npu` marks)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Match:
+    """What a qualified name becomes: `prefix` of `name` is what `hook` covers, replaced by `new`
+    (None: kept and reported, with `suggestion`)."""
+
+    rule: Rule
+    name: str
+    prefix: str
+    new: str | None
+    suggestion: str = ""
+    hook: NameHook | None = field(default=None, compare=False)
+
+    @property
+    def target(self) -> str:
+        """The dotted name the reference is written as: the replacement and the rest of the name
+        (the name itself when nothing replaces it)."""
+        return (self.new if self.new is not None else self.prefix) + self.name[len(self.prefix) :]
+
+
+class NameHook(Protocol):
+    """What a qualified name becomes, keyed by a dotted prefix of it (`QUALIFIED`): the engine
+    resolves every name a file uses through its imports and finds the hooks of its longest
+    covered prefix (`Tables.lookup`), which also rename its imports and classify it."""
+
+    # the hook knows its prefix's members one by one: on a member it answers before a hook that
+    # renames the prefix whole, on the prefix itself after it
+    members: ClassVar[bool]
+
+    @property
+    def rule(self) -> Rule:
+        """The rule whose findings it reports."""
+        ...
+
+    @property
+    def rewrites(self) -> bool:
+        """It replaces names (False: it only reports them)."""
+        ...
+
+    def resolve(self, name: str, prefix: str, rest: list[str]) -> Match | None:
+        """What `name` (`prefix` and the `rest` of its parts) becomes, or None: not this hook's."""
+        ...
+
+    def rewrite_reference(
+        self, site: Site, original: cst.Attribute, updated: cst.Attribute, match: Match
+    ) -> cst.BaseExpression:
+        """An attribute chain `match` resolved: reported, and written as its target (`replace_name`)."""
         ...
 
 
@@ -376,6 +440,7 @@ class TextHook(Protocol):
 
 
 # the registry's slots (engine/hook_registry.py): a node class and the interface of its hooks
+QUALIFIED: Slot[NameHook] = Slot(cst.Attribute, "qualified")  # by a dotted prefix; "*": any top module
 CALLS: Slot[CallHook] = Slot(cst.Call, "call")  # by qualified name, `module.*`, or `.short` name
 METHODS: Slot[MethodHook] = Slot(cst.Call, "method")  # by the method's name
 FUNCTIONS: Slot[FunctionHook] = Slot(cst.Name, "function")  # by the bare function name

@@ -12,7 +12,7 @@ from typing import Protocol, TypeVar
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import FUNCTIONS
+from ms_fmk_transplt.engine.hooks import FUNCTIONS, QUALIFIED, Match
 from ms_fmk_transplt.engine.import_split import (
     comments_after,
     import_line,
@@ -20,10 +20,10 @@ from ms_fmk_transplt.engine.import_split import (
     without_names,
 )
 from ms_fmk_transplt.engine.imports import ImportPlan, imports_device_module, insert_module_import
-from ms_fmk_transplt.engine.names import build_dotted, dotted
+from ms_fmk_transplt.engine.names import build_dotted, chain_root, dotted, set_segments
 from ms_fmk_transplt.engine.pending import Pending
 from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Match, Tables
+from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.records import Operation
 
 # import alias -> (name to import, name kept bound or None, why it is kept): engine/imports.py
@@ -250,16 +250,16 @@ class ImportStatements:
         if match is not None:  # a member of a module the rules cover: `from torch.cuda.nvtx import *`
             self.reports.report_unsupported(original, match.rule, f"from {module} import *", match.suggestion)
             return updated
-        rewritten = [n for n, e in self.tables.renames.items() if e.new is not None]
-        rewritten += [n for n, m in self.tables.modules.items() if m.new_module is not None]
+        keyed = self.tables.hooks.keyed(QUALIFIED)
         # names the star binds: members one level below the module (torch.nn.Module.cuda is not one)
-        covered = sorted(name for name in rewritten if name.rpartition(".")[0] == module)
+        covered = sorted(
+            name
+            for name, hooks in keyed.items()
+            if name.rpartition(".")[0] == module and any(hook.rewrites for hook in hooks)
+        )
         if covered:
-            rule = (
-                self.tables.renames[covered[0]]
-                if covered[0] in self.tables.renames
-                else self.tables.modules[covered[0]]
-            ).rule
+            # the rule of the name's rename, else of its module's members
+            rule = sorted(keyed[covered[0]], key=lambda hook: hook.members)[0].rule
             self.reports.pending.append(
                 Pending(
                     original,
@@ -277,6 +277,19 @@ class ImportStatements:
             self.uses_needed_api = any(
                 name == n or name.startswith(n + ".") for n in self.tables.needs_module
             )
+
+    def replace_chain(
+        self, original: cst.Attribute, updated: cst.Attribute, target: str
+    ) -> cst.BaseExpression:
+        """An attribute chain written as dotted `target`: under the name its root is bound to after
+        the rewrites when `target` lies under that name's target, else spelled out whole, with the
+        import of its first name planned."""
+        _, root_target = self.plan.binding(chain_root(original).value)
+        if root_target and (target == root_target or target.startswith(root_target + ".")):
+            segments = target[len(root_target) + 1 :].split(".") if target != root_target else []
+            return set_segments(updated, segments)
+        self.need_import_for(target)
+        return build_dotted(target)
 
     def need_import_for(self, target: str) -> None:
         """Make the first name of a freshly written dotted path resolve (torch.npu needs only torch)."""

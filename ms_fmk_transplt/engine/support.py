@@ -24,9 +24,10 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ms_fmk_transplt.engine.hooks import Match
 from ms_fmk_transplt.engine.messages import join_clauses
 from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Match, Tables
+from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.records import Operation, Support
 
 # the lists' dtype words for torch's dtype names and for the tensor methods that cast

@@ -2,8 +2,9 @@
 
 Matching reads `original_node` (names resolve the same however deep a rewrite nests);
 rewrites build on `updated_node`, so `x.cuda(device=torch.device("cuda:0"))` gets both.
-It traverses and asks helpers: qualified-name renames come from the tables (`Tables.lookup`),
-what a name's use is from engine/name_uses.py, what a string literal is from engine/roles.py,
+It traverses and asks helpers: what a qualified name becomes from its name hook (`Tables.lookup`,
+which rewrites the chain through the `replace_name` service), what a name's use is from
+engine/name_uses.py, what a string literal is from engine/roles.py,
 support verdicts from engine/support.py, import statements from engine/import_statements.py,
 results from engine/call_results.py; the kinds' hooks (`engine/hooks.py`), found in one registry
 by node class and lookup key (`Tables.hooks`, engine/hook_registry.py), do the rest, composed for
@@ -33,10 +34,7 @@ from ms_fmk_transplt.engine.name_uses import NameUses
 from ms_fmk_transplt.engine.names import (
     alias_table,
     assignment_aliases,
-    build_dotted,
-    chain_root,
     iter_imports,
-    set_segments,
 )
 from ms_fmk_transplt.engine.node_hooks import NodeHooks
 from ms_fmk_transplt.engine.node_index import NodeIndex, short_name, type_check_targets
@@ -60,7 +58,7 @@ class ModuleRewriter(SiteReports, NodeHooks, FusedReplacements):
         # the look-ahead passes share one cheap walk (engine/node_index.py)
         nodes = NodeIndex(module)
         self.aliases = assignment_aliases(
-            nodes.of(cst.Assign), alias_table(s for _, s in imports), tables.modules
+            nodes.of(cst.Assign), alias_table(s for _, s in imports), tables.member_modules()
         )
         self.uses = NameUses(nodes)
         self.type_checks = type_check_targets(nodes)
@@ -228,18 +226,15 @@ class ModuleRewriter(SiteReports, NodeHooks, FusedReplacements):
         if name:
             self.classify(original_node, converted_name(name, match), rewritten=match is not None)
             self.import_statements.note_use(name)
-        if match is None:
+        if match is None or match.hook is None:
             return self.hook_runs.attribute(original_node, updated_node)
-        self.report_match(original_node, match)
-        assert name is not None  # a match implies a dotted name
-        target = match.new if match.new is not None else match.prefix
-        new_full = target + name[len(match.prefix) :]
-        _, root_target = self.imports.binding(chain_root(original_node).value)
-        if root_target and (new_full == root_target or new_full.startswith(root_target + ".")):
-            segments = new_full[len(root_target) + 1 :].split(".") if new_full != root_target else []
-            return set_segments(updated_node, segments)
-        self.import_statements.need_import_for(new_full)
-        return build_dotted(new_full)
+        return match.hook.rewrite_reference(self, original_node, updated_node, match)
+
+    def replace_name(
+        self, original: cst.Attribute, updated: cst.Attribute, target: str
+    ) -> cst.BaseExpression:
+        """The chain written as dotted `target`, its import planned (hooks.Site)."""
+        return self.import_statements.replace_chain(original, updated, target)
 
     # ---- imports: engine/import_statements.py ----------------------------------------------------
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
