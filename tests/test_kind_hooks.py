@@ -30,6 +30,7 @@ USER_RULES = [
 ]
 PROTOCOLS = (
     hooks.NameHook,
+    hooks.ImportHook,
     hooks.MethodHook,
     hooks.AttributeHook,
     hooks.FunctionHook,

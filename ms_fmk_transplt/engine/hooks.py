@@ -12,9 +12,10 @@ Entries are pickled to worker processes and into the cache, so they must be modu
 Qualified-name renames (renamed functions and modules, module members, unsupported APIs) are name
 hooks (`NameHook`) keyed by the dotted prefix they cover: the engine keeps the name resolution
 (qualifying a node through the file's imports, its bindings) and offers it as `Site` services
-(`qualify`, `replace_name`, `report_match`); the hook decides what the name becomes. The support
-lists and the import insertion still compile into plain tables (`engine/tables.py`); their
-module docstrings say where they apply.
+(`qualify`, `replace_name`, `report_match`); the hook decides what the name becomes. The import
+the rewrites need is an `ImportHook`: hooks request it through the `Site`, the engine places it.
+The support lists still compile into a plain table (`engine/tables.py`); their kind's docstring
+says where it applies.
 """
 
 from __future__ import annotations
@@ -218,6 +219,38 @@ class NameHook(Protocol):
         self, site: Site, original: cst.Attribute, updated: cst.Attribute, match: Match
     ) -> cst.BaseExpression:
         """An attribute chain `match` resolved: reported, and written as its target (`replace_name`)."""
+        ...
+
+
+class ImportHook(Protocol):
+    """The import a file's rewrites need (`import torch_npu`), filed under "*" of `IMPORTS`: the
+    hook says which module, after which import, and which uses alone need it; hooks ask for it
+    through the `Site` (`require_torch_npu`, or a rule that `needs_torch_npu`), and the engine
+    plans and places it (engine/imports.py)."""
+
+    @property
+    def rule(self) -> Rule:
+        """The rule whose finding reports the insertion."""
+        ...
+
+    @property
+    def module(self) -> str:
+        """The module imported (`torch_npu`)."""
+        ...
+
+    @property
+    def after(self) -> str:
+        """The module whose first import it follows (`torch`)."""
+        ...
+
+    @property
+    def entry_points(self) -> bool:
+        """Every script with an `if __name__ == "__main__":` block that imports `after` needs it."""
+        ...
+
+    def needed_by(self, name: str) -> bool:
+        """A use of qualified `name` needs the import by itself (torch.accelerator finds the NPU
+        only once torch_npu is imported)."""
         ...
 
 
@@ -451,6 +484,7 @@ ENV_NAMES: Slot[EnvHook] = Slot(cst.SimpleString, "env")  # by environment varia
 ENV_PREFIXES: Slot[EnvHook] = Slot(cst.SimpleString, "env_prefix")  # by a prefix of the name
 RESULTS: Slot[ResultHook] = Slot(cst.Call, "result")  # calls whose result breaks when used
 VALUES: Slot[ValueHook] = Slot(cst.Dict, "value")  # "*": values reaching some calls' arguments
+IMPORTS: Slot[ImportHook] = Slot(cst.Module, "import")  # "*": the import the rewrites need
 FUSED: Slot[PatternHook] = Slot(cst.Module, "pattern")  # "*": computations over several statements
 TEXT: Slot[TextHook] = Slot(cst.Module, "text")  # "*": line scans of copied files, a module's shell text
 

@@ -12,7 +12,8 @@ from typing import Protocol, TypeVar
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import FUNCTIONS, QUALIFIED, Match
+from ms_fmk_transplt.engine.hook_registry import ANY
+from ms_fmk_transplt.engine.hooks import FUNCTIONS, IMPORTS, QUALIFIED, Match
 from ms_fmk_transplt.engine.import_split import (
     comments_after,
     import_line,
@@ -70,6 +71,7 @@ class ImportStatements:
         self.plan = plan
         self.function_imports = function_imports
         self.aliases = aliases
+        self.insert = tables.hooks.one(IMPORTS, ANY)  # the import the rewrites need, if any rule adds one
         self.needed: set[str] = set()  # modules a freshly written dotted path needs imported
         self.uses_needed_api = False  # torch.accelerator finds the NPU only after import torch_npu
         self.anchor_updated: cst.SimpleStatementLine | None = None  # the anchor line, as rewritten
@@ -272,11 +274,9 @@ class ImportStatements:
         return updated
 
     def note_use(self, name: str) -> None:
-        """A use of qualified `name`: one of the APIs that need the inserted import (`needs_module`)?"""
-        if self.tables.needs_module and not self.uses_needed_api:
-            self.uses_needed_api = any(
-                name == n or name.startswith(n + ".") for n in self.tables.needs_module
-            )
+        """A use of qualified `name`: does it need the inserted import by itself (the hook says)?"""
+        if self.insert is not None and not self.uses_needed_api:
+            self.uses_needed_api = self.insert.needed_by(name)
 
     def replace_chain(
         self, original: cst.Attribute, updated: cst.Attribute, target: str
@@ -299,15 +299,15 @@ class ImportStatements:
 
     def finish_module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         """The module with `import torch_npu` added where the file's rewrites or APIs need it."""
-        rule = self.tables.import_insert
-        if rule is None:
+        insert = self.insert
+        if insert is None:
             return updated_node
-        module_name = rule.params["module"]
+        module_name = insert.module
         # a rewrite that spelled out `torch_npu.x.y` needs the bare name, not just any import of it
         name_needed = module_name in self.needed and self.aliases.get(module_name) != module_name
         self.needed.discard(module_name)
         result, insertion = insert_module_import(
-            rule,
+            insert,
             self.plan,
             original_node,
             updated_node,
@@ -321,7 +321,7 @@ class ImportStatements:
             self.reports.pending.append(
                 Pending(
                     insertion.anchor,
-                    rule,
+                    insert.rule,
                     Operation.INSERT,
                     insertion.message,
                     line_offset=insertion.line_offset,

@@ -3,8 +3,7 @@
 
 Two sorts of entry: `hooks`, the one registry of the entries the rule kinds define themselves, by
 node class and lookup key (engine/hook_registry.py; engine/hooks.py is their interface and names
-their slots), and the tables the support classifier (`SupportLists`) and the import insertion
-still read. Built once per run, shared read-only by every file (and
+their slots), and the tables the support classifier still reads (`SupportLists`). Built once per run, shared read-only by every file (and
 pickled to worker processes).
 """
 
@@ -75,8 +74,6 @@ class Tables:
     dispatch_words: set[str] = field(default_factory=set)
     device_spec: DeviceSpec = field(default_factory=DeviceSpec)  # where a string literal is a device
     opt_ins: frozenset[str] = frozenset()
-    import_insert: Rule | None = None
-    needs_module: set[str] = field(default_factory=set)  # using these needs the inserted import
     triggers: set[tuple[str, ...]] = field(default_factory=set)
     # the fast path (engine/fast_path.py): words of the rules it cannot see by name, and names
     # (dotted: any use under the name; single: the identifier) whose use sends a file to libcst
