@@ -107,14 +107,13 @@ def test_every_name_a_rule_acts_on_is_a_trigger_name(builtin_tables) -> None:
         )
 
     keyed = [
-        *tables.renames,
-        *tables.modules,
+        *(key for key in tables.hooks.keyed(hooks.QUALIFIED) if key != "*"),
         *(key.lstrip(".") for key in tables.hooks.keyed(hooks.CALLS)),
         *tables.hooks.keyed(hooks.METHODS),
         *tables.hooks.keyed(hooks.FUNCTIONS),
         *tables.hooks.keyed(hooks.ATTRIBUTES),
         *tables.hooks.keyed(hooks.RESULTS),
-        *tables.needs_module,
+        *(name for hook in tables.hooks.all(hooks.IMPORTS) for name in hook.rule.params.get("when_used", ())),
     ]
     assert keyed and [name for name in keyed if not covered(name)] == []
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
+from ms_fmk_transplt.engine.hooks import IMPORTS
 from ms_fmk_transplt.engine.imports import ImportPlan, insert_module_import, plan_imports
 from ms_fmk_transplt.engine.names import alias_table, iter_imports
 
@@ -52,7 +53,7 @@ def _insert(source: str, tables, **needs) -> str:
     module, plan = _plan(source, tables)
     options = {"needs_module": True, "uses_needed_api": False, "name_needed": False} | needs
     result, _ = insert_module_import(
-        tables.import_insert, plan, module, module, anchor_updated=plan.anchor_line, **options
+        tables.hooks.one(IMPORTS, "*"), plan, module, module, anchor_updated=plan.anchor_line, **options
     )
     return result.code
 

@@ -29,6 +29,8 @@ USER_RULES = [
     for case in ("args_modify", "module_name", "func_name_bare")
 ]
 PROTOCOLS = (
+    hooks.NameHook,
+    hooks.ImportHook,
     hooks.MethodHook,
     hooks.AttributeHook,
     hooks.FunctionHook,

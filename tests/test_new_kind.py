@@ -1,8 +1,10 @@
 """A kind of rule is one module: one defined outside the package converts code with no engine change.
 
-The throwaway kind below lives in a temporary package; it registers itself with `@kind`, compiles
-its entries into hooks of the registry (engine/hook_registry.py) keyed by node class and
-qualified name, and the transformer's generic dispatch runs them.
+The throwaway kinds below live in a temporary package; each registers itself with `@kind` and
+compiles its entries into hooks of the registry (engine/hook_registry.py): a generic node hook
+keyed by node class and qualified name, which the transformer's generic dispatch runs, and a
+rename-like name hook keyed by the qualified name it covers, which the engine's name resolution
+asks (`Tables.lookup`) for every use, `from` import and `import` of the name.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pytest
 from ms_fmk_transplt.engine import hooks
 from ms_fmk_transplt.engine.convert import convert_source
 from ms_fmk_transplt.engine.hook_registry import HookRegistry, keys_of
+from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.records import Operation, Status
 from ms_fmk_transplt.ruleset import registry
 from ms_fmk_transplt.ruleset.compile import compile_rules
@@ -80,19 +83,89 @@ class Constant:
 '''
 
 
-@pytest.fixture
-def throwaway_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The kind imported from a temporary package, registered only for this test."""
+RENAME_KIND = '''
+"""MovedApiRule: a library's API moved to another module, everything under it with it (a test's kind)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ms_fmk_transplt.engine.hooks import QUALIFIED, Match, Site
+from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.records import Operation
+from ms_fmk_transplt.ruleset.registry import kind
+
+
+@kind(
+    name="MovedApiRule",
+    schema={
+        "required": ["old", "new"],
+        "properties": {"old": {"type": "string"}, "new": {"type": "string"}},
+    },
+    message="{old} moved to {new}",
+)
+class MovedApiRule:
+    @staticmethod
+    def check(entry):
+        return []
+
+    @staticmethod
+    def summary(entry):
+        return f"{entry['old']} moved to {entry['new']}"
+
+    @staticmethod
+    def key(entry):
+        return entry["old"]
+
+    @staticmethod
+    def compile(rules: list[Rule], tables: Tables) -> None:
+        for rule in rules:
+            tables.hooks.add(QUALIFIED, rule.params["old"], Moved(rule, rule.params["new"]))
+            tables.add_name_trigger(rule.params["old"])
+
+
+@dataclass(frozen=True)
+class Moved:
+    rule: Rule
+    new: str
+    members: ClassVar[bool] = False
+    rewrites: ClassVar[bool] = True
+
+    def resolve(self, name, prefix, rest):
+        return Match(self.rule, name, prefix, self.new, hook=self)
+
+    def rewrite_reference(self, site: Site, original, updated, match):
+        site.report(original, self.rule, Operation.MODIFY, old=match.prefix, new=self.new)
+        return site.replace_name(original, updated, match.target)
+'''
+
+
+def _throwaway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, text: str) -> Iterator[None]:
+    """A kind module imported from a temporary package, registered only for one test."""
     package = tmp_path / "throwaway_kinds"
     package.mkdir()
     (package / "__init__.py").write_text("")
-    (package / "constant_rule.py").write_text(textwrap.dedent(KIND))
+    (package / f"{module}.py").write_text(textwrap.dedent(text))
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(registry, "_KINDS", dict(registry.all_kinds()))
-    importlib.import_module("throwaway_kinds.constant_rule")
+    importlib.import_module(f"throwaway_kinds.{module}")
     yield
-    for name in ("throwaway_kinds.constant_rule", "throwaway_kinds"):
+    for name in (f"throwaway_kinds.{module}", "throwaway_kinds"):
         sys.modules.pop(name, None)
+
+
+@pytest.fixture
+def throwaway_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The generic-node kind, registered only for this test."""
+    yield from _throwaway(tmp_path, monkeypatch, "constant_rule", KIND)
+
+
+@pytest.fixture
+def throwaway_rename_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The rename-like kind, keyed by qualified name, registered only for this test."""
+    yield from _throwaway(tmp_path, monkeypatch, "moved_api_rule", RENAME_KIND)
 
 
 def test_a_kind_outside_the_package_converts(throwaway_kind: None, tmp_path: Path) -> None:
@@ -157,3 +230,44 @@ def test_keys_of_a_node_most_specific_first() -> None:
 
     assert keys_of(call, resolve) == ["torch.cuda.synchronize", "torch.cuda.*", ".synchronize", "*"]
     assert keys_of(cst.Integer("1"), resolve) == ["*"]
+
+
+def _moved_tables(tmp_path: Path) -> Tables:
+    rules = tmp_path / "rules.json"
+    rules.write_text('{"rules": {"MovedApiRule": [{"old": "mylib.legacy", "new": "newlib.modern"}]}}')
+    return compile_rules(load_rules([rules], builtin=False))
+
+
+def test_a_rename_like_kind_outside_the_package_converts(throwaway_rename_kind: None, tmp_path: Path) -> None:
+    tables = _moved_tables(tmp_path)
+    source = b"import mylib\n\ny = mylib.legacy.run(1)  # moved\nz = mylib.other\n"
+    result = convert_source("train.py", source, tables)
+    assert result.status is Status.CONVERTED
+    # the name under the covered prefix moves with it, and its new module is imported
+    assert result.output == (
+        b"import mylib\nimport newlib.modern\n\ny = newlib.modern.run(1)  # moved\nz = mylib.other\n"
+    )
+    assert [(f.start_line, f.operation, f.message) for f in result.findings] == [
+        (3, Operation.MODIFY, "mylib.legacy moved to newlib.modern")
+    ]
+
+
+def test_the_rename_like_kind_renames_imports_by_the_same_hook(
+    throwaway_rename_kind: None, tmp_path: Path
+) -> None:
+    tables = _moved_tables(tmp_path)
+    source = b"from mylib import legacy\nimport mylib.legacy as ml\n\nlegacy.run(ml.step)\n"
+    result = convert_source("train.py", source, tables)
+    assert result.output == (
+        b"from newlib import modern\nimport newlib.modern as ml\n\nmodern.run(ml.step)\n"
+    )
+    # each import, and each use the hook rewrote (`legacy.run`, `ml.step`)
+    moved = (Operation.MODIFY, "mylib.legacy moved to newlib.modern")
+    assert [(f.start_line, f.operation, f.message) for f in result.findings] == [
+        (1, *moved),
+        (2, *moved),
+        (4, *moved),
+        (4, *moved),
+    ]
+    untouched = b"import otherlib\n\ny = otherlib.legacy.run(1)\n"
+    assert convert_source("train.py", untouched, tables).output in (None, untouched)

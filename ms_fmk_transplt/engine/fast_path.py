@@ -137,7 +137,7 @@ def _bindings(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, str]]:
 
 def assignment_aliases(assigns: list[ast.Assign], aliases: dict[str, str], modules: Tables) -> dict[str, str]:
     """The alias table after the file's own assignments (engine/names.assignment_aliases on ast)."""
-    known = set(aliases.values()) | set(modules.modules)
+    known = set(aliases.values()) | modules.member_modules()
     made: dict[str, str | None] = {}
     for assign in assigns:
         value = assign.value

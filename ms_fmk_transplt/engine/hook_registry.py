@@ -44,10 +44,12 @@ class HookRegistry:
     def __init__(self) -> None:
         self._hooks: dict[str, dict[str, list[Any]]] = {}  # by `Slot.id`
         self.generic: set[type[cst.CSTNode]] = set()  # node classes with generic hooks
+        self._derived: dict[str, Any] = {}  # facts read off the hooks, until the next change
 
     def add(self, slot: Slot[T], key: str, hook: T) -> None:
         """Register `hook` under `key`, after the hooks there of no higher `order`."""
         hooks = self._hooks.setdefault(slot.id, {}).setdefault(key, [])
+        self._derived.clear()
         hooks.append(hook)
         hooks.sort(key=_order)
         if slot.name == GENERIC:
@@ -84,7 +86,17 @@ class HookRegistry:
         """Drop the hooks under `key` that `drop` selects (a later rule replacing one)."""
         hooks = self.at(slot, key)
         if hooks is not None:
+            self._derived.clear()
             hooks[:] = [hook for hook in hooks if not drop(hook)]
+
+    def derived(self, name: str, make: Callable[[], T]) -> T:
+        """A fact `make` reads off the hooks, made once until a hook is added or removed (the
+        registry is shared by every file's view of the tables)."""
+        try:
+            return self._derived[name]  # stored by this method: a T
+        except KeyError:
+            value = self._derived[name] = make()
+            return value
 
 
 def _order(hook: Any) -> int:

@@ -9,9 +9,13 @@ name resolution, the string/device/environment contexts, import planning and the
 several hooks on one node; the hook holds the matching details, the rewrite and the finding.
 Entries are pickled to worker processes and into the cache, so they must be module-level classes.
 
-Kinds whose rewrite is the engine's own name resolution (qualified-name renames, module members,
-unsupported names, support classification) and the import insertion compile into plain tables
-(`engine/tables.py`) instead; their module docstrings say where they apply.
+Qualified-name renames (renamed functions and modules, module members, unsupported APIs) are name
+hooks (`NameHook`) keyed by the dotted prefix they cover: the engine keeps the name resolution
+(qualifying a node through the file's imports, its bindings) and offers it as `Site` services
+(`qualify`, `replace_name`, `report_match`); the hook decides what the name becomes. The import
+the rewrites need is an `ImportHook`: hooks request it through the `Site`, the engine places it.
+The support lists still compile into a plain table (`engine/tables.py`); their kind's docstring
+says where it applies.
 """
 
 from __future__ import annotations
@@ -151,9 +155,102 @@ class Site(Protocol):
         """What a qualified API name becomes under the rules (None: no rule renames it)."""
         ...
 
+    def report_match(self, node: cst.CSTNode, match: Match) -> None:
+        """A qualified name a name hook resolved: MODIFY when replaced, else UNSUPPORTED (a class an
+        `isinstance` test names is no use: not reported)."""
+        ...
+
+    def replace_name(
+        self, original: cst.Attribute, updated: cst.Attribute, target: str
+    ) -> cst.BaseExpression:
+        """The chain written as the dotted `target`: under the name its root is bound to after the
+        rewrites, else spelled out whole, with the import that then needs planned."""
+        ...
+
     def require_torch_npu(self) -> None:
         """The file's rewrites need `import torch_npu` (for a rewrite no finding of a rule that
         `needs_torch_npu` marks)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Match:
+    """What a qualified name becomes: `prefix` of `name` is what `hook` covers, replaced by `new`
+    (None: kept and reported, with `suggestion`)."""
+
+    rule: Rule
+    name: str
+    prefix: str
+    new: str | None
+    suggestion: str = ""
+    hook: NameHook | None = field(default=None, compare=False)
+
+    @property
+    def target(self) -> str:
+        """The dotted name the reference is written as: the replacement and the rest of the name
+        (the name itself when nothing replaces it)."""
+        return (self.new if self.new is not None else self.prefix) + self.name[len(self.prefix) :]
+
+
+class NameHook(Protocol):
+    """What a qualified name becomes, keyed by a dotted prefix of it (`QUALIFIED`): the engine
+    resolves every name a file uses through its imports and finds the hooks of its longest
+    covered prefix (`Tables.lookup`), which also rename its imports and classify it."""
+
+    # the hook knows its prefix's members one by one: on a member it answers before a hook that
+    # renames the prefix whole, on the prefix itself after it
+    members: ClassVar[bool]
+
+    @property
+    def rule(self) -> Rule:
+        """The rule whose findings it reports."""
+        ...
+
+    @property
+    def rewrites(self) -> bool:
+        """It replaces names (False: it only reports them)."""
+        ...
+
+    def resolve(self, name: str, prefix: str, rest: list[str]) -> Match | None:
+        """What `name` (`prefix` and the `rest` of its parts) becomes, or None: not this hook's."""
+        ...
+
+    def rewrite_reference(
+        self, site: Site, original: cst.Attribute, updated: cst.Attribute, match: Match
+    ) -> cst.BaseExpression:
+        """An attribute chain `match` resolved: reported, and written as its target (`replace_name`)."""
+        ...
+
+
+class ImportHook(Protocol):
+    """The import a file's rewrites need (`import torch_npu`), filed under "*" of `IMPORTS`: the
+    hook says which module, after which import, and which uses alone need it; hooks ask for it
+    through the `Site` (`require_torch_npu`, or a rule that `needs_torch_npu`), and the engine
+    plans and places it (engine/imports.py)."""
+
+    @property
+    def rule(self) -> Rule:
+        """The rule whose finding reports the insertion."""
+        ...
+
+    @property
+    def module(self) -> str:
+        """The module imported (`torch_npu`)."""
+        ...
+
+    @property
+    def after(self) -> str:
+        """The module whose first import it follows (`torch`)."""
+        ...
+
+    @property
+    def entry_points(self) -> bool:
+        """Every script with an `if __name__ == "__main__":` block that imports `after` needs it."""
+        ...
+
+    def needed_by(self, name: str) -> bool:
+        """A use of qualified `name` needs the import by itself (torch.accelerator finds the NPU
+        only once torch_npu is imported)."""
         ...
 
 
@@ -376,6 +473,7 @@ class TextHook(Protocol):
 
 
 # the registry's slots (engine/hook_registry.py): a node class and the interface of its hooks
+QUALIFIED: Slot[NameHook] = Slot(cst.Attribute, "qualified")  # by a dotted prefix; "*": any top module
 CALLS: Slot[CallHook] = Slot(cst.Call, "call")  # by qualified name, `module.*`, or `.short` name
 METHODS: Slot[MethodHook] = Slot(cst.Call, "method")  # by the method's name
 FUNCTIONS: Slot[FunctionHook] = Slot(cst.Name, "function")  # by the bare function name
@@ -386,6 +484,7 @@ ENV_NAMES: Slot[EnvHook] = Slot(cst.SimpleString, "env")  # by environment varia
 ENV_PREFIXES: Slot[EnvHook] = Slot(cst.SimpleString, "env_prefix")  # by a prefix of the name
 RESULTS: Slot[ResultHook] = Slot(cst.Call, "result")  # calls whose result breaks when used
 VALUES: Slot[ValueHook] = Slot(cst.Dict, "value")  # "*": values reaching some calls' arguments
+IMPORTS: Slot[ImportHook] = Slot(cst.Module, "import")  # "*": the import the rewrites need
 FUSED: Slot[PatternHook] = Slot(cst.Module, "pattern")  # "*": computations over several statements
 TEXT: Slot[TextHook] = Slot(cst.Module, "text")  # "*": line scans of copied files, a module's shell text
 

@@ -12,7 +12,8 @@ from typing import Protocol, TypeVar
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import FUNCTIONS
+from ms_fmk_transplt.engine.hook_registry import ANY
+from ms_fmk_transplt.engine.hooks import FUNCTIONS, IMPORTS, QUALIFIED, Match
 from ms_fmk_transplt.engine.import_split import (
     comments_after,
     import_line,
@@ -20,10 +21,10 @@ from ms_fmk_transplt.engine.import_split import (
     without_names,
 )
 from ms_fmk_transplt.engine.imports import ImportPlan, imports_device_module, insert_module_import
-from ms_fmk_transplt.engine.names import build_dotted, dotted
+from ms_fmk_transplt.engine.names import build_dotted, chain_root, dotted, set_segments
 from ms_fmk_transplt.engine.pending import Pending
 from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Match, Tables
+from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.records import Operation
 
 # import alias -> (name to import, name kept bound or None, why it is kept): engine/imports.py
@@ -70,6 +71,7 @@ class ImportStatements:
         self.plan = plan
         self.function_imports = function_imports
         self.aliases = aliases
+        self.insert = tables.hooks.one(IMPORTS, ANY)  # the import the rewrites need, if any rule adds one
         self.needed: set[str] = set()  # modules a freshly written dotted path needs imported
         self.uses_needed_api = False  # torch.accelerator finds the NPU only after import torch_npu
         self.anchor_updated: cst.SimpleStatementLine | None = None  # the anchor line, as rewritten
@@ -250,16 +252,16 @@ class ImportStatements:
         if match is not None:  # a member of a module the rules cover: `from torch.cuda.nvtx import *`
             self.reports.report_unsupported(original, match.rule, f"from {module} import *", match.suggestion)
             return updated
-        rewritten = [n for n, e in self.tables.renames.items() if e.new is not None]
-        rewritten += [n for n, m in self.tables.modules.items() if m.new_module is not None]
+        keyed = self.tables.hooks.keyed(QUALIFIED)
         # names the star binds: members one level below the module (torch.nn.Module.cuda is not one)
-        covered = sorted(name for name in rewritten if name.rpartition(".")[0] == module)
+        covered = sorted(
+            name
+            for name, hooks in keyed.items()
+            if name.rpartition(".")[0] == module and any(hook.rewrites for hook in hooks)
+        )
         if covered:
-            rule = (
-                self.tables.renames[covered[0]]
-                if covered[0] in self.tables.renames
-                else self.tables.modules[covered[0]]
-            ).rule
+            # the rule of the name's rename, else of its module's members
+            rule = sorted(keyed[covered[0]], key=lambda hook: hook.members)[0].rule
             self.reports.pending.append(
                 Pending(
                     original,
@@ -272,11 +274,22 @@ class ImportStatements:
         return updated
 
     def note_use(self, name: str) -> None:
-        """A use of qualified `name`: one of the APIs that need the inserted import (`needs_module`)?"""
-        if self.tables.needs_module and not self.uses_needed_api:
-            self.uses_needed_api = any(
-                name == n or name.startswith(n + ".") for n in self.tables.needs_module
-            )
+        """A use of qualified `name`: does it need the inserted import by itself (the hook says)?"""
+        if self.insert is not None and not self.uses_needed_api:
+            self.uses_needed_api = self.insert.needed_by(name)
+
+    def replace_chain(
+        self, original: cst.Attribute, updated: cst.Attribute, target: str
+    ) -> cst.BaseExpression:
+        """An attribute chain written as dotted `target`: under the name its root is bound to after
+        the rewrites when `target` lies under that name's target, else spelled out whole, with the
+        import of its first name planned."""
+        _, root_target = self.plan.binding(chain_root(original).value)
+        if root_target and (target == root_target or target.startswith(root_target + ".")):
+            segments = target[len(root_target) + 1 :].split(".") if target != root_target else []
+            return set_segments(updated, segments)
+        self.need_import_for(target)
+        return build_dotted(target)
 
     def need_import_for(self, target: str) -> None:
         """Make the first name of a freshly written dotted path resolve (torch.npu needs only torch)."""
@@ -286,15 +299,15 @@ class ImportStatements:
 
     def finish_module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         """The module with `import torch_npu` added where the file's rewrites or APIs need it."""
-        rule = self.tables.import_insert
-        if rule is None:
+        insert = self.insert
+        if insert is None:
             return updated_node
-        module_name = rule.params["module"]
+        module_name = insert.module
         # a rewrite that spelled out `torch_npu.x.y` needs the bare name, not just any import of it
         name_needed = module_name in self.needed and self.aliases.get(module_name) != module_name
         self.needed.discard(module_name)
         result, insertion = insert_module_import(
-            rule,
+            insert,
             self.plan,
             original_node,
             updated_node,
@@ -308,7 +321,7 @@ class ImportStatements:
             self.reports.pending.append(
                 Pending(
                     insertion.anchor,
-                    rule,
+                    insert.rule,
                     Operation.INSERT,
                     insertion.message,
                     line_offset=insertion.line_offset,

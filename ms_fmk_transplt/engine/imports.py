@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ms_fmk_transplt.engine.bindings import Bindings, NameClaims
-from ms_fmk_transplt.engine.hooks import FUNCTIONS
+from ms_fmk_transplt.engine.hook_registry import ANY
+from ms_fmk_transplt.engine.hooks import FUNCTIONS, IMPORTS, ImportHook
 from ms_fmk_transplt.engine.names import build_dotted, dotted, import_bindings
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
@@ -70,13 +71,13 @@ def plan_imports(
     """
     plan = ImportPlan(aliases=aliases)
     claims = claims or NameClaims(module)
-    insert = tables.import_insert
-    after = insert.params.get("after", "torch") if insert else None
+    insert = tables.hooks.one(IMPORTS, ANY)
+    after = insert.after if insert else None
     for line, statement in imports:
         if plan.anchor_line is None and after and _imports(statement, after):
             plan.anchor_line = line
         _plan_import(plan, tables, statement, claims)
-    plan.entry_point = bool(insert and insert.params.get("entry_points")) and any(
+    plan.entry_point = bool(insert and insert.entry_points) and any(
         _is_main_guard(statement) for statement in module.body
     )
     return plan
@@ -173,7 +174,7 @@ class Insertion:
 
 
 def insert_module_import(
-    rule: Rule,
+    insert: ImportHook,
     plan: ImportPlan,
     original: cst.Module,
     updated: cst.Module,
@@ -192,7 +193,7 @@ def insert_module_import(
     block. A file that imports no torch (an mmcv/mmengine config) keeps its imports:
     its values are converted, and whoever loads it imports torch_npu with torch.
     """
-    module_name = rule.params["module"]
+    module_name, rule = insert.module, insert.rule
     body = list(updated.body)
     imported = any(
         r == module_name or r.startswith(module_name + ".") for s in body for r in _imported_roots(s)
@@ -214,7 +215,7 @@ def insert_module_import(
         )
     anchor_line = plan.anchor_line
     if anchor_line is None or any(s is anchor_line for s in original.body):
-        index = _insert_position(original.body, body, rule.params.get("after", "torch"))
+        index = _insert_position(original.body, body, insert.after)
         anchor = original.body[index - 1] if 0 < index <= len(original.body) else original
         body.insert(index, line)
         return updated.with_changes(body=body), Insertion(anchor, message)

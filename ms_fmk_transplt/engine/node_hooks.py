@@ -2,16 +2,16 @@
 
 As the transformer leaves a node of a class no callback of its own composes, the node's hooks
 run in the registry's order over its lookup keys, most specific first, each given the node as the
-previous one left it; a hook that writes a node of another class ends them.
+previous one left it; a hook that writes a node of another class ends them (engine/hook_runs.py
+composes them, as it does the hooks of the transformer's own callbacks).
 """
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from ms_fmk_transplt.engine.dispatch_rewrites import KeptAlternatives
-from ms_fmk_transplt.engine.hook_registry import keys_of
-from ms_fmk_transplt.engine.hooks import Site, node_slot
+from ms_fmk_transplt.engine.hook_runs import HookRuns
 from ms_fmk_transplt.engine.tables import Tables
 
 
@@ -20,17 +20,12 @@ class NodeHooks(KeptAlternatives):
     (never on nodes a device dispatch keeps as written)."""
 
     tables: Tables
+    hook_runs: HookRuns
 
     def on_leave(self, original_node: Any, updated_node: Any) -> Any:
         result = super().on_leave(original_node, updated_node)
-        cls = original_node.__class__
-        if cls not in self.tables.hooks.generic or self.dispatch.sites.keeps(original_node) is not None:
+        if original_node.__class__ not in self.tables.hooks.generic:
             return result
-        site = cast(Site, self)  # the transformer is the hooks' site
-        keyed = self.tables.hooks.keyed(node_slot(cls))
-        for key in keys_of(original_node, site.qualify):
-            for hook in keyed.get(key, ()):
-                if not isinstance(result, cls):  # another node was written: it is final
-                    return result
-                result = hook.rewrite(site, original_node, result, key)
-        return result
+        if self.dispatch.sites.keeps(original_node) is not None:
+            return result
+        return self.hook_runs.generic(original_node, result)

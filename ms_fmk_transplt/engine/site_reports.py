@@ -11,11 +11,12 @@ from typing import Any
 
 import libcst as cst
 
+from ms_fmk_transplt.engine.hooks import Match
 from ms_fmk_transplt.engine.messages import join_clauses
 from ms_fmk_transplt.engine.pending import Pending
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.support import SupportClassifier, operation_of
-from ms_fmk_transplt.engine.tables import Match, Tables
+from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.records import Operation, Support
 
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")

@@ -2,7 +2,7 @@
 
 Prose and literals a value hook claimed are never touched; an environment variable's name goes to
 its environment hook; a device, backend or other code string to the string hooks in order, the
-first that answers winning; a dict key or subscript only to hooks that apply to keys, and one
+first that answers winning (engine/hook_runs.py's `first_answer`); a dict key or subscript only to hooks that apply to keys, and one
 kept in a torch file that looks like a device is still reported. A code literal or key spelling a
 variable an environment rule covers, where no environment is seen to take it, is kept and
 reported by that rule.
@@ -15,6 +15,7 @@ import re
 import libcst as cst
 
 from ms_fmk_transplt.engine.environment import Environment
+from ms_fmk_transplt.engine.hook_runs import first_answer
 from ms_fmk_transplt.engine.hooks import Site, StringHook
 from ms_fmk_transplt.engine.roles import LiteralRoles, Role
 
@@ -37,7 +38,8 @@ class LiteralRewrites:
         self.roles = roles
         self.environment = environment
         self.hooks = hooks
-        self.keyed = any(hook.in_keys for hook in hooks)  # some hook also applies to dict keys
+        self.key_hooks = [hook for hook in hooks if hook.in_keys]
+        self.keyed = bool(self.key_hooks)  # some hook also applies to dict keys
 
     def simple(self, original: cst.SimpleString, updated: cst.SimpleString) -> cst.BaseExpression:
         """A plain or implicitly concatenated piece: `"cuda:0"`, `'NCCL_DEBUG'`."""
@@ -57,12 +59,11 @@ class LiteralRewrites:
         if role is Role.ENV_NAME:
             hook = self.environment.hook(value)
             return updated if hook is None else hook.rewrite_env_string(site, original, updated, value)
-        for string_hook in self.hooks:
-            if keyed and not string_hook.in_keys:
-                continue
-            result = string_hook.rewrite_string(site, original, updated, value)
-            if result is not None:
-                return result
+        result = first_answer(
+            self._for(keyed), lambda hook: hook.rewrite_string(site, original, updated, value)
+        )
+        if result is not None:
+            return result
         if keyed:
             return self._kept(original, updated)
         if role is Role.CODE:
@@ -86,9 +87,8 @@ class LiteralRewrites:
             return updated
         self._env_name_kept(original, value)
         if site.imports_torch:
-            for hook in self.hooks:
-                if hook.report_kept(site, original, value, self.roles.of(original).why):
-                    break
+            why = self.roles.of(original).why
+            first_answer(self.hooks, lambda hook: hook.report_kept(site, original, value, why) or None)
         return updated
 
     def formatted(self, original: cst.FormattedString, updated: cst.FormattedString) -> cst.BaseExpression:
@@ -102,14 +102,17 @@ class LiteralRewrites:
         template = "".join(
             p.value if isinstance(p, cst.FormattedStringText) else "{}" for p in original.parts
         )
-        for hook in self.hooks:
-            if keyed and not hook.in_keys:
-                continue
-            result = hook.rewrite_fstring(site, original, updated, template)
-            if result is not None:
-                return result
+        result = first_answer(
+            self._for(keyed), lambda hook: hook.rewrite_fstring(site, original, updated, template)
+        )
+        if result is not None:
+            return result
         if keyed and site.imports_torch:
-            for hook in self.hooks:
-                if hook.report_kept(site, original, template, role.why):
-                    break
+            first_answer(
+                self.hooks, lambda hook: hook.report_kept(site, original, template, role.why) or None
+            )
         return updated
+
+    def _for(self, keyed: bool) -> list[StringHook]:
+        """The hooks tried on a literal, in order: on a dict key or subscript, those for keys."""
+        return self.key_hooks if keyed else self.hooks

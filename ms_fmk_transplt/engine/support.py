@@ -24,9 +24,10 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ms_fmk_transplt.engine.hooks import Match
 from ms_fmk_transplt.engine.messages import join_clauses
 from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Match, Tables
+from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.records import Operation, Support
 
 # the lists' dtype words for torch's dtype names and for the tensor methods that cast
@@ -297,6 +298,15 @@ class SupportClassifier(SupportJudge):
         """The annotation entered last is left."""
         self._annotation_depth -= 1
 
+    def tensor_method(self, func: cst.Attribute, own: bool, renamed: str | None) -> str | None:
+        """`x.name()` matched by name alone (a heuristic): the torch.Tensor method the converted call
+        names (`renamed` by a method rule, unless the file `own`s the name), when the lists hold it
+        and the receiver is no literal nor a tensor moved to the CPU (`x.cpu().numpy()`)."""
+        method = renamed if renamed is not None and not own else func.attr.value
+        if method in self.lists.tensor_methods and not own and not is_host_or_literal(func.value):
+            return f"torch.Tensor.{method}"
+        return None
+
     # ---- the verdict ----------------------------------------------------------------------------
     def classify(self, node: cst.CSTNode, name: str, rewritten: bool = False) -> Classified | None:
         """The verdict on one use of API `name` at `node`, or None when it is supported (counted)."""
@@ -348,3 +358,25 @@ class SupportClassifier(SupportJudge):
 def _is_cast(call: cst.Call) -> bool:
     """`x.to(...)` or `x.type(...)`: its positional dtype is the result's dtype."""
     return isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "type")
+
+
+# receivers that are never tensors: "a,b".split(",") is str.split
+_LITERALS = (
+    cst.SimpleString,
+    cst.ConcatenatedString,
+    cst.FormattedString,
+    cst.Integer,
+    cst.Float,
+    cst.List,
+    cst.Dict,
+    cst.Tuple,
+    cst.Set,
+    cst.ListComp,
+    cst.DictComp,
+    cst.SetComp,
+)
+
+
+def is_host_or_literal(receiver: cst.BaseExpression) -> bool:
+    """A receiver that is no NPU tensor: a literal, or a tensor moved to the CPU (`on_host`)."""
+    return isinstance(receiver, _LITERALS) or on_host(receiver)

@@ -1,68 +1,35 @@
 """Lookup tables the transformer consults; every rule kind compiles into these
 (``ms_fmk_transplt.ruleset.compile``: the rules package fills them, the engine only reads them).
 
-Two sorts of entry: the name tables below (`Rename`, `ModuleMembers`, `SupportEntry`), which the
-engine's own name resolution applies, and `hooks`, the one registry of the entries the rule kinds
-define themselves, by node class and lookup key (engine/hook_registry.py; engine/hooks.py is
-their interface and names their slots). Built once per run, shared read-only by every file (and
+Two sorts of entry: `hooks`, the one registry of the entries the rule kinds define themselves, by
+node class and lookup key (engine/hook_registry.py; engine/hooks.py is their interface and names
+their slots), and the tables the support classifier still reads (`SupportLists`). Built once per run, shared read-only by every file (and
 pickled to worker processes).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
-import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from ms_fmk_transplt.engine.device_evidence import DeviceSpec
 from ms_fmk_transplt.engine.first_party import FirstParty, ProjectLayout
-from ms_fmk_transplt.engine.hook_registry import HookRegistry
+from ms_fmk_transplt.engine.hook_registry import ANY, HookRegistry
 from ms_fmk_transplt.engine.hooks import (
     ATTRIBUTES,
     CALLS,
     FUNCTIONS,
     METHODS,
+    QUALIFIED,
     REFERENCES,
     TEXT,
     CallHook,
+    Match,
     TextHook,
 )
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.records import Finding, Support
-from ms_fmk_transplt.suggest import closest
-
-
-@dataclass(frozen=True)
-class Rename:
-    """A qualified name (or a method / attribute name) and what it becomes; `new=None` reports it."""
-
-    rule: Rule
-    new: str | None
-    suggestion: str = ""
-
-
-@dataclass(frozen=True)
-class ModuleMembers:
-    """A module whose listed members are renamed one by one; any other member is reported."""
-
-    rule: Rule
-    new_module: str
-    suggestion: str = ""
-    itself: str | None = None  # what a reference to the module itself becomes (default new_module)
-    # the old module's own names in the pinned torch, and its version: a member outside them is
-    # a misspelling or another torch's API, said so (with the nearest name), not "the NPU lacks it"
-    known: frozenset[str] = frozenset()
-    torch: str = ""
-
-    def missing(self, module: str, member: str) -> str | None:
-        """The suggestion for a member the old module does not have, or None when it has it."""
-        if not self.known or member in self.known:
-            return None
-        near = closest(member, (n for n in self.known if not n.startswith("_")), cutoff=0.8)
-        hint = f": did you mean {module}.{near}?" if near else ""
-        return f"{module} of torch {self.torch} has no {member}{hint}"
 
 
 @dataclass(frozen=True)
@@ -72,17 +39,6 @@ class SupportEntry:
     rule: Rule
     support: Support
     dtypes: str = ""
-
-
-@dataclass(frozen=True)
-class Match:
-    """The result of looking a qualified name up: `prefix` of `name` matched an entry."""
-
-    rule: Rule
-    name: str
-    prefix: str
-    new: str | None  # the replacement for `prefix`, None when unsupported
-    suggestion: str = ""
 
 
 @dataclass
@@ -109,22 +65,15 @@ class Advisor(Protocol):
 class Tables:
     """Everything the transformer needs, keyed for dictionary lookups."""
 
-    renames: dict[str, Rename] = field(default_factory=dict)
-    modules: dict[str, ModuleMembers] = field(default_factory=dict)
-    # top-level modules named by a glob (`*_cuda`: compiled CUDA extensions), tried after the
-    # names above; `module_glob` is all their patterns in one regex, None when there are none
-    module_globs: dict[str, Rename] = field(default_factory=dict)
-    module_glob: re.Pattern[str] | None = None
     # the kinds' hooks by node class and lookup key (engine/hook_registry.py), each a class of the
-    # kind that compiled it (ruleset/kinds/<kind>.py): calls by qualified name or `.short` name
+    # kind that compiled it (ruleset/kinds/<kind>.py): qualified names by their covered prefix,
+    # calls by qualified name or `.short` name, ...
     hooks: HookRegistry = field(default_factory=HookRegistry)
     # a file naming one may keep alternatives of a device dispatch as written (engine/dispatch_sites.py):
     # libcst's path decides, the fast path's classification would report inside them
     dispatch_words: set[str] = field(default_factory=set)
     device_spec: DeviceSpec = field(default_factory=DeviceSpec)  # where a string literal is a device
     opt_ins: frozenset[str] = frozenset()
-    import_insert: Rule | None = None
-    needs_module: set[str] = field(default_factory=set)  # using these needs the inserted import
     triggers: set[tuple[str, ...]] = field(default_factory=set)
     # the fast path (engine/fast_path.py): words of the rules it cannot see by name, and names
     # (dotted: any use under the name; single: the identifier) whose use sends a file to libcst
@@ -153,50 +102,50 @@ class Tables:
         return self.first_party is not None and self.first_party.owns(name)
 
     def lookup(self, name: str) -> Match | None:
-        """The longest prefix of dotted `name` that a rule covers, with its replacement; None for
-        a name of the project's own modules (engine/first_party.py), whatever rule names it."""
+        """What the name hooks of the longest prefix of dotted `name` that one covers make of it;
+        None for a name of the project's own modules (engine/first_party.py), whatever rule names
+        it. A top-level module none covers is asked of the hooks under "*" (globs: `*_cuda`)."""
         if self.owned(name):
+            return None
+        keyed = self.hooks.keyed(QUALIFIED)
+        if not keyed:
             return None
         parts = name.split(".")
         for end in range(len(parts), 0, -1):
             prefix = ".".join(parts[:end])
-            rest = parts[end:]
-            entry = self.renames.get(prefix)
-            members = self.modules.get(prefix)
-            # a module that one rule renames whole (`torch.cuda.amp` as a member of torch.cuda)
-            # and another moves member by member: a member goes by the second, which knows them
-            if entry is not None and not (rest and members is not None):
-                return Match(entry.rule, name, prefix, entry.new, entry.suggestion)
-            if members is not None:
-                if not rest:
-                    return Match(members.rule, name, prefix, members.itself or members.new_module)
-                member = f"{prefix}.{rest[0]}"
-                missing = members.missing(prefix, rest[0])
-                return Match(members.rule, name, member, None, missing or members.suggestion)
-        if self.module_glob is not None and self.module_glob.fullmatch(parts[0]):
-            return self._glob_match(name, parts[0])
+            hooks = keyed.get(prefix)
+            if hooks:
+                rest = parts[end:]
+                if len(hooks) > 1:  # on a member, the hooks that know members first; else last
+                    hooks = sorted(hooks, key=lambda hook: hook.members != bool(rest))
+                for hook in hooks:
+                    match = hook.resolve(name, prefix, rest)
+                    if match is not None:
+                        return match
+        for hook in keyed.get(ANY, ()):
+            match = hook.resolve(name, parts[0], parts[1:])
+            if match is not None:
+                return match
         return None
 
-    def _glob_match(self, name: str, module: str) -> Match | None:
-        """The match of a top-level module that one of `module_globs` names."""
-        for glob, entry in self.module_globs.items():
-            if fnmatch.fnmatchcase(module, glob):
-                return Match(entry.rule, name, module, entry.new, entry.suggestion)
-        return None
+    def member_modules(self) -> frozenset[str]:
+        """The modules whose members a name hook knows one by one (a file's `cuda = torch.cuda`
+        then aliases one, though the file imports no such module)."""
+        return self.hooks.derived(
+            "member_modules",
+            lambda: frozenset(
+                key for key, hooks in self.hooks.keyed(QUALIFIED).items() if any(h.members for h in hooks)
+            ),
+        )
 
-    def add_module_glob(self, glob: str, entry: Rename) -> None:
-        """Report every use of a top-level module whose name matches `glob` (`*_cuda`)."""
-        self.module_globs[glob] = entry
-        self.module_glob = re.compile("|".join(fnmatch.translate(g) for g in self.module_globs))
-        self.add_trigger(glob.replace("*", ""))  # a file using one spells the rest of the glob
-
-    def rename(self, rule: Rule, new: str | None, suggestion: str = "") -> Rename:
-        """A Rename, or a report-only one when the rule is opt-in and not opted into."""
+    def opt_in(self, rule: Rule, new: str | None, suggestion: str = "") -> tuple[str | None, str]:
+        """(new, suggestion) of a rewrite, or of a report only when the rule is opt-in and not
+        opted into."""
         opt_in = rule.params.get("opt_in")
         if new is not None and opt_in and opt_in not in self.opt_ins:
             hint = f"rerun with --opt-in {opt_in} to rewrite it as {new}"
-            return Rename(rule, None, f"{suggestion}; {hint}" if suggestion else hint)
-        return Rename(rule, new, suggestion)
+            return None, f"{suggestion}; {hint}" if suggestion else hint
+        return new, suggestion
 
     def add_trigger(self, *names: str, classify_only: bool = False) -> None:
         """Record what a file must contain for a rule to match in it.

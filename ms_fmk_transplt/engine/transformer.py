@@ -2,15 +2,16 @@
 
 Matching reads `original_node` (names resolve the same however deep a rewrite nests);
 rewrites build on `updated_node`, so `x.cuda(device=torch.device("cuda:0"))` gets both.
-It traverses and asks helpers: qualified-name renames come from the tables (`Tables.lookup`),
-what a name's use is from engine/name_uses.py, what a string literal is from engine/roles.py,
+It traverses and asks helpers: what a qualified name becomes from its name hook (`Tables.lookup`,
+which rewrites the chain through the `replace_name` service), what a name's use is from
+engine/name_uses.py, what a string literal is from engine/roles.py,
 support verdicts from engine/support.py, import statements from engine/import_statements.py,
-results from engine/call_results.py; the kinds' hooks
-(`engine/hooks.py`), found in one registry by node class and lookup key (`Tables.hooks`,
-engine/hook_registry.py), do the rest: the callbacks below compose the hooks of their nodes, and
-engine/node_hooks.py runs those of any other node class. Helpers get what they use (the hooks'
-`Site`, the tables, the import plan), never this class. Findings wait in `pending`
-(engine/site_reports.py).
+results from engine/call_results.py; the kinds' hooks (`engine/hooks.py`), found in one registry
+by node class and lookup key (`Tables.hooks`, engine/hook_registry.py), do the rest, composed for
+each node by engine/hook_runs.py (names, attribute chains and calls here; any other node class
+through engine/node_hooks.py; string literals through engine/string_rewrites.py). Helpers get what
+they use (the hooks' `Site`, the tables, the import plan), never this class. Findings wait in
+`pending` (engine/site_reports.py).
 """
 
 from __future__ import annotations
@@ -25,28 +26,15 @@ from ms_fmk_transplt.engine.embedded_scripts import ShellScripts
 from ms_fmk_transplt.engine.environment import Environment
 from ms_fmk_transplt.engine.fused_patterns import FusedPatterns, FusedReplacements
 from ms_fmk_transplt.engine.guards import GuardedStatements
-from ms_fmk_transplt.engine.hooks import (
-    ATTRIBUTES,
-    CALLS,
-    FUNCTIONS,
-    METHODS,
-    REFERENCES,
-    STRINGS,
-    VALUES,
-    CallHook,
-    ResultUse,
-    ValueHook,
-)
+from ms_fmk_transplt.engine.hook_runs import HookRuns
+from ms_fmk_transplt.engine.hooks import METHODS, STRINGS, VALUES, ResultUse, ValueHook
 from ms_fmk_transplt.engine.import_statements import ImportStatements
 from ms_fmk_transplt.engine.imports import plan_function_imports, plan_imports
 from ms_fmk_transplt.engine.name_uses import NameUses
 from ms_fmk_transplt.engine.names import (
     alias_table,
     assignment_aliases,
-    build_dotted,
-    chain_root,
     iter_imports,
-    set_segments,
 )
 from ms_fmk_transplt.engine.node_hooks import NodeHooks
 from ms_fmk_transplt.engine.node_index import NodeIndex, short_name, type_check_targets
@@ -54,9 +42,8 @@ from ms_fmk_transplt.engine.ownership import NameOwnership
 from ms_fmk_transplt.engine.roles import LiteralRoles
 from ms_fmk_transplt.engine.site_reports import SiteReports
 from ms_fmk_transplt.engine.string_rewrites import LiteralRewrites
-from ms_fmk_transplt.engine.support import SupportClassifier, converted_name, on_host
+from ms_fmk_transplt.engine.support import SupportClassifier, converted_name
 from ms_fmk_transplt.engine.tables import Tables
-from ms_fmk_transplt.records import Operation
 
 
 class ModuleRewriter(SiteReports, NodeHooks, FusedReplacements):
@@ -71,14 +58,13 @@ class ModuleRewriter(SiteReports, NodeHooks, FusedReplacements):
         # the look-ahead passes share one cheap walk (engine/node_index.py)
         nodes = NodeIndex(module)
         self.aliases = assignment_aliases(
-            nodes.of(cst.Assign), alias_table(s for _, s in imports), tables.modules
+            nodes.of(cst.Assign), alias_table(s for _, s in imports), tables.member_modules()
         )
         self.uses = NameUses(nodes)
         self.type_checks = type_check_targets(nodes)
         self._qualified: dict[cst.CSTNode, str | None] = {}
         name_claims = NameClaims(nodes)  # which bare names the file spells, for renamed imports
         self.imports = plan_imports(tables, module, imports, self.aliases, name_claims)
-        self.renamed_names = self.imports.renamed_names
         spec = tables.device_spec
         self.environment = Environment(
             tables.hooks,
@@ -109,14 +95,16 @@ class ModuleRewriter(SiteReports, NodeHooks, FusedReplacements):
         # who owns a short name in this file, for the rename-by-name hooks (engine/ownership.py)
         self.names = NameOwnership(nodes, self.uses, *tables.by_short_name())
         # bound name -> (new name, rule); import alias -> (new name, name kept bound or None, why)
-        self.function_renames, self.function_imports = plan_function_imports(
+        function_renames, function_imports = plan_function_imports(
             tables, imports, self.names.bindings, name_claims
+        )
+        # every node's hooks, found and composed (engine/hook_runs.py)
+        self.hook_runs = HookRuns(
+            self, tables, self.uses, self.names, function_renames, self.imports.renamed_names
         )
         # `cap = torch.cuda.get_device_capability()`, then `cap[0]`: engine/call_results.py
         self.results = ResultUses(tables.hooks, self.qualify, self)
-        self.import_statements = ImportStatements(
-            self, tables, self.imports, self.function_imports, self.aliases
-        )
+        self.import_statements = ImportStatements(self, tables, self.imports, function_imports, self.aliases)
         self.guarded = GuardedStatements(nodes, self.qualify)  # guarded calls, `if` statements
         self.strings = LiteralRewrites(self, self.roles, self.environment, tables.hooks.all(STRINGS))
         self.dispatch = DispatchRewrites(
@@ -219,28 +207,14 @@ class ModuleRewriter(SiteReports, NodeHooks, FusedReplacements):
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
         return False
 
-    # ---- names and attribute chains -----------------------------------------------------------
+    # ---- names, attribute chains and calls: the hooks composed by engine/hook_runs.py ------------
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
-        load = self.uses.is_load(original_node)
-        if load and not self.uses.is_inner(original_node):
+        if self.uses.is_load(original_node) and not self.uses.is_inner(original_node):
             qualified = self.aliases.get(original_node.value)
             if qualified is not None and qualified.startswith(("torch.", "torch_npu.")):
                 match = self.tables.lookup(qualified)
                 self.classify(original_node, converted_name(qualified, match), rewritten=match is not None)
-        function = self.function_renames.get(original_node.value)
-        if function is not None and load:
-            new_name, rule = function
-            self.report(original_node, rule, Operation.MODIFY, old=original_node.value, new=new_name)
-            return updated_node.with_changes(value=new_name)
-        hook = self.tables.hooks.one(FUNCTIONS, original_node.value) if load else None
-        if hook is not None and not self.uses.is_called(original_node):
-            renamed = hook.rewrite_name(self, original_node, updated_node)
-            if renamed is not None:
-                return renamed
-        new = self.renamed_names.get(original_node.value)
-        if new is None or not load:
-            return updated_node
-        return updated_node.with_changes(value=new)
+        return self.hook_runs.name(original_node, updated_node)
 
     def leave_Attribute(
         self, original_node: cst.Attribute, updated_node: cst.Attribute
@@ -251,20 +225,16 @@ class ModuleRewriter(SiteReports, NodeHooks, FusedReplacements):
         match = self.tables.lookup(name) if name else None
         if name:
             self.classify(original_node, converted_name(name, match), rewritten=match is not None)
-        if name:
             self.import_statements.note_use(name)
-        if match is None:
-            return self._rename_attribute(original_node, updated_node)
-        self.report_match(original_node, match)
-        assert name is not None  # a match implies a dotted name
-        target = match.new if match.new is not None else match.prefix
-        new_full = target + name[len(match.prefix) :]
-        _, root_target = self.imports.binding(chain_root(original_node).value)
-        if root_target and (new_full == root_target or new_full.startswith(root_target + ".")):
-            segments = new_full[len(root_target) + 1 :].split(".") if new_full != root_target else []
-            return set_segments(updated_node, segments)
-        self.import_statements.need_import_for(new_full)
-        return build_dotted(new_full)
+        if match is None or match.hook is None:
+            return self.hook_runs.attribute(original_node, updated_node)
+        return match.hook.rewrite_reference(self, original_node, updated_node, match)
+
+    def replace_name(
+        self, original: cst.Attribute, updated: cst.Attribute, target: str
+    ) -> cst.BaseExpression:
+        """The chain written as dotted `target`, its import planned (hooks.Site)."""
+        return self.import_statements.replace_chain(original, updated, target)
 
     # ---- imports: engine/import_statements.py ----------------------------------------------------
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
@@ -273,53 +243,19 @@ class ModuleRewriter(SiteReports, NodeHooks, FusedReplacements):
     def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom) -> cst.ImportFrom:
         return self.import_statements.rewrite_import_from(original_node, updated_node)
 
-    # ---- calls ------------------------------------------------------------------------------------
-    def _rename_attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
-        """An attribute no qualified name matched: `lib.func` un-called, then `x.is_cuda` by name."""
-        attr = original.attr.value
-        registry = self.tables.hooks
-        hooks = [registry.one(ATTRIBUTES, attr)]
-        if not self.uses.is_called(original):  # read as a value: `uncalled` hooks, a module's "*" last
-            references = (registry.one(REFERENCES, attr), registry.one(REFERENCES, "*"))
-            hooks = [registry.one(FUNCTIONS, attr), references[0], *hooks, references[1]]
-        for hook in hooks:
-            result = hook.rewrite_attribute(self, original, updated) if hook is not None else None
-            if result is not None:
-                return result
-        return updated
-
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         updated_node = self.environment.rename_keywords(self, original_node, updated_node)
         func = original_node.func
         name = self.qualify(func)
-        resolved = name is not None and self.tables.lookup(name) is not None
-        result: cst.BaseExpression = updated_node
         if name is None and self._imports_torch and isinstance(func, cst.Attribute):
             # classified as converted: x.cuda() is about to be x.npu()
-            method = func.attr.value
-            own = self.names.own_method(func)  # self.cuda() where the class defines cuda: the user's
-            renamed = self.tables.hooks.one(METHODS, method)
-            if renamed is not None and renamed.new is not None and not own:
-                method = renamed.new
-            receiver = func.value  # neither a literal nor a tensor moved to the CPU (`x.cpu().numpy()`)
-            if method in self.tables.support.tensor_methods and not own and not is_host_or_literal(receiver):
-                self.classify(original_node, f"torch.Tensor.{method}", heuristic=True)
-        if isinstance(func, cst.Attribute) and not resolved and isinstance(updated_node.func, cst.Attribute):
-            method_hook = self.tables.hooks.one(METHODS, func.attr.value)
-            if method_hook is not None:
-                result = method_hook.rewrite_method_call(self, original_node, updated_node)
-        elif isinstance(func, cst.Name) and name is None and func.value not in self.names.bindings.imported:
-            function_hook = self.tables.hooks.one(FUNCTIONS, func.value)
-            if function_hook is not None:  # an imported name: the import's rename covers it
-                result = function_hook.rewrite_function_call(self, original_node, updated_node)
-        hooks = self.tables.call_hooks_for(name) if name and not self.tables.owned(name) else None
-        by_short = self.tables.hooks.at(CALLS, f".{short_name(func)}")
-        if by_short:
-            hooks = _compose(hooks, by_short)
-        for hook in hooks or ():
-            if not isinstance(result, cst.Call):  # a template wrote another expression: it is final
-                break
-            result = hook.rewrite_call(self, original_node, result, name)
+            renamed = self.tables.hooks.one(METHODS, func.attr.value)
+            new = renamed.new if renamed is not None else None
+            method = self.support.tensor_method(func, self.names.own_method(func), new)
+            if method is not None:
+                self.classify(original_node, method, heuristic=True)
+        resolved = name is not None and self.tables.lookup(name) is not None
+        result = self.hook_runs.call(original_node, updated_node, name, resolved)
         return self.guarded.record(original_node, result)
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
@@ -347,35 +283,3 @@ class ModuleRewriter(SiteReports, NodeHooks, FusedReplacements):
         if self.scripts is not None:
             self.scripts.report(self)
         return self.import_statements.finish_module(original_node, updated_node)
-
-
-# receivers that are never tensors: "a,b".split(",") is str.split
-_LITERALS = (
-    cst.SimpleString,
-    cst.ConcatenatedString,
-    cst.FormattedString,
-    cst.Integer,
-    cst.Float,
-    cst.List,
-    cst.Dict,
-    cst.Tuple,
-    cst.Set,
-    cst.ListComp,
-    cst.DictComp,
-    cst.SetComp,
-)
-
-
-def _compose(by_name: list[CallHook] | None, by_short: list[CallHook]) -> list[CallHook] | None:
-    """The call hooks of a call: by its qualified name, and by its short name those of a class the
-    qualified name has none of; in ascending `order`, then by name before by short name."""
-    classes = {type(hook) for hook in by_name} if by_name else set()
-    extra = [hook for hook in by_short if type(hook) not in classes]
-    if not extra:
-        return by_name
-    return sorted([*(by_name or ()), *extra], key=lambda hook: hook.order)
-
-
-def is_host_or_literal(receiver: cst.BaseExpression) -> bool:
-    """A receiver that is no NPU tensor: a literal, or a tensor moved to the CPU (support.on_host)."""
-    return isinstance(receiver, _LITERALS) or on_host(receiver)

@@ -72,8 +72,10 @@ class EnvVarRule:
     def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
             name = rule.params["name"]
-            rename = tables.rename(rule, rule.params.get("new_name"), rule.params.get("suggestion", ""))
-            entry = EnvRename(rename.rule, rename.new, rename.suggestion)
+            new, suggestion = tables.opt_in(
+                rule, rule.params.get("new_name"), rule.params.get("suggestion", "")
+            )
+            entry = EnvRename(rule, new, suggestion)
             if name.endswith("*"):
                 tables.hooks.put(ENV_PREFIXES, name[:-1], entry)
             else:

@@ -20,8 +20,8 @@ call cannot be told from the library's.
 
 Code: `FunctionRename.rewrite_function_call` (with `rewrite_name`, `rewrite_attribute` and the method
 form it inherits from MethodRename), a function hook (engine/hooks.py) for bare names; a dotted
-name goes to the name table `Tables.renames`, which the engine's one qualified-name rename
-applies (`Tables.lookup`), and imports by name are planned in engine/imports.py.
+name is a `QualifiedFunctionRename` (a `Rename` of module_name_modify_rule.py), a name hook keyed
+by the qualified name, and imports by name are planned in engine/imports.py.
 """
 
 from collections.abc import Hashable
@@ -35,6 +35,7 @@ from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.kinds.method_rename_rule import MethodRename
+from ms_fmk_transplt.ruleset.kinds.module_name_modify_rule import Rename
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 
 
@@ -70,9 +71,11 @@ class FuncNameModifyRule:
     def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
             old, new = rule.params["old_name"], rule.params["new_name"]
-            entry = tables.rename(rule, new, rule.params.get("suggestion", ""))
+            entry = QualifiedFunctionRename(
+                rule, *tables.opt_in(rule, new, rule.params.get("suggestion", ""))
+            )
             if "." in old:
-                tables.renames[old] = entry
+                entry.put(tables, old)
             else:
                 hook = FunctionRename(rule, entry.new)
                 tables.hooks.put(METHODS, old, hook)
@@ -115,3 +118,8 @@ class FunctionRename(MethodRename):
             return None
         site.report(original, self.rule, Operation.MODIFY, old=original.attr.value, new=self.new)
         return updated.with_changes(attr=updated.attr.with_changes(value=self.new))
+
+
+@dataclass(frozen=True)
+class QualifiedFunctionRename(Rename):
+    """A dotted function name renamed wherever the file's imports lead to it, called or not."""

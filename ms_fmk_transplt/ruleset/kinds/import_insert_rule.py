@@ -8,11 +8,16 @@ NPU). Placed after the first import of torch, inside the same block when that im
 `when_used` names APIs whose use alone needs it (torch.accelerator finds the NPU only once
 torch_npu is imported).
 
-Code: `Tables.import_insert`; applied by engine/imports.py `insert_module_import` (from `leave_Module`).
+Code: `ModuleImport.needed_by` (with the module, `after` and `entry_points`), an import hook
+(engine/hooks.py's `ImportHook`) under "*": the rewrites ask for the import through the `Site`,
+and engine/imports.py `insert_module_import` places it (from `leave_Module`).
 """
 
 from collections.abc import Hashable
+from dataclasses import dataclass
 
+from ms_fmk_transplt.engine.hook_registry import ANY
+from ms_fmk_transplt.engine.hooks import IMPORTS
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.ruleset import checks
@@ -55,12 +60,34 @@ class ImportInsertRule:
 
     @staticmethod
     def compile(rules: list[Rule], tables: Tables) -> None:
-        tables.import_insert = rules[-1]
-        for name in rules[-1].params.get("when_used", []):
-            tables.needs_module.add(name)
+        rule = rules[-1]
+        p = rule.params
+        hook = ModuleImport(
+            rule,
+            p["module"],
+            p.get("after", "torch"),
+            bool(p.get("entry_points")),
+            tuple(p.get("when_used", ())),
+        )
+        tables.hooks.put(IMPORTS, ANY, hook)
+        for name in hook.when_used:
             tables.add_name_trigger(name)
-        if rules[-1].params.get("entry_points"):
+        if hook.entry_points:
             # an entry point is a file with both words (`if __name__ == "__main__":`)
-            entry_point = (rules[-1].params.get("after", "torch"), "__main__")
+            entry_point = (hook.after, "__main__")
             tables.triggers.add(entry_point)
             tables.text_triggers.add(entry_point)
+
+
+@dataclass(frozen=True)
+class ModuleImport:
+    """`import <module>` after the first import of `after`, where the file needs it."""
+
+    rule: Rule
+    module: str
+    after: str = "torch"
+    entry_points: bool = False
+    when_used: tuple[str, ...] = ()  # APIs whose use alone needs it
+
+    def needed_by(self, name: str) -> bool:
+        return any(name == used or name.startswith(used + ".") for used in self.when_used)

@@ -6,14 +6,23 @@ extensions a project imports by their own names, `import scaled_masked_softmax_c
 only where no other rule covers the name. `noop: true` marks knobs that are harmless on the NPU
 (cuDNN flags): reported, kept, and not counted by --strict.
 
-Code: name tables `Tables.renames`, `Tables.module_globs` (report only); applied by engine/transformer.py (`Tables.lookup`).
+Code: `UnsupportedName.resolve`, a report-only `Rename` (module_name_modify_rule.py), a name hook
+(engine/hooks.py's `NameHook`) keyed by the name; for a glob `ModuleGlob`, a name hook under "*"
+(any top-level module no other hook covers).
 """
 
+import fnmatch
+import re
 from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import ClassVar
 
+from ms_fmk_transplt.engine.hook_registry import ANY
+from ms_fmk_transplt.engine.hooks import QUALIFIED, Match
 from ms_fmk_transplt.engine.rule import Rule
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.ruleset import checks
+from ms_fmk_transplt.ruleset.kinds.module_name_modify_rule import QualifiedRewrite, Rename
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 from ms_fmk_transplt.ruleset.schema import spell
 
@@ -45,9 +54,39 @@ class UnsupportedApiRule:
     @staticmethod
     def compile(rules: list[Rule], tables: Tables) -> None:
         for rule in rules:
-            entry = tables.rename(rule, None, rule.params.get("suggestion", ""))
-            if "*" in rule.params["name"]:
-                tables.add_module_glob(rule.params["name"], entry)
+            name = rule.params["name"]
+            entry = UnsupportedName(rule, *tables.opt_in(rule, None, rule.params.get("suggestion", "")))
+            if "*" in name:
+                glob = ModuleGlob(rule, name, re.compile(fnmatch.translate(name)), entry.suggestion)
+                tables.hooks.remove(QUALIFIED, ANY, glob.replaces)
+                tables.hooks.add(QUALIFIED, ANY, glob)
+                tables.add_trigger(name.replace("*", ""))  # a file using one spells the rest of the glob
                 continue
-            tables.renames[rule.params["name"]] = entry
-            tables.add_name_trigger(rule.params["name"])
+            entry.put(tables, name)
+            tables.add_name_trigger(name)
+
+
+@dataclass(frozen=True)
+class UnsupportedName(Rename):
+    """A name that cannot run on the NPU, and everything under it: reported, never replaced."""
+
+
+@dataclass(frozen=True)
+class ModuleGlob(QualifiedRewrite):
+    """Every use of a top-level module whose name matches `glob` (`*_cuda`), reported."""
+
+    rule: Rule
+    glob: str
+    pattern: re.Pattern[str]
+    suggestion: str = ""
+    members: ClassVar[bool] = False
+    rewrites: ClassVar[bool] = False
+
+    def replaces(self, hook: object) -> bool:
+        """`hook` is an earlier rule's on the same glob."""
+        return isinstance(hook, ModuleGlob) and hook.glob == self.glob
+
+    def resolve(self, name: str, prefix: str, rest: list[str]) -> Match | None:
+        if not self.pattern.fullmatch(prefix):
+            return None
+        return Match(self.rule, name, prefix, None, self.suggestion, self)
