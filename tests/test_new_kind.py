@@ -1,7 +1,7 @@
 """A kind of rule is one module: one defined outside the package converts code with no engine change.
 
 The throwaway kind below lives in a temporary package; it registers itself with `@kind`, compiles
-its entries into hooks of the registry (engine/hook_registry.py) keyed by node class and
+its entries into hooks of the registry (engine/interface/hook_registry.py) keyed by node class and
 qualified name, and the transformer's generic dispatch runs them.
 """
 
@@ -17,9 +17,8 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from ms_fmk_transplt.engine import hooks
-from ms_fmk_transplt.engine.convert import convert_source
-from ms_fmk_transplt.engine.hook_registry import HookRegistry, keys_of
+from ms_fmk_transplt.engine.conversion import convert_source
+from ms_fmk_transplt.engine.interface import HookRegistry, hooks, keys_of
 from ms_fmk_transplt.records import Operation, Status
 from ms_fmk_transplt.ruleset import registry
 from ms_fmk_transplt.ruleset.compile import compile_rules
@@ -34,9 +33,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import Site, node_slot
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface.hooks import Site, node_slot
+from ms_fmk_transplt.engine.interface.rule import Rule
+from ms_fmk_transplt.engine.interface.tables import Tables
 from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset.registry import kind
 

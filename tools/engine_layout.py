@@ -53,7 +53,7 @@ PACKAGES: dict[str, tuple[str, tuple[str, ...]]] = {
         "libcst's tree, cheaply: one read-only index of nodes by class, a transform that rebuilds only\n"
         "what changed, callbacks looked up once per class, the parser without re-validation, positions\n"
         "of reported nodes only and the printing of changed statements only. No rule knowledge.",
-        ("node_index", "traverse", "dispatch", "parsing", "positions", "splice"),
+        ("node_index", "traverse", "dispatch", "parsing", "node_positions", "splice"),
     ),
     "project": (
         "The project-wide pre-read: every module of the input tree read once with CPython's `ast`\n"
@@ -112,8 +112,18 @@ PACKAGES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
 }
 
-#: old module -> its package
+#: flat module -> its name in its package, where they differ: a face cannot offer a name its
+#: package has a module of (importing `syntax.positions` would rebind `syntax.positions`)
+RENAMED = {"positions": "node_positions"}
+#: module -> its package
 HOME = {module: package for package, (_, modules) in PACKAGES.items() for module in modules}
+#: the flat layout's module -> (package, module)
+FLAT = {
+    next((old for old, new in RENAMED.items() if new == module), module): (package, module)
+    for module, package in HOME.items()
+}
+#: (package, a module's former name inside it) -> its name now
+RENAMED_INSIDE = {(HOME[new], old): new for old, new in RENAMED.items()}
 #: files whose text is never rewritten (records, inputs, generated output)
 FROZEN = (
     "tools/engine_layout.py",
@@ -133,6 +143,7 @@ class Layout:
     root: Path
     modules: dict[str, set[str]] = field(default_factory=dict)  # package -> its modules
     defined: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # (package, module) -> names
+    made: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # the same, defined not imported
     exports: dict[str, dict[str, str]] = field(default_factory=dict)  # package -> name -> module
     needed: dict[str, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
     notes: list[str] = field(default_factory=list)
@@ -143,7 +154,9 @@ class Layout:
             return self.needed[package][name]
         if name in self.exports.get(package, {}):
             return self.exports[package][name]
-        owners = [m for m in sorted(self.modules.get(package, ())) if name in self.defined[(package, m)]]
+        modules = sorted(self.modules.get(package, ()))
+        owners = [m for m in modules if name in self.made[(package, m)]]
+        owners = owners or [m for m in modules if name in self.defined[(package, m)]]
         return owners[0] if len(owners) == 1 else None
 
     def exported(self, package: str, name: str) -> bool:
@@ -154,23 +167,22 @@ def engine_dir(root: Path) -> Path:
     return root / "ms_fmk_transplt" / "engine"
 
 
-def top_level_names(path: Path) -> set[str]:
-    """Names a module binds at its top level (definitions, assignments, its own imports)."""
-    names: set[str] = set()
+def top_level_names(path: Path) -> tuple[set[str], set[str]]:
+    """Names a module defines at its top level, and those it binds by importing them."""
+    made: set[str] = set()
+    imported: set[str] = set()
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
+            made.add(node.name)
         elif isinstance(node, ast.Assign):
-            names |= {t.id for target in node.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
+            made |= {t.id for target in node.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
         elif isinstance(node, ast.AnnAssign | ast.AugAssign) and isinstance(node.target, ast.Name):
-            names.add(node.target.id)
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
-        elif isinstance(node, ast.If | ast.Try):  # `if TYPE_CHECKING:` and try/except imports
+            made.add(node.target.id)
+        elif isinstance(node, ast.Import | ast.ImportFrom | ast.If | ast.Try):  # TYPE_CHECKING, try/except
             for inner in ast.walk(node):
                 if isinstance(inner, ast.Import | ast.ImportFrom):
-                    names |= {(a.asname or a.name).split(".")[0] for a in inner.names}
-    return names
+                    imported |= {(a.asname or a.name).split(".")[0] for a in inner.names}
+    return made, imported
 
 
 def face_homes(path: Path) -> dict[str, str]:
@@ -195,11 +207,11 @@ def move_modules(root: Path, check: bool) -> list[str]:
         module = path.stem
         if module == "__init__":
             continue
-        package = HOME.get(module)
-        if package is None:
+        if module not in FLAT:
             print(f"UNPLACED: {path.relative_to(root)} is in no package of PACKAGES; add it and run again")
             continue
-        target = engine / package / path.name
+        package, new = FLAT[module]
+        target = engine / package / f"{new}.py"
         if target.exists():
             print(
                 f"CONFLICT: both {path.relative_to(root)} and {target.relative_to(root)} exist; merge by hand"
@@ -209,6 +221,12 @@ def move_modules(root: Path, check: bool) -> list[str]:
         if not check:
             target.parent.mkdir(exist_ok=True)
             git(root, "mv", str(path.relative_to(root)), str(target.relative_to(root)))
+    for (package, old), new in RENAMED_INSIDE.items():
+        path, target = engine / package / f"{old}.py", engine / package / f"{new}.py"
+        if path.exists() and not target.exists():
+            moved.append(f"{path.relative_to(root)} -> {target.relative_to(root)}")
+            if not check:
+                git(root, "mv", str(path.relative_to(root)), str(target.relative_to(root)))
     for package in PACKAGES:
         if not check and not (engine / package / "__init__.py").exists():
             (engine / package).mkdir(exist_ok=True)
@@ -223,13 +241,14 @@ def read_layout(root: Path) -> Layout:
         folder = engine / package
         modules = {p.stem for p in folder.glob("*.py") if p.stem != "__init__"} if folder.is_dir() else set()
         # before the moves (under --check), a package's modules are still at the top
-        modules |= {m for m in PACKAGES[package][1] if (engine / f"{m}.py").exists()}
+        flat = {new: old for old, (p, new) in FLAT.items() if p == package}
+        modules |= {m for m in PACKAGES[package][1] if (engine / f"{flat[m]}.py").exists()}
         layout.modules[package] = modules
         for module in modules:
             path = folder / f"{module}.py"
-            layout.defined[(package, module)] = top_level_names(
-                path if path.exists() else engine / f"{module}.py"
-            )
+            made, imported = top_level_names(path if path.exists() else engine / f"{flat[module]}.py")
+            layout.made[(package, module)] = made
+            layout.defined[(package, module)] = made | imported
         homes = face_homes(folder / "__init__.py")
         kept = {}
         for name, module in homes.items():
@@ -280,15 +299,18 @@ def spell_from(
     for alias in node.names:
         text = alias.name + (f" as {alias.asname}" if alias.asname else "")
         if not rest:  # from ms_fmk_transplt.engine import X
-            if alias.name in HOME:
-                out.append((f"{ENGINE}.{HOME[alias.name]}", text))
+            if alias.name in FLAT:
+                package, module = FLAT[alias.name]
+                if module != alias.name:
+                    text = f"{module} as {alias.asname or alias.name}"
+                out.append((f"{ENGINE}.{package}", text))
             else:
                 if alias.name not in PACKAGES and alias.name not in ("load_attribute",):
                     print(f"UNKNOWN: {where} imports {ENGINE}.{alias.name}")
                 out.append((base, text))
             continue
-        if len(rest) == 1 and rest[0] in HOME:  # the flat layout's module
-            package, module = HOME[rest[0]], rest[0]
+        if len(rest) == 1 and rest[0] in FLAT:  # the flat layout's module
+            package, module = FLAT[rest[0]]
         elif len(rest) == 1 and rest[0] in PACKAGES:  # a face
             package = rest[0]
             if alias.name in layout.modules[package]:  # a module through its package
@@ -303,7 +325,7 @@ def spell_from(
                 continue
             module = found
         elif len(rest) == 2 and rest[0] in PACKAGES:  # a module's full path
-            package, module = rest
+            package, module = rest[0], RENAMED_INSIDE.get((rest[0], rest[1]), rest[1])
         else:
             print(f"UNKNOWN: {where} imports from {base}, a module in no package of PACKAGES")
             return None
@@ -328,8 +350,11 @@ def spell_import(node: ast.Import) -> list[str] | None:
     for alias in node.names:
         parts = alias.name.split(".")
         name = alias.name
-        if parts[:2] == ["ms_fmk_transplt", "engine"] and len(parts) > 2 and parts[2] in HOME:
-            name = ".".join([*parts[:2], HOME[parts[2]], *parts[2:]])
+        if parts[:2] == ["ms_fmk_transplt", "engine"] and len(parts) > 2 and parts[2] in FLAT:
+            name = ".".join([*parts[:2], *FLAT[parts[2]], *parts[3:]])
+            changed = True
+        elif parts[:2] == ["ms_fmk_transplt", "engine"] and tuple(parts[2:4]) in RENAMED_INSIDE:
+            name = ".".join([*parts[:3], RENAMED_INSIDE[(parts[2], parts[3])], *parts[4:]])
             changed = True
         out.append(name + (f" as {alias.asname}" if alias.asname else ""))
     return out if changed else None
@@ -379,18 +404,27 @@ def rewrite_imports(text: str, rel: str, layout: Layout) -> str:
 
 # ---------------------------------------------------------------- text
 
-_DOTTED = re.compile(r"\bms_fmk_transplt\.engine\.(" + "|".join(sorted(HOME, key=len, reverse=True)) + r")\b")
-_PATH = re.compile(
-    r"(?<![\w./-])((?:ms_fmk_transplt/)?engine/)("
-    + "|".join(sorted(HOME, key=len, reverse=True))
-    + r")\.py\b"
-)
+_NAMES = "|".join(sorted(FLAT, key=len, reverse=True))
+_DOTTED = re.compile(r"\bms_fmk_transplt\.engine\.(" + _NAMES + r")\b")
+_PATH = re.compile(r"(?<![\w./-])((?:ms_fmk_transplt/)?engine/)(" + _NAMES + r")\.py\b")
+_INSIDE = "|".join(rf"{package}[./]{old}" for package, old in RENAMED_INSIDE)
+_DOTTED_INSIDE = re.compile(r"\bms_fmk_transplt\.engine\.(" + _INSIDE + r")\b")
+_PATH_INSIDE = re.compile(r"(?<![\w./-])((?:ms_fmk_transplt/)?engine/)(" + _INSIDE + r")\.py\b")
+
+
+def _renamed(spelled: str, separator: str) -> str:
+    package, old = re.split(r"[./]", spelled)
+    return f"{package}{separator}{RENAMED_INSIDE[(package, old)]}"
 
 
 def rewrite_text(text: str, paths: bool) -> str:
-    text = _DOTTED.sub(lambda m: f"{ENGINE}.{HOME[m.group(1)]}.{m.group(1)}", text)
+    text = _DOTTED.sub(lambda m: f"{ENGINE}.{'.'.join(FLAT[m.group(1)])}", text)
+    if RENAMED_INSIDE:
+        text = _DOTTED_INSIDE.sub(lambda m: f"{ENGINE}.{_renamed(m.group(1), '.')}", text)
     if paths:
-        text = _PATH.sub(lambda m: f"{m.group(1)}{HOME[m.group(2)]}/{m.group(2)}.py", text)
+        text = _PATH.sub(lambda m: f"{m.group(1)}{'/'.join(FLAT[m.group(2)])}.py", text)
+        if RENAMED_INSIDE:
+            text = _PATH_INSIDE.sub(lambda m: f"{m.group(1)}{_renamed(m.group(2), '/')}.py", text)
     return text
 
 
@@ -413,8 +447,42 @@ _HOMES = {{{homes}}}
 
 
 def __getattr__(name: str) -> Any:
-    return load_attribute(__name__, _HOMES, name, globals())
+    return load_attribute(__name__, _HOMES, name)
 """
+
+
+def _ruff() -> str | None:
+    return shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+
+
+def styled(text: str, root: Path, skip: bool) -> str:
+    """A generated face as ruff sorts and formats it, so that an unchanged face compares equal."""
+    ruff = _ruff()
+    if ruff is None or skip:
+        return text
+    name = "ms_fmk_transplt/engine/face.py"  # where the settings are the package's
+    fixed = (
+        subprocess.run(
+            [ruff, "check", "--fix-only", "--select", "I,RUF022", "-q", "--stdin-filename", name, "-"],
+            input=text,
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
+        or text
+    )
+    return (
+        subprocess.run(
+            [ruff, "format", "-q", "--stdin-filename", name, "-"],
+            input=fixed,
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
+        or fixed
+    )
 
 
 def face_text(package: str, current: str | None, homes: dict[str, str]) -> str:
@@ -484,10 +552,12 @@ def main(argv: list[str] | None = None) -> int:
         face = engine / package / "__init__.py"
         current = face.read_text(encoding="utf-8") if face.exists() else None
         homes = {**layout.exports[package], **layout.needed[package]}
-        text = face_text(package, current, homes)
-        if text != current and (
-            current is None or face_homes(face) != homes or "load_attribute" not in current
-        ):
+        for name in sorted(set(homes) & layout.modules[package]):
+            print(
+                f"CLASH: {package} has a module named {name}: its face cannot offer the name; add to RENAMED"
+            )
+        text = styled(face_text(package, current, homes), root, options.no_ruff)
+        if text != current:
             changed[str(face.relative_to(root))] = text
 
     for note in layout.notes:
@@ -503,7 +573,7 @@ def main(argv: list[str] | None = None) -> int:
         (root / rel).write_text(text, encoding="utf-8")
     prose = [rel for rel in changed if rel.startswith("ms_fmk_transplt/") and rel.endswith(".py")]
     python = [rel for rel in changed if rel.endswith(".py")]
-    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+    ruff = _ruff()
     if python and ruff and not options.no_ruff:
         subprocess.run([ruff, "check", "--fix", "--select", "I,RUF022", "-q", *python], cwd=root, check=False)
         subprocess.run([ruff, "format", "-q", *python], cwd=root, check=False)

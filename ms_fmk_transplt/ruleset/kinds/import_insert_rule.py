@@ -8,13 +8,12 @@ NPU). Placed after the first import of torch, inside the same block when that im
 `when_used` names APIs whose use alone needs it (torch.accelerator finds the NPU only once
 torch_npu is imported).
 
-Code: `Tables.import_insert`; applied by engine/imports.py `insert_module_import` (from `leave_Module`).
+Code: `Tables.import_insert`; applied by engine/importing/imports.py `insert_module_import` (from `leave_Module`).
 """
 
 from collections.abc import Hashable
 
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface import Rule, Tables
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 

@@ -7,13 +7,12 @@ itself is renamed unless others are kept: to `module_itself` when given, else to
 (`torch.cuda.memory.empty_cache` -> `torch.npu.empty_cache`, which torch.npu re-exports, while
 `torch.cuda.memory` itself -> `torch_npu.npu.memory`, the module object).
 
-Code: name tables `Tables.modules`, `Tables.renames`; applied by engine/transformer.py (`Tables.lookup`).
+Code: name tables `Tables.modules`, `Tables.renames`; applied by engine/conversion/transformer.py (`Tables.lookup`).
 """
 
 from collections.abc import Hashable
 
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import ModuleMembers, Rename, Tables
+from ms_fmk_transplt.engine.interface import ModuleMembers, Rename, Rule, Tables
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 from ms_fmk_transplt.ruleset.schema import spell

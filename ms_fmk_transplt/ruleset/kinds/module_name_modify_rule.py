@@ -4,13 +4,12 @@ Matches the module and everything under it wherever the file's imports lead to i
 `import parent.old`, `import parent.old as m`, `from parent import old`, `from parent.old import x`,
 and attribute chains `parent.old.x`. An empty or missing `parent_module` means a top-level module.
 
-Code: name table `Tables.renames`; applied by engine/transformer.py (`Tables.lookup`).
+Code: name table `Tables.renames`; applied by engine/conversion/transformer.py (`Tables.lookup`).
 """
 
 from collections.abc import Hashable
 
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Rename, Tables
+from ms_fmk_transplt.engine.interface import Rename, Rule, Tables
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 

@@ -6,13 +6,12 @@ extensions a project imports by their own names, `import scaled_masked_softmax_c
 only where no other rule covers the name. `noop: true` marks knobs that are harmless on the NPU
 (cuDNN flags): reported, kept, and not counted by --strict.
 
-Code: name tables `Tables.renames`, `Tables.module_globs` (report only); applied by engine/transformer.py (`Tables.lookup`).
+Code: name tables `Tables.renames`, `Tables.module_globs` (report only); applied by engine/conversion/transformer.py (`Tables.lookup`).
 """
 
 from collections.abc import Hashable
 
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface import Rule, Tables
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 from ms_fmk_transplt.ruleset.schema import spell

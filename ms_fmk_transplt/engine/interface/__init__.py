@@ -1,0 +1,115 @@
+"""What the rule kinds see of the engine: a rule entry (`Rule`), the hooks' protocols and the
+`Site` they are handed, the one registry of hooks, and the `Tables` every kind compiles into."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ms_fmk_transplt.engine import load_attribute
+
+if TYPE_CHECKING:
+    from ms_fmk_transplt.engine.interface.hook_registry import ANY, HookRegistry, keys_of
+    from ms_fmk_transplt.engine.interface.hooks import (
+        ATTRIBUTES,
+        CALLS,
+        ENV_NAMES,
+        ENV_PREFIXES,
+        FUNCTIONS,
+        FUSED,
+        METHODS,
+        REFERENCES,
+        RESULTS,
+        STRINGS,
+        TEXT,
+        VALUES,
+        CallHook,
+        Claims,
+        EnvHook,
+        Planned,
+        ResultHook,
+        ResultUse,
+        Site,
+        StringHook,
+        TextHook,
+        ValueHook,
+        node_slot,
+    )
+    from ms_fmk_transplt.engine.interface.rule import Example, Rule
+    from ms_fmk_transplt.engine.interface.tables import Match, ModuleMembers, Rename, SupportEntry, Tables
+
+__all__ = [
+    "ANY",
+    "ATTRIBUTES",
+    "CALLS",
+    "ENV_NAMES",
+    "ENV_PREFIXES",
+    "FUNCTIONS",
+    "FUSED",
+    "METHODS",
+    "REFERENCES",
+    "RESULTS",
+    "STRINGS",
+    "TEXT",
+    "VALUES",
+    "CallHook",
+    "Claims",
+    "EnvHook",
+    "Example",
+    "HookRegistry",
+    "Match",
+    "ModuleMembers",
+    "Planned",
+    "Rename",
+    "ResultHook",
+    "ResultUse",
+    "Rule",
+    "Site",
+    "StringHook",
+    "SupportEntry",
+    "Tables",
+    "TextHook",
+    "ValueHook",
+    "keys_of",
+    "node_slot",
+]
+
+# each name of __all__ -> the module of this package that defines it, imported on first use
+_HOMES = {
+    "ANY": "hook_registry",
+    "ATTRIBUTES": "hooks",
+    "CALLS": "hooks",
+    "CallHook": "hooks",
+    "Claims": "hooks",
+    "ENV_NAMES": "hooks",
+    "ENV_PREFIXES": "hooks",
+    "EnvHook": "hooks",
+    "Example": "rule",
+    "FUNCTIONS": "hooks",
+    "FUSED": "hooks",
+    "HookRegistry": "hook_registry",
+    "METHODS": "hooks",
+    "Match": "tables",
+    "ModuleMembers": "tables",
+    "Planned": "hooks",
+    "REFERENCES": "hooks",
+    "RESULTS": "hooks",
+    "Rename": "tables",
+    "ResultHook": "hooks",
+    "ResultUse": "hooks",
+    "Rule": "rule",
+    "STRINGS": "hooks",
+    "Site": "hooks",
+    "StringHook": "hooks",
+    "SupportEntry": "tables",
+    "TEXT": "hooks",
+    "Tables": "tables",
+    "TextHook": "hooks",
+    "VALUES": "hooks",
+    "ValueHook": "hooks",
+    "keys_of": "hook_registry",
+    "node_slot": "hooks",
+}
+
+
+def __getattr__(name: str) -> Any:
+    return load_attribute(__name__, _HOMES, name)
