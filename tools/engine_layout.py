@@ -126,7 +126,8 @@ FLAT = {
 RENAMED_INSIDE = {(HOME[new], old): new for old, new in RENAMED.items()}
 #: files whose text is never rewritten (records, inputs, generated output)
 FROZEN = (
-    "tools/engine_layout.py",
+    "tools/engine_layout.py",  # and its test: they spell the flat layout on purpose
+    "tests/test_engine_packages.py",
     "tests/fixtures/",
     "sample_models/",
     "bench/data/",
@@ -227,6 +228,9 @@ def move_modules(root: Path, check: bool) -> list[str]:
             moved.append(f"{path.relative_to(root)} -> {target.relative_to(root)}")
             if not check:
                 git(root, "mv", str(path.relative_to(root)), str(target.relative_to(root)))
+    for old, (package, new) in FLAT.items():
+        if not (engine / f"{old}.py").exists() and not (engine / package / f"{new}.py").exists():
+            print(f"GONE: PACKAGES places {new} in {package}, but there is no such module; take it out")
     for package in PACKAGES:
         if not check and not (engine / package / "__init__.py").exists():
             (engine / package).mkdir(exist_ok=True)
