@@ -455,6 +455,21 @@ def __getattr__(name: str) -> Any:
 """
 
 
+def listed_packages(pyproject: str) -> str:
+    """pyproject.toml with every subpackage on its hand-kept list (else the wheel leaves it out)."""
+    lines = pyproject.splitlines(keepends=True)
+    anchor = f'    "{ENGINE}",\n'
+    if anchor not in lines:
+        print(f"NOTE: pyproject.toml does not list {ENGINE} as expected; list the subpackages by hand")
+        return pyproject
+    at = lines.index(anchor) + 1
+    for package in sorted(PACKAGES, reverse=True):
+        entry = f'    "{ENGINE}.{package}",\n'
+        if entry not in lines:
+            lines.insert(at, entry)
+    return "".join(lines)
+
+
 def _ruff() -> str | None:
     return shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
 
@@ -563,6 +578,11 @@ def main(argv: list[str] | None = None) -> int:
         text = styled(face_text(package, current, homes), root, options.no_ruff)
         if text != current:
             changed[str(face.relative_to(root))] = text
+    listed = listed_packages(
+        changed.get("pyproject.toml") or (root / "pyproject.toml").read_text(encoding="utf-8")
+    )
+    if listed != (changed.get("pyproject.toml") or (root / "pyproject.toml").read_text(encoding="utf-8")):
+        changed["pyproject.toml"] = listed
 
     for note in layout.notes:
         print(note)
