@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from ms_fmk_transplt.ruleset.loader import RuleFileError, load_builtin_rules, load_rule_file, load_rules
 
 _HOMES = {
-    "Example": "ms_fmk_transplt.engine.interface.rule",
-    "Rule": "ms_fmk_transplt.engine.interface.rule",
+    "Example": "ms_fmk_transplt.engine.interface",
+    "Rule": "ms_fmk_transplt.engine.interface",
     "compile_rules": "ms_fmk_transplt.ruleset.compile",
     "RuleFileError": "ms_fmk_transplt.ruleset.loader",
     "load_builtin_rules": "ms_fmk_transplt.ruleset.loader",
