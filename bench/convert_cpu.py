@@ -22,7 +22,7 @@ if str(ROOT) not in sys.path:  # a worktree given by PYTHONPATH stays first
 
 def conversion_cpu(folder: Path, runs: int) -> tuple[int, int, float]:
     """(files, lines, best CPU seconds of `runs`) for converting every .py file under `folder`."""
-    from ms_fmk_transplt.engine.convert import convert_source
+    from ms_fmk_transplt.engine.conversion import convert_source
     from ms_fmk_transplt.pipeline import _collector_paused, _relaxed_gc
     from ms_fmk_transplt.ruleset import compile_rules, load_rules
 

@@ -111,7 +111,7 @@ def duplicates(text: str) -> Counter[str]:
 def _engine(engine: str | None) -> tuple[Any, Any]:
     if engine:
         sys.path.insert(0, engine)
-    from ms_fmk_transplt.engine.convert import convert_source
+    from ms_fmk_transplt.engine.conversion import convert_source
     from ms_fmk_transplt.ruleset import compile_rules, load_rules
 
     return convert_source, compile_rules(load_rules())

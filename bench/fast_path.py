@@ -2,7 +2,7 @@
 """The ast fast path against libcst on whole corpora: same results, and what it saves.
 
 Every Python file of each corpus is converted twice with the engine's per-file API: with the
-fast path (a file no rewrite rule can touch is classified on CPython's ast, engine/fast_path.py)
+fast path (a file no rewrite rule can touch is classified on CPython's ast, engine/conversion/fast_path.py)
 and without it (every file through libcst). It prints, per corpus, how many files took the fast
 path, how many fell back to libcst, whether every FileResult is equal (findings, positions,
 counts, output), and the CPU seconds of both runs; every difference is listed::
@@ -25,8 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def main() -> int:
-    from ms_fmk_transplt.engine import fast_path
-    from ms_fmk_transplt.engine.convert import convert_source
+    from ms_fmk_transplt.engine.conversion import convert_source, fast_path
     from ms_fmk_transplt.ruleset import compile_rules, load_rules
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

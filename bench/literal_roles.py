@@ -48,7 +48,7 @@ ROLES = {
     "api_name": "a dotted name of a torch.cuda API in a string (mock.patch targets, getattr names)",
     "accelerator": "a framework's accelerator name with no NPU meaning (Lightning 'cuda'): kept, must be reported",
     "alternative": "a device beside the NPU alternative of its dispatch, or in a list of supported types that gets"
-    " 'npu' beside it: kept as written (engine/dispatch_sites.py)",
+    " 'npu' beside it: kept as written (engine/devices/dispatch_sites.py)",
     "prose": "messages, logging, docstrings, help= text, exception text, skip reasons",
     "option": "a command-line option, dest, config field or attribute name ('--cuda', 'use_cuda')",
     "data_key": "a key or label of data: metric names, dict keys, column names, test ids",
@@ -290,7 +290,7 @@ def _load_engine(engine: str | None) -> tuple[Any, Any]:
     """The engine's per-file API and its built-in tables, from `engine` (a checkout) when given."""
     if engine and sys.path[:1] != [engine]:
         sys.path.insert(0, engine)
-    from ms_fmk_transplt.engine.convert import convert_source
+    from ms_fmk_transplt.engine.conversion import convert_source
     from ms_fmk_transplt.ruleset import compile_rules, load_rules
 
     return convert_source, compile_rules(load_rules())

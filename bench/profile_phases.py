@@ -2,7 +2,7 @@
 """Where a conversion's CPU time goes: per-phase CPU seconds of converting a folder in one process.
 
 The conversion of every ``.py`` file is done step by step exactly as
-``ms_fmk_transplt.engine.convert._convert`` does it, with a CPU clock (``time.process_time``)
+``ms_fmk_transplt.engine.conversion.convert._convert`` does it, with a CPU clock (``time.process_time``)
 around each step; ``--check`` also converts each file with the real ``convert_source`` and stops
 if a result differs, so the mirror cannot drift from the engine unnoticed. Added to the table:
 
@@ -36,26 +36,28 @@ import libcst as cst
 
 from ms_fmk_transplt import data as release_data
 from ms_fmk_transplt.discover import TreeEntryKind, discover
-from ms_fmk_transplt.engine import fast_path
-from ms_fmk_transplt.engine.convert import (
+from ms_fmk_transplt.engine.conversion import ModuleRewriter, convert_source, fast_path
+from ms_fmk_transplt.engine.conversion.convert import (
     _decode_problem,
     _parse_normalised,
     _place,
     _syntax_problem,
-    convert_source,
     counted,
     edited,
     in_original,
     unparsable_output,
 )
-from ms_fmk_transplt.engine.imports import add_needed_imports
-from ms_fmk_transplt.engine.normalise import LONE_BACKSLASH, libcst_limit, normalise, restore, same_tree
-from ms_fmk_transplt.engine.parsing import parse_module
-from ms_fmk_transplt.engine.splice import module_bytes
-from ms_fmk_transplt.engine.suppress import annotate
-from ms_fmk_transplt.engine.tables import Tables
-from ms_fmk_transplt.engine.transformer import ModuleRewriter
-from ms_fmk_transplt.engine.traverse import transform
+from ms_fmk_transplt.engine.conversion.normalise import (
+    LONE_BACKSLASH,
+    libcst_limit,
+    normalise,
+    restore,
+    same_tree,
+)
+from ms_fmk_transplt.engine.importing import add_needed_imports
+from ms_fmk_transplt.engine.interface import Tables
+from ms_fmk_transplt.engine.reporting import annotate
+from ms_fmk_transplt.engine.syntax import module_bytes, parse_module, transform
 from ms_fmk_transplt.records import FileResult, RunResult, Status
 from ms_fmk_transplt.ruleset import compile_rules, load_rules
 from ms_fmk_transplt.run import REPORTS, _rule_table

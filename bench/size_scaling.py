@@ -72,7 +72,7 @@ def generated(size: int) -> bytes:
 
 
 def main() -> None:
-    from ms_fmk_transplt.engine.convert import convert_source
+    from ms_fmk_transplt.engine.conversion import convert_source
     from ms_fmk_transplt.ruleset import compile_rules, load_rules
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ms_fmk_transplt import __version__
-from ms_fmk_transplt.engine.project_devices import ModuleFacts
+from ms_fmk_transplt.engine.project import ModuleFacts
 from ms_fmk_transplt.records import FileResult, Finding, PackedFindings
 
 CACHE_FILE = "results.sqlite3"
@@ -116,7 +116,7 @@ class ResultCache:
         return file_key(self.file_set + self.part(rel), rel, data)
 
     def knowing(self, layout_digest: bytes, part: Callable[[str], bytes] | None = None) -> None:
-        """A file's result depends on the input tree's modules too (engine/first_party.py), and
+        """A file's result depends on the input tree's modules too (engine/project/first_party.py), and
         on what the modules it imports hand their parameters to (`part`: ProjectLayout.key_part)."""
         self.file_set = self.rule_set + layout_digest
         if part is not None:
@@ -263,7 +263,7 @@ class ResultCache:
 
     def get_signatures(self, rel: str, data: bytes) -> ModuleFacts | None:
         """What a module's own functions hand their parameters to, stored for its bytes
-        (engine/project_devices.py); None when not stored."""
+        (engine/project/project_devices.py); None when not stored."""
         value = self._tagged(self._signatures_key(rel, data), "signatures")
         return value if isinstance(value, ModuleFacts) else None
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ms_fmk_transplt.engine.first_party import ProjectLayout, SignatureMemo
+from ms_fmk_transplt.engine.project import ProjectLayout, SignatureMemo
 from ms_fmk_transplt.suggest import closest
 
 LOG_NAME = "msFmkTranspltlog.txt"  # written into every output folder (run.py)
@@ -319,8 +319,8 @@ def no_python_notice(entries: list[TreeEntry], where: str) -> str | None:
 
 def project_layout(entries: list[TreeEntry], memo: SignatureMemo | None = None) -> ProjectLayout:
     """The input tree's Python modules, excluded ones too (they are still the project's), which
-    decide what each file's imports reach (engine/first_party.py), knowing what the functions of
-    the analysed ones hand their parameters to (engine/project_devices.py)."""
+    decide what each file's imports reach (engine/project/first_party.py), knowing what the functions of
+    the analysed ones hand their parameters to (engine/project/project_devices.py)."""
     layout = ProjectLayout.of(e.rel for e in entries if e.kind is TreeEntryKind.PYTHON or e.excluded)
     return layout.reading(
         _sources(e for e in entries if e.kind is TreeEntryKind.PYTHON and e.rel.endswith(".py")), memo

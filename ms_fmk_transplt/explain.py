@@ -1,7 +1,7 @@
 """`ms_fmk_transplt explain FILE[:LINE]`: why did (or didn't) this change?
 
 For each string literal of a file (or of one line): its role and the evidence for it, as the
-role pass (engine/roles.py) gave it before the rewrite; then each finding with its rule: what
+role pass (engine/literals/roles.py) gave it before the rewrite; then each finding with its rule: what
 changed and what was reported. The file is read, never written.
 
 A notebook is explained as it is converted: its code cells as one module. Lines are the notebook
@@ -20,13 +20,15 @@ from pathlib import Path
 import libcst as cst
 
 from ms_fmk_transplt.analysis import status_of
-from ms_fmk_transplt.engine.convert import convert_source
-from ms_fmk_transplt.engine.hooks import STRINGS
-from ms_fmk_transplt.engine.node_index import NodeIndex
-from ms_fmk_transplt.engine.notebook import CodeCells, code_cells, is_notebook
-from ms_fmk_transplt.engine.positions import positions
-from ms_fmk_transplt.engine.tables import Tables
-from ms_fmk_transplt.engine.transformer import ModuleRewriter
+from ms_fmk_transplt.engine.conversion import (
+    CodeCells,
+    ModuleRewriter,
+    code_cells,
+    convert_source,
+    is_notebook,
+)
+from ms_fmk_transplt.engine.interface import STRINGS, Tables
+from ms_fmk_transplt.engine.syntax import NodeIndex, positions
 from ms_fmk_transplt.targets import DEFAULT_TARGET
 
 _STRINGS = (cst.SimpleString, cst.FormattedString)
@@ -85,7 +87,7 @@ def explain(path: str, data: bytes, tables: Tables, line: int | None = None) -> 
         cells, source = (loaded, loaded.source) if isinstance(loaded, CodeCells) else (None, b"")
     try:
         rows = [(r, *_where(r.line, cells)) for r in literal_roles(source, tables)] if source else []
-    except cst.ParserSyntaxError:  # a form libcst reads only normalised (engine/normalise.py)
+    except cst.ParserSyntaxError:  # a form libcst reads only normalised (engine/conversion/normalise.py)
         rows = []
     rows = [row for row in rows if line is None or row[1] == line]
     out.append("string literals (role: evidence):" if rows else "no string literals here")
@@ -140,7 +142,7 @@ def explain_target(
 
 def _in_project(path: Path, tables: Tables) -> Tables:
     """The tables as a run of the current folder (else of the file's folder) sees `path`: its
-    imports of that tree's own modules are no library's (engine/first_party.py)."""
+    imports of that tree's own modules are no library's (engine/project/first_party.py)."""
     from ms_fmk_transplt.discover import discover, project_layout
 
     absolute = path.resolve()

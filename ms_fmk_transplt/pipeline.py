@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from multiprocessing.context import BaseContext
     from multiprocessing.process import BaseProcess
 
-    from ms_fmk_transplt.engine.first_party import ProjectLayout
-    from ms_fmk_transplt.engine.tables import Tables
+    from ms_fmk_transplt.engine.interface import Tables
+    from ms_fmk_transplt.engine.project import ProjectLayout
 
 Progress = Callable[[int, int, str], None]
 # takes each result as it comes, with the input's bytes when they were read already (a cache hit)
@@ -60,7 +60,7 @@ class TableSource:
         return cls(lambda: tables, tables.text_globs())
 
     def seen_in(self, layout: ProjectLayout) -> TableSource:
-        """The same tables, knowing the run's input tree (engine/first_party.py), still made on first use."""
+        """The same tables, knowing the run's input tree (engine/project/first_party.py), still made on first use."""
         return TableSource(lambda: dataclasses.replace(self.get(), project=layout), self.text_globs)
 
     def get(self) -> Tables:
@@ -135,7 +135,7 @@ def _convert_chunk(chunk: list[tuple[str, str]], rule_set: bytes | None) -> list
 
 def _convert_path(rel: str, path: str, tables: Tables) -> tuple[FileResult, bytes | None]:
     """The file's result and the bytes it was converted from (None when they could not be read)."""
-    from ms_fmk_transplt.engine.convert import convert_source
+    from ms_fmk_transplt.engine.conversion import convert_source
 
     try:
         data = Path(path).read_bytes()
@@ -301,7 +301,7 @@ def _results(
 
     # the engine, imported once before the workers fork: each worker imported it for itself
     # (~50 ms of CPU each on an idle machine, 150-250 ms on a busy one)
-    import ms_fmk_transplt.engine.convert  # noqa: F401
+    from ms_fmk_transplt.engine.conversion import convert_source  # noqa: F401
 
     pool = ProcessPoolExecutor(jobs, mp_context=_pool_context(), initializer=_init_worker, initargs=(tables,))
     try:
@@ -396,7 +396,7 @@ def _scan(
 
 
 def _scan_text(rel: str, data: bytes, source: TableSource) -> tuple[Finding, ...]:
-    from ms_fmk_transplt.engine.convert import scan_text
+    from ms_fmk_transplt.engine.conversion import scan_text
 
     return scan_text(rel, data, source.get())
 

@@ -38,8 +38,7 @@ from ms_fmk_transplt.records import AdviceFact, FileResult, Finding, RunResult, 
 from ms_fmk_transplt.reports.pieces import Piece
 
 if TYPE_CHECKING:
-    from ms_fmk_transplt.engine.rule import Rule
-    from ms_fmk_transplt.engine.tables import Tables
+    from ms_fmk_transplt.engine.interface import Rule, Tables
 
 REPORTS: dict[str, Callable[[RunResult], bytes | bytearray]] = {
     LOG_NAME: reports.log_text,
@@ -278,7 +277,7 @@ def _prepare(
     if compiled is not None:
 
         def unpickle() -> Tables:
-            from ms_fmk_transplt.engine.tables import Tables
+            from ms_fmk_transplt.engine.interface import Tables
 
             try:
                 tables = pickle.loads(packed)
@@ -309,7 +308,7 @@ def check_target(target: str, release: str) -> None:
 
 
 def _seen_in(entries: list[TreeEntry], tables: TableSource, cache: ResultCache | None) -> TableSource:
-    """The tables knowing the input tree's own modules (engine/first_party.py), once per run; the
+    """The tables knowing the input tree's own modules (engine/project/first_party.py), once per run; the
     cache keys results by that tree too."""
     layout = project_layout(entries, cache)
     if cache is not None:

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ms_fmk_transplt.engine.convert import convert_source
+from ms_fmk_transplt.engine.conversion import convert_source
 from ms_fmk_transplt.records import FileResult, Operation
 
 

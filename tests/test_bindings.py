@@ -1,10 +1,10 @@
-"""Which names a module binds other than by import (engine/bindings.py)."""
+"""Which names a module binds other than by import (engine/naming/bindings.py)."""
 
 from __future__ import annotations
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.bindings import collect_bindings
+from ms_fmk_transplt.engine.naming.bindings import collect_bindings
 
 SOURCE = """
 import os.path

@@ -1,4 +1,4 @@
-"""engine/device_evidence.py: a string literal in its context -> device, text or unknown."""
+"""engine/devices/device_evidence.py: a string literal in its context -> device, text or unknown."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from ms_fmk_transplt.engine.device_evidence import DeviceAnswer, DeviceContext, DeviceSpec
-from ms_fmk_transplt.engine.names import alias_table, iter_imports
+from ms_fmk_transplt.engine.devices import DeviceAnswer, DeviceContext, DeviceSpec
+from ms_fmk_transplt.engine.naming import alias_table, iter_imports
 
 SPEC = {
     "calls": {"torch.device": [0], "to": [0]},

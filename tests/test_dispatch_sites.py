@@ -1,4 +1,4 @@
-"""Code written for several devices (engine/dispatch_sites.py) across a project's own modules.
+"""Code written for several devices (engine/devices/dispatch_sites.py) across a project's own modules.
 
 The fixtures (tests/fixtures/rules/device_dispatch) hold one module each; here the dispatch
 helper lives in another module of the project, and each case has a twin where the project has

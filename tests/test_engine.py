@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ms_fmk_transplt.discover import discover
-from ms_fmk_transplt.engine.convert import convert_source
+from ms_fmk_transplt.engine.conversion import convert_source
 from ms_fmk_transplt.pipeline import map_files
 from ms_fmk_transplt.records import Status
 
@@ -50,8 +50,9 @@ def test_bad_input_is_reported_and_not_converted(data: bytes, reason: str, built
 @pytest.mark.parametrize("whole", [False, True], ids=["rewritten-statements", "whole-module"])
 def test_output_that_would_not_parse_is_not_written(whole: bool, builtin_tables, monkeypatch) -> None:
     """A converter defect that prints invalid Python fails the file instead of writing it."""
-    import ms_fmk_transplt.engine.convert as convert_module
-    from ms_fmk_transplt.engine.splice import Printed, module_bytes
+    import ms_fmk_transplt.engine.conversion.convert as convert_module
+    from ms_fmk_transplt.engine.syntax import module_bytes
+    from ms_fmk_transplt.engine.syntax.splice import Printed
 
     def defective(original, new, text):
         printed = module_bytes(original, new, text)
@@ -71,7 +72,7 @@ def test_output_that_would_not_parse_is_not_written(whole: bool, builtin_tables,
 
 
 def test_output_check_parses_only_what_was_printed_afresh() -> None:
-    from ms_fmk_transplt.engine.convert import unparsable_output
+    from ms_fmk_transplt.engine.conversion.convert import unparsable_output
 
     assert unparsable_output(b"x = (\n", ["y = 1\n"]) is None  # kept text is the input's, which parsed
     assert unparsable_output(b"", ["# lead\nfrom a import b,\n    c\n"]) == (
@@ -111,7 +112,7 @@ def test_bytes_outside_changes_preserved(builtin_tables) -> None:
 
 
 def _explode_inside_the_engine(monkeypatch) -> None:
-    from ms_fmk_transplt.engine.transformer import ModuleRewriter
+    from ms_fmk_transplt.engine.conversion import ModuleRewriter
 
     def leave_Call(self, original, updated):
         return _deeper(updated)
@@ -206,7 +207,7 @@ def test_serial_equals_parallel(tmp_path: Path, builtin_tables) -> None:
 def test_no_cyclic_collection_while_a_file_converts(tmp_path: Path, builtin_tables, monkeypatch) -> None:
     import gc
 
-    from ms_fmk_transplt.engine import convert
+    from ms_fmk_transplt.engine.conversion import convert
 
     seen = []
 
@@ -246,8 +247,8 @@ def test_an_unedited_module_prints_back_as_its_input(path: Path, builtin_tables)
     """convert.py skips printing a module the transform did not edit: that must be exact."""
     import libcst as cst
 
-    from ms_fmk_transplt.engine.convert import edited
-    from ms_fmk_transplt.engine.transformer import ModuleRewriter
+    from ms_fmk_transplt.engine.conversion import ModuleRewriter
+    from ms_fmk_transplt.engine.conversion.convert import edited
 
     data = path.read_bytes()
     try:

@@ -1,4 +1,4 @@
-"""The ast fast path (engine/fast_path.py) gives the libcst path's result, and is taken where it should."""
+"""The ast fast path (engine/conversion/fast_path.py) gives the libcst path's result, and is taken where it should."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ms_fmk_transplt.engine import fast_path, hooks
-from ms_fmk_transplt.engine.convert import convert_source
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.conversion import convert_source, fast_path
+from ms_fmk_transplt.engine.interface import Tables, hooks
 from ms_fmk_transplt.ruleset import compile_rules, load_rules
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -1,4 +1,4 @@
-"""A project's own modules are never a third-party library's (engine/first_party.py).
+"""A project's own modules are never a third-party library's (engine/project/first_party.py).
 
 Each case builds a small project tree, analyses it as a run does and reads the findings back;
 every case that drops a report has a twin that keeps it (the same file without the project's
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ms_fmk_transplt.engine.first_party import ProjectLayout
+from ms_fmk_transplt.engine.project import ProjectLayout
 from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.run import Options, analyse_project, convert_project
 

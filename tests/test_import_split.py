@@ -1,4 +1,4 @@
-"""A `from` import whose names go to different modules (engine/import_split.py).
+"""A `from` import whose names go to different modules (engine/importing/import_split.py).
 
 The output must parse, bind the same names as the names imported one by one would, and keep
 every comment of the statement.

@@ -1,13 +1,14 @@
-"""Import planning and insertion (engine/imports.py), asked by the transformer."""
+"""Import planning and insertion (engine/importing/imports.py), asked by the transformer."""
 
 from __future__ import annotations
 
 import libcst as cst
 import pytest
 
-from ms_fmk_transplt.engine.hooks import IMPORTS
-from ms_fmk_transplt.engine.imports import ImportPlan, insert_module_import, plan_imports
-from ms_fmk_transplt.engine.names import alias_table, iter_imports
+from ms_fmk_transplt.engine.importing import plan_imports
+from ms_fmk_transplt.engine.importing.imports import ImportPlan, insert_module_import
+from ms_fmk_transplt.engine.interface import IMPORTS
+from ms_fmk_transplt.engine.naming import alias_table, iter_imports
 
 
 def _plan(source: str, tables) -> tuple[cst.Module, ImportPlan]:
@@ -82,8 +83,9 @@ def test_no_insert_without_torch_or_need(builtin_tables) -> None:
 
 
 def test_function_import_plan_renames_or_keeps_the_name(tmp_path) -> None:
-    from ms_fmk_transplt.engine.bindings import NameClaims, collect_bindings
-    from ms_fmk_transplt.engine.imports import plan_function_imports
+    from ms_fmk_transplt.engine.importing import plan_function_imports
+    from ms_fmk_transplt.engine.naming import NameClaims
+    from ms_fmk_transplt.engine.naming.bindings import collect_bindings
     from ms_fmk_transplt.ruleset import compile_rules, load_rules
 
     rules = tmp_path / "rules.json"

@@ -1,6 +1,6 @@
 """One home per rule kind: its module holds schema, checks, compile and the code that rewrites.
 
-A kind either defines the hook entries the engine calls (`engine/hooks.py`) or compiles into the
+A kind either defines the hook entries the engine calls (`engine/interface/hooks.py`) or compiles into the
 engine's name tables and says, in its docstring's `Code:` paragraph, where the engine applies it.
 """
 
@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from ms_fmk_transplt.engine import hooks
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface import Tables, hooks
 from ms_fmk_transplt.ruleset import compile_rules, load_rules
 from ms_fmk_transplt.ruleset.reference import user_doc
 from ms_fmk_transplt.ruleset.registry import all_kinds
@@ -97,13 +96,13 @@ def test_kind_module_says_where_its_code_is(kind_name: str) -> None:
     if "applied by engine/" in code:
         assert classes == {}, f"{kind_name} defines hook classes but says the engine applies it"
         assert "\n" not in raw, f"{kind_name}: say in one line where the engine applies it"
-        files = re.findall(r"engine/\w+\.py", code)
+        files = re.findall(r"engine/[\w/]+\.py", code)
         assert files, f"{kind_name}: say which engine file applies it"
         assert all((PACKAGE / f).is_file() for f in files), files
     else:
         named = re.match(r"Code: `(\w+)\.", code)
         assert named and named.group(1) in classes, f"{kind_name}: `Code:` must name its hook class first"
-        assert "engine/hooks.py" in code
+        assert "engine/interface/hooks.py" in code
 
 
 def test_every_hook_entry_comes_from_its_rules_kind_module(every_kind_tables: Tables) -> None:
@@ -156,7 +155,9 @@ KIND_SPECIFIC = (
 )
 
 
-@pytest.mark.parametrize("path", ["engine/transformer.py", "engine/tables.py", "engine/convert.py"])
+@pytest.mark.parametrize(
+    "path", ["engine/conversion/transformer.py", "engine/interface/tables.py", "engine/conversion/convert.py"]
+)
 def test_engine_holds_no_kind_specific_code(path: str) -> None:
     text = (PACKAGE / path).read_text(encoding="utf-8")
     assert [name for name in KIND_SPECIFIC if name in text] == []

@@ -33,7 +33,7 @@ FORBIDDEN = {
         "openpyxl",
     ),
     "distributed": ("ms_fmk_transplt.cli", "ms_fmk_transplt.reports", "click", "rich", "openpyxl", "torch"),
-    # advice is asked by the engine through engine/tables.py's Advisor; it writes no report
+    # advice is asked by the engine through engine/interface/tables.py's Advisor; it writes no report
     "advice": (
         "ms_fmk_transplt.ruleset",
         "ms_fmk_transplt.cli",
@@ -85,13 +85,13 @@ def test_import_walk_sees_relative_and_absolute_forms(tmp_path: Path) -> None:
     """The checker itself: every spelling of a forbidden import is caught."""
     probe = tmp_path / "probe.py"
     probe.write_text(
-        "from ..ruleset import compile_rules\nimport ms_fmk_transplt.ruleset.loader\nfrom . import tables\n"
+        "from ...ruleset import compile_rules\nimport ms_fmk_transplt.ruleset.loader\nfrom . import tables\n"
         "def f():\n    from ms_fmk_transplt.ruleset.registry import all_kinds\n"
     )
-    assert {name for _, name in _imports(probe, "ms_fmk_transplt.engine")} == {
+    assert {name for _, name in _imports(probe, "ms_fmk_transplt.engine.interface")} == {
         "ms_fmk_transplt.ruleset.compile_rules",
         "ms_fmk_transplt.ruleset.loader",
-        "ms_fmk_transplt.engine.tables",
+        "ms_fmk_transplt.engine.interface.tables",
         "ms_fmk_transplt.ruleset.registry.all_kinds",
     }
 
@@ -100,7 +100,7 @@ def test_import_walk_sees_relative_and_absolute_forms(tmp_path: Path) -> None:
 def test_converting_a_file_loads_no_rules_module() -> None:
     code = (
         "import sys\n"
-        "from ms_fmk_transplt.engine.convert import convert_source\n"
+        "from ms_fmk_transplt.engine.conversion.convert import convert_source\n"
         "print(sorted(m for m in sys.modules if m.startswith('ms_fmk_transplt.ruleset')))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -319,7 +319,7 @@ def test_engine_names_no_rule_kind() -> None:
 
 def test_engine_shape() -> None:
     """No class over 300 lines in either package; the transformer module under 400 lines and
-    keeping no node-id containers (helpers hold node-keyed answers: engine/name_uses.py)."""
+    keeping no node-id containers (helpers hold node-keyed answers: engine/naming/name_uses.py)."""
     too_long = [
         f"{path.relative_to(PACKAGE.parent)}:{node.name} {node.end_lineno - node.lineno + 1} lines"
         for package in (PACKAGE, PACKAGE.parent / "runtime_shim")
@@ -330,24 +330,24 @@ def test_engine_shape() -> None:
         and node.end_lineno - node.lineno >= 300
     ]
     assert too_long == []
-    transformer = (PACKAGE / "engine" / "transformer.py").read_text(encoding="utf-8")
+    transformer = (PACKAGE / "engine" / "conversion" / "transformer.py").read_text(encoding="utf-8")
     assert len(transformer.splitlines()) < 400
     assert "set[int]" not in transformer and "dict[int," not in transformer and "id(" not in transformer
 
 
 def test_the_transformer_needs_no_field_callbacks() -> None:
-    """engine/dispatch.py skips libcst's `visit_<Node>_<field>` / `leave_<Node>_<field>` lookups:
+    """engine/syntax/dispatch.py skips libcst's `visit_<Node>_<field>` / `leave_<Node>_<field>` lookups:
     no class of the engine may define one (it would never be called). The node callbacks it
     caches are the engine's own, never libcst's do-nothing stubs."""
     import inspect
     import re
 
-    from ms_fmk_transplt.engine.dispatch import CachedDispatch
-    from ms_fmk_transplt.engine.transformer import ModuleRewriter
+    from ms_fmk_transplt.engine.conversion import ModuleRewriter
+    from ms_fmk_transplt.engine.syntax import CachedDispatch
 
     field_callback = re.compile(r"(visit|leave)_[A-Z][A-Za-z]*_[a-z_]+$")
     assert issubclass(ModuleRewriter, CachedDispatch)
-    from ms_fmk_transplt.engine.dispatch import _own
+    from ms_fmk_transplt.engine.syntax.dispatch import _own
 
     assert _own(ModuleRewriter, "leave_Call") is ModuleRewriter.leave_Call
     assert _own(ModuleRewriter, "leave_Add") is None and _own(ModuleRewriter, "visit_Lambda") is None

@@ -28,7 +28,7 @@ PARALLEL_MODULES = {
 #: class or alias name -> why the definitions are one concept
 PARALLEL_NAMES: dict[str, dict[str, str]] = {
     "ms_fmk_transplt": {
-        "Advisor": "engine/tables.py's protocol and advice/'s one implementation of it",
+        "Advisor": "engine/interface/tables.py's protocol and advice/'s one implementation of it",
     },
     "runtime_shim": {},
 }

@@ -1,7 +1,7 @@
 """A kind of rule is one module: one defined outside the package converts code with no engine change.
 
 The throwaway kinds below live in a temporary package; each registers itself with `@kind` and
-compiles its entries into hooks of the registry (engine/hook_registry.py): a generic node hook
+compiles its entries into hooks of the registry (engine/interface/hook_registry.py): a generic node hook
 keyed by node class and qualified name, which the transformer's generic dispatch runs, and a
 rename-like name hook keyed by the qualified name it covers, which the engine's name resolution
 asks (`Tables.lookup`) for every use, `from` import and `import` of the name.
@@ -19,10 +19,8 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from ms_fmk_transplt.engine import hooks
-from ms_fmk_transplt.engine.convert import convert_source
-from ms_fmk_transplt.engine.hook_registry import HookRegistry, keys_of
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.conversion import convert_source
+from ms_fmk_transplt.engine.interface import HookRegistry, Tables, hooks, keys_of
 from ms_fmk_transplt.records import Operation, Status
 from ms_fmk_transplt.ruleset import registry
 from ms_fmk_transplt.ruleset.compile import compile_rules
@@ -37,9 +35,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import Site, node_slot
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface.hooks import Site, node_slot
+from ms_fmk_transplt.engine.interface.rule import Rule
+from ms_fmk_transplt.engine.interface.tables import Tables
 from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset.registry import kind
 
@@ -91,9 +89,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ms_fmk_transplt.engine.hooks import QUALIFIED, Match, Site
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface.hooks import QUALIFIED, Match, Site
+from ms_fmk_transplt.engine.interface.rule import Rule
+from ms_fmk_transplt.engine.interface.tables import Tables
 from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset.registry import kind
 

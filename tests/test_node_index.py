@@ -1,4 +1,4 @@
-"""engine/node_index.py finds every node a libcst visitor visits, except whitespace and punctuation."""
+"""engine/syntax/node_index.py finds every node a libcst visitor visits, except whitespace and punctuation."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import libcst as cst
 import pytest
 from test_positions import _modules, _Nodes
 
-from ms_fmk_transplt.engine.node_index import NodeIndex
+from ms_fmk_transplt.engine.syntax import NodeIndex
 
 FORMATTING = (
     cst.SimpleWhitespace,

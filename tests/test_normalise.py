@@ -1,4 +1,4 @@
-"""Sources CPython parses but libcst mistakes (engine/normalise.py): converted through a normalised
+"""Sources CPython parses but libcst mistakes (engine/conversion/normalise.py): converted through a normalised
 re-parse with every other byte kept, or failed with the precise reason."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import ast
 
 import pytest
 
-from ms_fmk_transplt.engine.convert import convert_source
-from ms_fmk_transplt.engine.normalise import normalise, odd_tail, restore, tail
+from ms_fmk_transplt.engine.conversion import convert_source
+from ms_fmk_transplt.engine.conversion.normalise import normalise, odd_tail, restore, tail
 from ms_fmk_transplt.records import Status
 
 
@@ -131,7 +131,7 @@ def test_a_last_line_of_spaces_without_newline_is_given_back() -> None:
 
 
 def test_mixed_indentation_libcst_rejects_is_named_when_conversion_fails() -> None:
-    from ms_fmk_transplt.engine.normalise import libcst_limit
+    from ms_fmk_transplt.engine.conversion.normalise import libcst_limit
 
     source = b"class A:\n    def f(self):\n\t    return 1\n"
     assert libcst_limit(source) == (

@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from ms_fmk_transplt.cli import app
-from ms_fmk_transplt.engine.convert import convert_source
+from ms_fmk_transplt.engine.conversion import convert_source
 from ms_fmk_transplt.records import Status
 
 

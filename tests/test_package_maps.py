@@ -44,12 +44,12 @@ def resolves(token: str, map_dir: Path, folders: tuple[str, ...]) -> bool:
 
 
 def test_the_walk_takes_the_folder_named_before_a_bare_file_name() -> None:
-    line = "| x | `advice/`: `walk.py` (one walk), `engine/convert.py`; `bench/` |"
+    line = "| x | `advice/`: `walk.py` (one walk), `engine/conversion/convert.py`; `bench/` |"
     assert named_paths(line) == [
         (1, "advice/", ()),
         (1, "walk.py", ("advice/",)),
-        (1, "engine/convert.py", ("advice/",)),
-        (1, "bench/", ("advice/", "engine")),
+        (1, "engine/conversion/convert.py", ("advice/",)),
+        (1, "bench/", ("advice/", "engine/conversion")),
     ]
     assert resolves("walk.py", ROOT / "ms_fmk_transplt", ("advice/",))
     assert not resolves("walk.py", ROOT / "ms_fmk_transplt", ())

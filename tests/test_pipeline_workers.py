@@ -166,13 +166,13 @@ from ms_fmk_transplt.discover import discover
 from ms_fmk_transplt.ruleset import compile_rules, load_rules
 
 tables = compile_rules(load_rules())
-assert "ms_fmk_transplt.engine.convert" not in sys.modules  # else this test proves nothing
+assert "ms_fmk_transplt.engine.conversion.convert" not in sys.modules  # else this test proves nothing
 init = pipeline._init_worker
 report = Path(sys.argv[2])
 
 def init_and_tell(tables):
     with open(report / str(__import__("os").getpid()), "w") as out:
-        out.write(str("ms_fmk_transplt.engine.convert" in sys.modules))
+        out.write(str("ms_fmk_transplt.engine.conversion.convert" in sys.modules))
     init(tables)
 
 pipeline._init_worker = init_and_tell

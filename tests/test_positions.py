@@ -1,4 +1,4 @@
-"""engine/positions.py gives libcst's own syntactic ranges, for every node and for any subset."""
+"""engine/syntax/node_positions.py gives libcst's own syntactic ranges, for every node and for any subset."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from ms_fmk_transplt.engine.positions import positions
+from ms_fmk_transplt.engine.syntax import positions
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted(ROOT.glob("sample_models/**/*.py")) + sorted(ROOT.glob("tests/fixtures/**/*.in.py"))

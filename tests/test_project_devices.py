@@ -1,4 +1,4 @@
-"""Devices across the project's own modules (engine/project_devices.py).
+"""Devices across the project's own modules (engine/project/project_devices.py).
 
 A `"cuda"` handed to the project's own helper in another module is a device when the helper hands
 that parameter on to a device API (directly, through an attribute of `self`, a dataclass field, or
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ms_fmk_transplt.engine.first_party import ProjectLayout
+from ms_fmk_transplt.engine.project import ProjectLayout
 from ms_fmk_transplt.run import Options, convert_project
 
 HELPERS = """\
@@ -276,7 +276,7 @@ def test_a_helper_re_exported_by_a_package_is_part_of_an_importers_cache_key() -
 
 
 def test_import_closures_digest_every_module_reached_through_cycles() -> None:
-    from ms_fmk_transplt.engine.first_party import _closures
+    from ms_fmk_transplt.engine.project.first_party import _closures
 
     edges = {"a": {"b"}, "b": {"a", "e"}, "c": {"a"}, "d": set(), "e": set()}
     facts = {"a": b"1", "b": b"2", "c": b"3", "d": b"4", "e": b"5"}

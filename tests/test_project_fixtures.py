@@ -1,5 +1,5 @@
-"""Multi-file fixtures: devices across the project's own modules (engine/project_devices.py,
-engine/project_results.py, engine/project_index.py, engine/project_calls.py).
+"""Multi-file fixtures: devices across the project's own modules (engine/project/project_devices.py,
+engine/project/project_results.py, engine/project/project_index.py, engine/devices/project_calls.py).
 
 tests/fixtures/projects/<case>/ is a small project converted as one input tree: each `X.py`
 converts to `X.out.py` beside it (none: it must not change), and `findings.txt` holds every

@@ -2,7 +2,7 @@
 
 Each hook is a frozen dataclass of its kind module; the engine only decides when to call it (the
 qualified name matched no rule). Here the site records the findings and `names` answers the
-ownership questions the way engine/ownership.py would for some file.
+ownership questions the way engine/naming/ownership.py would for some file.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.bindings import Bindings
-from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.engine.interface import Rule
+from ms_fmk_transplt.engine.naming import Bindings
 from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset.kinds.attribute_rename_rule import AttributeRename
 from ms_fmk_transplt.ruleset.kinds.func_name_modify_rule import FunctionRename
@@ -24,7 +24,7 @@ RULE = Rule("T1", "MethodRenameRule", {}, "", "{old} -> {new}", "test")
 
 @dataclass
 class Names:
-    """What engine/ownership.py would answer for a file, given as data."""
+    """What engine/naming/ownership.py would answer for a file, given as data."""
 
     own_methods: set[str] = field(default_factory=set)  # methods a class of the file defines
     assigned: set[tuple[str, str]] = field(default_factory=set)  # (object as code, attribute)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from helpers import convert_text
 
-from ms_fmk_transplt.engine.convert import scan_text
+from ms_fmk_transplt.engine.conversion import scan_text
 from ms_fmk_transplt.ruleset import compile_rules, load_rules
 from ms_fmk_transplt.ruleset.loader import load_builtin_rules
 

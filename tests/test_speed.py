@@ -300,7 +300,7 @@ def test_a_fully_cached_run_imports_neither_libcst_nor_the_rules(tmp_path: Path)
         "from ms_fmk_transplt.run import Options, convert_project\n"
         f"run = convert_project(Options(source=Path({str(source)!r}), output=Path({str(tmp_path / 'out')!r}),"
         f" force=True, cache_dir=Path({str(cache)!r})))\n"
-        "lazy = ('libcst', 'jsonschema', 'ms_fmk_transplt.engine.tables', 'multiprocessing')\n"
+        "lazy = ('libcst', 'jsonschema', 'ms_fmk_transplt.engine.interface.tables', 'multiprocessing')\n"
         "print(sorted(m for m in lazy if m in sys.modules))\n"
         "print(sum(len(f.findings) for f in run.files))\n"
     )

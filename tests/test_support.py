@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from helpers import convert_text
 
-from ms_fmk_transplt.engine.messages import join_clauses
+from ms_fmk_transplt.engine.reporting import join_clauses
 from ms_fmk_transplt.records import Operation, Support
 from ms_fmk_transplt.ruleset import compile_rules, load_rules
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ms_fmk_transplt.engine.convert import scan_text
+from ms_fmk_transplt.engine.conversion import scan_text
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""engine/traverse.py: the copy-on-write pass gives libcst's `module.visit` result, and keeps
+"""engine/syntax/traverse.py: the copy-on-write pass gives libcst's `module.visit` result, and keeps
 unchanged nodes as the original objects."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ms_fmk_transplt.engine import convert, imports, parsing, traverse
-from ms_fmk_transplt.engine.convert import convert_source
+from ms_fmk_transplt.engine.conversion import convert, convert_source
+from ms_fmk_transplt.engine.importing import imports
+from ms_fmk_transplt.engine.syntax import parsing, traverse
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SAMPLES = Path(__file__).parent.parent / "sample_models"

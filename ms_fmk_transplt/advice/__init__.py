@@ -5,7 +5,7 @@ advice, the pattern, the replacement, when it applies, what it gains, and per re
 in the Ascend data that backs it; a release whose data does not back a replacement gets no
 advice naming it. The patterns are found by structure (kernels.py: the operators torch_npu
 fuses; training.py: optimizers, loader and DDP settings, anomaly detection, float64, host
-synchronisation per step; settings.py: the compile mode, the task queue). The engine asks `Advisor.advise` for each file (engine/tables.py);
+synchronisation per step; settings.py: the compile mode, the task queue). The engine asks `Advisor.advise` for each file (engine/interface/tables.py);
 the findings are ADVICE, never issues: they fail no gate.
 """
 
@@ -23,8 +23,7 @@ import libcst as cst
 
 from ms_fmk_transplt.advice import kernels, settings, training
 from ms_fmk_transplt.advice.walk import walk
-from ms_fmk_transplt.engine.parsing import parse_module
-from ms_fmk_transplt.engine.positions import positions
+from ms_fmk_transplt.engine.syntax import parse_module, positions
 from ms_fmk_transplt.records import AdviceFact, Finding, Operation
 
 __all__ = ["Advisor", "advisor", "catalogue"]
@@ -74,7 +73,7 @@ def advisor(release: str) -> Advisor:
 
 @dataclass(frozen=True)
 class Advisor:
-    """The advice of one release; `advise` finds its patterns in a file (engine/tables.py's Advisor)."""
+    """The advice of one release; `advise` finds its patterns in a file (engine/interface/tables.py's Advisor)."""
 
     release: str
     facts: tuple[AdviceFact, ...]

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ms_fmk_transplt.advice.walk import Hit, Walked, argument, has_star_kwargs, method_name
-from ms_fmk_transplt.engine.support import on_host
+from ms_fmk_transplt.engine.reporting import on_host
 
 _OPTIMIZERS = {f"torch.optim.{name}" for name in ("AdamW", "Adam", "SGD", "RMSprop", "Adadelta")}
 _LOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}

@@ -8,8 +8,8 @@ from typing import cast
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.names import alias_table, dotted, iter_imports
-from ms_fmk_transplt.engine.traverse import child_nodes
+from ms_fmk_transplt.engine.naming import alias_table, dotted, iter_imports
+from ms_fmk_transplt.engine.syntax import child_nodes
 
 # the blocks a site remembers: scopes (assignments are looked up per function) and control flow
 Block = cst.FunctionDef | cst.ClassDef | cst.Lambda | cst.For | cst.While | cst.If
@@ -78,7 +78,7 @@ class Walked:
 
 
 def _collect(walked: Walked, module: cst.Module) -> None:
-    """Fill `walked` in one depth-first pass over the fields (engine/traverse.py's `child_nodes`),
+    """Fill `walked` in one depth-first pass over the fields (engine/syntax/traverse.py's `child_nodes`),
     not a `cst.CSTVisitor`, which rebuilds every node it passes (three times the cost here)."""
     todo: list[tuple[cst.CSTNode, tuple[Block, ...]]] = [(module, ())]
     while todo:

@@ -16,7 +16,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from ms_fmk_transplt.distributed.policy import Policy
-from ms_fmk_transplt.engine.names import alias_table, dotted, iter_imports
+from ms_fmk_transplt.engine.naming import alias_table, dotted, iter_imports
 
 DATALOADER = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel"})

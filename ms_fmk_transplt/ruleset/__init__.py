@@ -10,13 +10,13 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ms_fmk_transplt.engine.rule import Example, Rule
+    from ms_fmk_transplt.engine.interface import Example, Rule
     from ms_fmk_transplt.ruleset.compile import compile_rules
     from ms_fmk_transplt.ruleset.loader import RuleFileError, load_builtin_rules, load_rule_file, load_rules
 
 _HOMES = {
-    "Example": "ms_fmk_transplt.engine.rule",
-    "Rule": "ms_fmk_transplt.engine.rule",
+    "Example": "ms_fmk_transplt.engine.interface",
+    "Rule": "ms_fmk_transplt.engine.interface",
     "compile_rules": "ms_fmk_transplt.ruleset.compile",
     "RuleFileError": "ms_fmk_transplt.ruleset.loader",
     "load_builtin_rules": "ms_fmk_transplt.ruleset.loader",

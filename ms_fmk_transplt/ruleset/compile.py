@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ms_fmk_transplt import data
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface import Rule, Tables
 from ms_fmk_transplt.ruleset.registry import all_kinds
 
 

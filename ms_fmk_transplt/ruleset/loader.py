@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ms_fmk_transplt.engine.rule import Example, Rule
+from ms_fmk_transplt.engine.interface import Example, Rule
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Kind, all_kinds
 from ms_fmk_transplt.ruleset.schema import (

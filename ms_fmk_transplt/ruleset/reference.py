@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ms_fmk_transplt import data
-from ms_fmk_transplt.engine.dispatch_sites import POLICY as DISPATCH
-from ms_fmk_transplt.engine.first_party import POLICY as FIRST_PARTY
-from ms_fmk_transplt.engine.roles import POLICY
-from ms_fmk_transplt.engine.rule import Rule
+from ms_fmk_transplt.engine.devices import POLICY as DISPATCH
+from ms_fmk_transplt.engine.interface import Rule
+from ms_fmk_transplt.engine.literals import POLICY
+from ms_fmk_transplt.engine.project import POLICY as FIRST_PARTY
 from ms_fmk_transplt.ruleset.registry import all_kinds
 from ms_fmk_transplt.targets import TARGET_MIN_TORCH
 

@@ -8,8 +8,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface import Rule, Tables
 from ms_fmk_transplt.ruleset import kinds as _kinds_pkg
 
 Entry = dict[str, Any]  # one entry of a rule file, as validated against the kind's schema
@@ -57,7 +56,7 @@ class Kind:
     key: Callable[[Entry], Hashable]  # two entries with the same key are duplicates
     heuristic: bool = False
     # its findings are the support lists' verdict on an API: a finding of any other rule on the
-    # same API at the same line outranks it (engine/convert.py keeps one finding per call site)
+    # same API at the same line outranks it (engine/conversion/convert.py keeps one finding per call site)
     support_list: bool = False
 
 

@@ -135,7 +135,7 @@ def test_npu_checkpoint_loads_with_stock_torch_on_the_cpu(tmp_path: Path) -> Non
 
 
 def _convert(script: Path, tables, out_dir: Path) -> Path:
-    from ms_fmk_transplt.engine.convert import convert_source
+    from ms_fmk_transplt.engine.conversion import convert_source
 
     result = convert_source(script.name, script.read_bytes(), tables)
     assert result.output is not None, result.reason

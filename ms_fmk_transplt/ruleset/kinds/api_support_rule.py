@@ -15,13 +15,12 @@ the dtypes of partial ones. `values_free` names APIs that never compute on a ten
 pipeline): the lists mark many of them partial with the one dtype the docs tested (`fp32`), a
 limit that cannot apply, so a partial verdict with dtypes counts them as supported.
 
-Code: name tables `Tables.support` (`SupportLists`: apis, tensor_methods, aten_ops, advice); applied by engine/support.py.
+Code: name tables `Tables.support` (`SupportLists`: apis, tensor_methods, aten_ops, advice); applied by engine/reporting/support.py.
 """
 
 from collections.abc import Hashable
 
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface import Rule, Tables
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 from ms_fmk_transplt.ruleset.schema import pointer
@@ -69,7 +68,7 @@ class ApiSupportRule:
     @staticmethod
     def compile(rules: list[Rule], tables: Tables) -> None:
         from ms_fmk_transplt import data
-        from ms_fmk_transplt.engine.tables import SupportEntry
+        from ms_fmk_transplt.engine.interface import SupportEntry
         from ms_fmk_transplt.records import Support
 
         release = data.release(tables.release)

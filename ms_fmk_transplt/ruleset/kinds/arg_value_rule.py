@@ -15,7 +15,7 @@ grammar has no NPU device). With `method` true, `func_name` is a short name matc
 called on (a heuristic: `LlamaForCausalLM.from_pretrained(..., load_in_8bit=True)` on any model
 class).
 
-Code: `ArgValueReport.rewrite_call` (reports only), a call hook (engine/hooks.py) keyed by `func_name`.
+Code: `ArgValueReport.rewrite_call` (reports only), a call hook (engine/interface/hooks.py) keyed by `func_name`.
 """
 
 from __future__ import annotations
@@ -27,10 +27,8 @@ from typing import ClassVar
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.device_evidence import code_of
-from ms_fmk_transplt.engine.hooks import Site
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.devices import code_of
+from ms_fmk_transplt.engine.interface import Rule, Site, Tables
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 

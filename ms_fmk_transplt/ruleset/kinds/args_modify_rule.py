@@ -5,7 +5,7 @@ bare: any call or method call of that name, a heuristic). `arg_idx` is the 0-bas
 positional arguments; the optional extension `arg_name` also matches that keyword argument.
 An absent argument is not added. A `*args` before the position makes it unknowable: reported.
 
-Code: `ArgRewrite.rewrite_call`, a call hook (engine/hooks.py) keyed by the dotted name or,
+Code: `ArgRewrite.rewrite_call`, a call hook (engine/interface/hooks.py) keyed by the dotted name or,
 for a bare `func_name`, by the call's short name.
 """
 
@@ -18,9 +18,7 @@ from typing import ClassVar
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import Site
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface import Rule, Site, Tables
 from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind

@@ -2,8 +2,8 @@
 
 A heuristic like MethodRenameRule; attributes of imported modules are left to the name rules.
 
-Code: `AttributeRename.rewrite_attribute`, an attribute hook (engine/hooks.py) keyed by the attribute's
-name; which attributes the file assigns itself is read by engine/ownership.py.
+Code: `AttributeRename.rewrite_attribute`, an attribute hook (engine/interface/hooks.py) keyed by the attribute's
+name; which attributes the file assigns itself is read by engine/naming/ownership.py.
 """
 
 from collections.abc import Hashable
@@ -11,9 +11,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import ATTRIBUTES, Site
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface import ATTRIBUTES, Rule, Site, Tables
 from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind

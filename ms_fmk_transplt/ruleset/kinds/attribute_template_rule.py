@@ -14,7 +14,7 @@ another object.
 `template` of null reports the use with `suggestion` instead of rewriting it (never a silent
 miss).
 
-Code: `AttributeTemplate.rewrite_attribute`, an attribute hook (engine/hooks.py) keyed by the
+Code: `AttributeTemplate.rewrite_attribute`, an attribute hook (engine/interface/hooks.py) keyed by the
 attribute's name (`uncalled`: in the REFERENCES slot of `Tables.hooks`, asked only for an attribute not called).
 """
 
@@ -25,9 +25,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import ATTRIBUTES, REFERENCES, Site
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface import ATTRIBUTES, REFERENCES, Rule, Site, Tables
 from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind

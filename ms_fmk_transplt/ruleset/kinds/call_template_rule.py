@@ -26,7 +26,7 @@ order (`torch.cuda.amp.autocast(True)` -> `torch.amp.autocast(<type>, enabled=Tr
 `keyword`) is a string literal matching `pattern`, or is absent when `absent` (the expression then
 written in its place) is given: `torch.autocast("cuda")` but not `torch.autocast(device_type)`.
 
-Code: `CallTemplate.rewrite_call`, a call hook (engine/hooks.py) keyed by the qualified name
+Code: `CallTemplate.rewrite_call`, a call hook (engine/interface/hooks.py) keyed by the qualified name
 (`.*`: by the module, `Tables.call_hooks_for`) or, for `method`, by the call's short name.
 """
 
@@ -40,9 +40,7 @@ from typing import Any, ClassVar
 import libcst as cst
 
 from ms_fmk_transplt.data import torch_older
-from ms_fmk_transplt.engine.hooks import Site
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface import Rule, Site, Tables
 from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind

@@ -6,7 +6,7 @@ call is matched by qualified name; any string literal among its arguments (neste
 tuples too) ending in one of `suffixes`, or any of the `keywords` given (`load_inline(...,
 cuda_sources=...)`), makes it an UNSUPPORTED finding.
 
-Code: `CudaSources.rewrite_call` (reports only), a call hook (engine/hooks.py) keyed by `func_name`.
+Code: `CudaSources.rewrite_call` (reports only), a call hook (engine/interface/hooks.py) keyed by `func_name`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,7 @@ from typing import ClassVar
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import CALLS, Site
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface import CALLS, Rule, Site, Tables
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 

@@ -11,8 +11,8 @@ a matching name anywhere else in code (a constant, a dict's key handed to the pr
 helper) is kept and reported, never renamed.
 
 Code: `EnvRename.rewrite_env_string` / `rewrite_env_keyword`, an environment hook
-(engine/hooks.py) keyed by the name or prefix; the engine finds where a string or keyword is an
-environment variable's name (engine/environment.py).
+(engine/interface/hooks.py) keyed by the name or prefix; the engine finds where a string or keyword is an
+environment variable's name (engine/literals/environment.py).
 """
 
 from __future__ import annotations
@@ -22,9 +22,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import ENV_NAMES, ENV_PREFIXES, Site
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface import ENV_NAMES, ENV_PREFIXES, Rule, Site, Tables
 from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind

@@ -19,9 +19,9 @@ taken. `lib.func` on an imported module is renamed called or not. A file that de
 call cannot be told from the library's.
 
 Code: `FunctionRename.rewrite_function_call` (with `rewrite_name`, `rewrite_attribute` and the method
-form it inherits from MethodRename), a function hook (engine/hooks.py) for bare names; a dotted
+form it inherits from MethodRename), a function hook (engine/interface/hooks.py) for bare names; a dotted
 name is a `QualifiedFunctionRename` (a `Rename` of module_name_modify_rule.py), a name hook keyed
-by the qualified name, and imports by name are planned in engine/imports.py.
+by the qualified name, and imports by name are planned in engine/importing/imports.py.
 """
 
 from collections.abc import Hashable
@@ -29,9 +29,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import FUNCTIONS, METHODS, Site
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface import FUNCTIONS, METHODS, Rule, Site, Tables
 from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.kinds.method_rename_rule import MethodRename

@@ -7,7 +7,7 @@ is known to compute the same (the rule's `tolerance` says how close the result s
 with `half_precision` rewrites only in a file that evidently computes in float16/bfloat16
 (autocast, `.half()`, a half dtype named): the fused kernel takes no float32.
 
-Code: `FusedCall.rewrite_call`, a call hook (engine/hooks.py) keyed by `func_name`; the handlers
+Code: `FusedCall.rewrite_call`, a call hook (engine/interface/hooks.py) keyed by `func_name`; the handlers
 are the functions of `HANDLERS`.
 """
 
@@ -19,10 +19,8 @@ from typing import Any, ClassVar
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import Site
-from ms_fmk_transplt.engine.names import build_dotted
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface import Rule, Site, Tables
+from ms_fmk_transplt.engine.naming import build_dotted
 from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind

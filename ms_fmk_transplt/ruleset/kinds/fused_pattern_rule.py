@@ -6,8 +6,8 @@ adds nothing (`--advice` names the same replacement, with its condition). The ru
 names a matcher of ruleset/fusions/, which replaces a computation only where the fused operator
 provably computes the same (the rule's `tolerance` says how close the result stays).
 
-Code: `FusedPattern.plan`, a pattern hook (engine/hooks.py) run once per module before the
-transformer; engine/fused_patterns.py applies the plan.
+Code: `FusedPattern.plan`, a pattern hook (engine/interface/hooks.py) run once per module before the
+transformer; engine/conversion/fused_patterns.py applies the plan.
 """
 
 from __future__ import annotations
@@ -17,10 +17,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hook_registry import ANY
-from ms_fmk_transplt.engine.hooks import FUSED, Planned, Site
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface import ANY, FUSED, Planned, Rule, Site, Tables
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.fusions.attention import attention
 from ms_fmk_transplt.ruleset.fusions.inline import Qualify, Replacement

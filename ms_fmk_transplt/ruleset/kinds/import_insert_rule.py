@@ -9,17 +9,14 @@ NPU). Placed after the first import of torch, inside the same block when that im
 torch_npu is imported).
 
 Code: `ModuleImport.needed_by` (with the module, `after` and `entry_points`), an import hook
-(engine/hooks.py's `ImportHook`) under "*": the rewrites ask for the import through the `Site`,
-and engine/imports.py `insert_module_import` places it (from `leave_Module`).
+(engine/interface/hooks.py's `ImportHook`) under "*": the rewrites ask for the import through the `Site`,
+and engine/importing/imports.py `insert_module_import` places it (from `leave_Module`).
 """
 
 from collections.abc import Hashable
 from dataclasses import dataclass
 
-from ms_fmk_transplt.engine.hook_registry import ANY
-from ms_fmk_transplt.engine.hooks import IMPORTS
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface import ANY, IMPORTS, Rule, Tables
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 

@@ -3,7 +3,7 @@
 `torch.random.fork_rng(devices=[0])` forks the CUDA generators unless told otherwise; the rule
 adds `device_type="npu"`. A call that passes the keyword (or `**kwargs`) is left alone.
 
-Code: `KeywordDefault.rewrite_call`, a call hook (engine/hooks.py) keyed by `func_name`.
+Code: `KeywordDefault.rewrite_call`, a call hook (engine/interface/hooks.py) keyed by `func_name`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,7 @@ from typing import ClassVar
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import Site
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface import Rule, Site, Tables
 from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind

@@ -2,7 +2,7 @@
 
 `func_name` is a dotted name resolved through the file's imports, as in FuncNameModifyRule.
 
-Code: `KeywordRename.rewrite_call`, a call hook (engine/hooks.py) keyed by `func_name`.
+Code: `KeywordRename.rewrite_call`, a call hook (engine/interface/hooks.py) keyed by `func_name`.
 """
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ from typing import ClassVar
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import Site
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface import Rule, Site, Tables
 from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind

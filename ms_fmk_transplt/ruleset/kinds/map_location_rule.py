@@ -30,7 +30,7 @@ With `new_form` (`--target accelerator`), an expression naming the device type w
 runs, the key added is an f-string led by it (`{"cuda:0": ...}` -> `{"cuda:0": ..., f"{<type>}:0":
 ...}`): checkpoints the portable program saves on any accelerator load too.
 
-Code: `MapLocation.claim` / `rewrite_value`, a value hook (engine/hooks.py): it claims the
+Code: `MapLocation.claim` / `rewrite_value`, a value hook (engine/interface/hooks.py): it claims the
 `map_location` arguments and dicts before the traversal, keeps the key literals from the string
 rules (the device string rule converts the destinations) and adds the NPU keys on the way up.
 """
@@ -44,12 +44,9 @@ from typing import Any
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.device_evidence import literals
-from ms_fmk_transplt.engine.hook_registry import ANY
-from ms_fmk_transplt.engine.hooks import VALUES, Claims, Site
-from ms_fmk_transplt.engine.node_index import NodeIndex
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.devices import literals
+from ms_fmk_transplt.engine.interface import ANY, VALUES, Claims, Rule, Site, Tables
+from ms_fmk_transplt.engine.syntax import NodeIndex
 from ms_fmk_transplt.records import Operation, Support
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind

@@ -3,8 +3,8 @@
 A heuristic: the receiver's type is not known statically. It never touches a method whose
 receiver resolves to an imported module, nor an attribute that is not called (`args.cuda`).
 
-Code: `MethodRename.rewrite_method_call`, a method hook (engine/hooks.py) keyed by the method's name;
-who owns the name in the file is read by engine/ownership.py.
+Code: `MethodRename.rewrite_method_call`, a method hook (engine/interface/hooks.py) keyed by the method's name;
+who owns the name in the file is read by engine/naming/ownership.py.
 """
 
 from collections.abc import Hashable
@@ -12,9 +12,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import METHODS, Site
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface import METHODS, Rule, Site, Tables
 from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind

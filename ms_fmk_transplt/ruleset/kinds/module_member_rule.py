@@ -7,7 +7,7 @@ itself is renamed unless others are kept: to `module_itself` when given, else to
 (`torch.cuda.memory.empty_cache` -> `torch.npu.empty_cache`, which torch.npu re-exports, while
 `torch.cuda.memory` itself -> `torch_npu.npu.memory`, the module object).
 
-Code: `ModuleMembers.resolve` (with `rewrite_reference`), a name hook (engine/hooks.py's
+Code: `ModuleMembers.resolve` (with `rewrite_reference`), a name hook (engine/interface/hooks.py's
 `NameHook`) keyed by the old module, and a `MemberRename` (a `Rename` of
 module_name_modify_rule.py) per listed member; the engine resolves names through the imports, asks
 the hook of the longest covered prefix, and renames import statements by the same hooks.
@@ -17,9 +17,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ms_fmk_transplt.engine.hooks import QUALIFIED, Match
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface import QUALIFIED, Match, Rule, Tables
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.kinds.module_name_modify_rule import QualifiedRewrite, Rename
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind

@@ -4,7 +4,7 @@ Matches the module and everything under it wherever the file's imports lead to i
 `import parent.old`, `import parent.old as m`, `from parent import old`, `from parent.old import x`,
 and attribute chains `parent.old.x`. An empty or missing `parent_module` means a top-level module.
 
-Code: `Rename.resolve` (with `rewrite_reference`), a name hook (engine/hooks.py's `NameHook`)
+Code: `Rename.resolve` (with `rewrite_reference`), a name hook (engine/interface/hooks.py's `NameHook`)
 keyed by the old module's qualified name: it says what a name under it becomes, and rewrites a
 reference through the `Site`'s `replace_name`; the engine resolves names through the imports and
 renames import statements by the same hooks. FuncNameModifyRule, ModuleMemberRule and
@@ -17,9 +17,7 @@ from typing import ClassVar
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import QUALIFIED, Match, Site
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface import QUALIFIED, Match, Rule, Site, Tables
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 

@@ -11,7 +11,7 @@ the imports) or a bare name matched as any call or method call of that name (`mo
 `monkeypatch.setattr`: heuristic); the target is the positional argument `arg_idx` (default 0) or
 the keyword `keyword`.
 
-Code: `PatchTarget.rewrite_call`, a call hook (engine/hooks.py) keyed by `func_name`.
+Code: `PatchTarget.rewrite_call`, a call hook (engine/interface/hooks.py) keyed by `func_name`.
 """
 
 from __future__ import annotations
@@ -22,9 +22,7 @@ from typing import ClassVar
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import Site
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface import Rule, Site, Tables
 from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
@@ -65,7 +63,7 @@ class PatchTargetRule:
             hook = PatchTarget(rule, p.get("arg_idx", 0), p.get("keyword"))
             tables.add_call_hook(name, hook, by_short_name="." not in name)
             # it acts only on a string target that spells an API a rename covers: the fast path
-            # reads those strings (engine/fast_path.py), and the rename's own trigger words are in them
+            # reads those strings (engine/conversion/fast_path.py), and the rename's own trigger words are in them
             tables.path_string_calls.add(name)
 
 

@@ -10,8 +10,8 @@ to torch_npu's, whose properties have no such field (AttributeError); `.name` is
 Nothing is rewritten: the right replacement depends on what the check guards, which the
 `suggestion` spells out.
 
-Code: `BreakingResult.result_used`, a result hook (engine/hooks.py) keyed by `name`; the
-engine finds the uses of a call's result and the names bound to it (engine/call_results.py).
+Code: `BreakingResult.result_used`, a result hook (engine/interface/hooks.py) keyed by `name`; the
+engine finds the uses of a call's result and the names bound to it (engine/conversion/call_results.py).
 """
 
 from __future__ import annotations
@@ -21,9 +21,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.hooks import RESULTS, ResultUse, Site
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface import RESULTS, ResultUse, Rule, Site, Tables
 from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind

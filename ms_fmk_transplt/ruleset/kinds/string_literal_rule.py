@@ -9,7 +9,7 @@ checkpoint was saved, are MapLocationRule's). Partial matches ("cuda is slow", "
 "use_cuda") never match.
 
 With `device_context` (the device rule has one) a bare `"cuda"` is changed only where it is
-provably a device (engine/device_evidence.py): an argument of a device-taking call or keyword listed in
+provably a device (engine/devices/device_evidence.py): an argument of a device-taking call or keyword listed in
 `calls` / `keywords`, a comparison with a device-named expression (`names`), a value bound to a
 device-named variable, parameter, dict key or `--device` option, or a variable, attribute or
 option field the file passes to a device-taking call (`add_argument("--accel", default="cuda")`
@@ -23,9 +23,9 @@ With `in_keys` the rule applies to dict keys and subscripts too: for values that
 mean one thing, such as the legacy tensor-type names `"torch.cuda.HalfTensor"` that
 `t.type()` returns and code looks up in tables.
 
-Code: `StringRewrite.rewrite_string` / `rewrite_fstring`, a string hook (engine/hooks.py);
-the engine decides where a literal is prose (engine/roles.py) and whether it is a device
-(engine/device_evidence.py).
+Code: `StringRewrite.rewrite_string` / `rewrite_fstring`, a string hook (engine/interface/hooks.py);
+the engine decides where a literal is prose (engine/literals/roles.py) and whether it is a device
+(engine/devices/device_evidence.py).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from typing import Any
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.device_evidence import (
+from ms_fmk_transplt.engine.devices import (
     ACCELERATOR,
     CONVENTION,
     NAME_LISTS,
@@ -45,10 +45,7 @@ from ms_fmk_transplt.engine.device_evidence import (
     REPORTED_TEXT,
     DeviceAnswer,
 )
-from ms_fmk_transplt.engine.hook_registry import ANY
-from ms_fmk_transplt.engine.hooks import STRINGS, Site
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface import ANY, STRINGS, Rule, Site, Tables
 from ms_fmk_transplt.records import Operation
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
@@ -145,11 +142,11 @@ class StringLiteralRule:
             if "predicates" in p.get("device_context", {}):
                 tables.dispatch_words.add(
                     p["new"]
-                )  # an NPU alternative keeps the others (engine/dispatch_sites.py)
+                )  # an NPU alternative keeps the others (engine/devices/dispatch_sites.py)
             tables.device_spec.add(p.get("device_context", {}))
 
 
-_TESTS = ("compared with ", "tested against ")  # engine/device_evidence.py's evidence of a comparison
+_TESTS = ("compared with ", "tested against ")  # engine/devices/device_evidence.py's evidence of a comparison
 
 
 def _sample_suffix(regex: re.Pattern[str], old: str) -> str:

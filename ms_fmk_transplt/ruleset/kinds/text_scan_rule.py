@@ -5,9 +5,9 @@ name matches one of `files` (glob patterns such as `*.sh`, `*.yaml`) and whose t
 `pattern` (a regular expression, searched) becomes an UNSUPPORTED finding with the rule's
 `suggestion`, e.g. `export CUDA_VISIBLE_DEVICES=0,1` in run.sh or `backend: nccl` in a config.
 The scans of `*.sh` files also read the shell text of Python modules: a job script a launcher
-writes, a command it runs (engine/embedded_scripts.py).
+writes, a command it runs (engine/conversion/embedded_scripts.py).
 
-Code: `TextScan.applies_to` / `scan_line`, a text hook (engine/hooks.py) that engine/convert.py
+Code: `TextScan.applies_to` / `scan_line`, a text hook (engine/interface/hooks.py) that engine/conversion/convert.py
 (`scan_text`) runs over the lines of each copied file.
 """
 
@@ -19,10 +19,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatch
 from typing import Any
 
-from ms_fmk_transplt.engine.hook_registry import ANY
-from ms_fmk_transplt.engine.hooks import TEXT
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface import ANY, TEXT, Rule, Tables
 from ms_fmk_transplt.records import Finding, Operation, Support
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind

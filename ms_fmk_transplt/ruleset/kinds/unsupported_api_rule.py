@@ -7,7 +7,7 @@ only where no other rule covers the name. `noop: true` marks knobs that are harm
 (cuDNN flags): reported, kept, and not counted by --strict.
 
 Code: `UnsupportedName.resolve`, a report-only `Rename` (module_name_modify_rule.py), a name hook
-(engine/hooks.py's `NameHook`) keyed by the name; for a glob `ModuleGlob`, a name hook under "*"
+(engine/interface/hooks.py's `NameHook`) keyed by the name; for a glob `ModuleGlob`, a name hook under "*"
 (any top-level module no other hook covers).
 """
 
@@ -17,10 +17,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ms_fmk_transplt.engine.hook_registry import ANY
-from ms_fmk_transplt.engine.hooks import QUALIFIED, Match
-from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.engine.tables import Tables
+from ms_fmk_transplt.engine.interface import ANY, QUALIFIED, Match, Rule, Tables
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.kinds.module_name_modify_rule import QualifiedRewrite, Rename
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind

@@ -1,0 +1,176 @@
+"""What a module does with the values the project's other modules give it, read in the same walk as
+its signatures (engine/project_devices.py), and the names it re-exports.
+
+A literal a helper returns (`def pick(): return "cuda"`) is a device when a module that imports
+the helper hands the result to a device API (`x.to(pick())`, `dev = pick(); model.to(dev)`), and
+a label when its importers only print, log or compare it. So each module records, per value of
+another module it calls or reads (the *producer*, spelled as the module names it:
+`pkg.helpers.pick()` for a call's result, `.helpers:pick()` through a relative import,
+`pkg.helpers.ACCEL` for a constant), what the value is handed to (a `Use`: the callee as the
+module names it and the position or keyword), `COMPARED` where it is compared, `OTHER` for any
+other use (an attribute read, an f-string, a value returned on: nothing is known of it).
+engine/project_index.py resolves each producer to the module that defines it.
+
+Variables are per module, as in engine/device_flow.py: `dev = pick()` makes every read of `dev`
+in the module a use of `pick()`'s result, and `self.device = pick()` every read of `self.device`
+(in any method of any class of the module: the attribute's name is the key).
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterable, Iterator, Mapping
+
+from ms_fmk_transplt.engine.project.project_walk import (
+    OWN,
+    StatementNodes,
+    Use,
+    callee_of,
+    choices,
+    own,
+    relative,
+)
+
+Results = tuple[tuple[str, tuple[Use, ...]], ...]  # producer -> what its value is handed to
+COMPARED: Use = ("", "==")
+OTHER: Use = ("", "?")
+CALLED = "()"  # a producer's suffix: the result of calling it, not the name itself
+# roots whose values are never the project's: left out when the module is read, which keeps its
+# facts small (the rest are kept only when they resolve to the project's module)
+_FOREIGN = frozenset(sys.stdlib_module_names) | {"torch", "numpy", "builtins", "typing_extensions"}
+
+
+def _producer(node: ast.expr, names: Mapping[str, str]) -> str | None:
+    """How the module spells the value `node` reads when another module may give it: its root
+    is a name the module imports (or its own function: `path::pick`)."""
+    root = node
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not isinstance(root, ast.Name) or root.id not in names:
+        return None
+    spelled = callee_of(node, names)
+    if OWN not in spelled and spelled.split(".", 1)[0] in _FOREIGN:
+        return None
+    return spelled
+
+
+def _slots(call: ast.Call) -> Iterator[tuple[int | str, ast.expr]]:
+    for index, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            return
+        yield index, arg
+    yield from ((k.arg, k.value) for k in call.keywords if k.arg is not None)
+
+
+def result_uses(walked: list[StatementNodes], names: Mapping[str, str]) -> Results:
+    """Per producer, what the module does with its value (sorted, for a stable digest)."""
+    producers: dict[int, str] = {}  # id(call) -> the producer whose result it is
+    for w in walked:
+        for call in w.calls:
+            spelled = _producer(call.func, names)
+            if spelled is not None:
+                producers[id(call)] = spelled + CALLED
+    if not producers and not any(w.calls for w in walked):
+        return ()
+    uses: dict[str, set[Use]] = {}
+    handled: set[int] = set()  # ids of the producer calls and variable reads whose use is known
+    bound: dict[str, set[str]] = {}  # variable -> the producers bound to it (`dev = pick()`)
+    for w in walked:
+        for assign in w.assigns:
+            for choice in choices(assign.value):
+                made = producers.get(id(choice))
+                if made is None:
+                    continue
+                handled.add(id(choice))
+                for target in assign.targets:
+                    key = target.id if isinstance(target, ast.Name) else own(target)
+                    if key is not None:
+                        bound.setdefault(key, set()).add(made)
+                    else:  # a, b = ..., obj.dev = ...: not followed
+                        uses.setdefault(made, set()).add(OTHER)
+
+    def made_of(node: ast.expr) -> Iterable[str]:
+        made = producers.get(id(node))
+        if made is not None:
+            return (made,)
+        key = node.id if isinstance(node, ast.Name) else own(node)
+        if key is not None and key in bound:
+            return bound[key]
+        value = _producer(node, names) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        return () if value is None else (value,)  # a constant of another module: ACCEL
+
+    for w in walked:
+        for call in w.calls:
+            consumer: str | None = None
+            for slot, value in _slots(call):
+                for choice in choices(value):
+                    for made in made_of(choice):
+                        consumer = consumer if consumer is not None else callee_of(call.func, names)
+                        uses.setdefault(made, set()).add((consumer, slot))
+                        handled.add(id(choice))
+        for compare in w.compares:
+            for operand in (compare.left, *compare.comparators):
+                for choice in choices(operand):
+                    for made in made_of(choice):
+                        uses.setdefault(made, set()).add(COMPARED)
+                        handled.add(id(choice))
+        handled.update(id(s.value) for s in w.statements)  # pick() alone: its result is dropped
+    for w in walked:
+        for call in w.calls:
+            made = producers.get(id(call))
+            if made is not None and id(call) not in handled:
+                uses.setdefault(made, set()).add(OTHER)
+        for read in w.reads:
+            if read.id in bound and id(read) not in handled:
+                for made in bound[read.id]:
+                    uses.setdefault(made, set()).add(OTHER)
+        for attribute in w.own_reads:
+            key = own(attribute)
+            if key in bound and id(attribute) not in handled:
+                for made in bound[key]:
+                    uses.setdefault(made, set()).add(OTHER)
+    return tuple((made, tuple(sorted(found, key=repr))) for made, found in sorted(uses.items()))
+
+
+def _top(body: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
+    """A module's top-level statements, and those inside its top-level `if` / `try` blocks
+    (`try: from .fast import pick` / `except ImportError: ...`)."""
+    for statement in body:
+        if isinstance(statement, ast.If):
+            yield from _top([*statement.body, *statement.orelse])
+        elif isinstance(statement, ast.Try):
+            handlers = [s for h in statement.handlers for s in h.body]
+            yield from _top([*statement.body, *handlers, *statement.orelse, *statement.finalbody])
+        else:
+            yield statement
+
+
+def exported(
+    body: Iterable[ast.stmt],
+) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...], tuple[str, ...] | None]:
+    """(name -> spelling of each name a top-level `from` import binds, the modules `import *`
+    reads, `__all__` when it is a literal list or tuple)."""
+    exports: list[tuple[str, str]] = []
+    stars: list[str] = []
+    public: tuple[str, ...] | None = None
+    for statement in _top(body):
+        if isinstance(statement, ast.ImportFrom):
+            module, level = statement.module, statement.level
+            for alias in statement.names:
+                if alias.name == "*":
+                    stars.append(relative(level, module, "") if level else module or "")
+                else:
+                    spelled = relative(level, module, alias.name) if level else f"{module}.{alias.name}"
+                    exports.append((alias.asname or alias.name, spelled))
+        elif (
+            isinstance(statement, ast.Assign)
+            and isinstance(statement.value, (ast.List, ast.Tuple))
+            and any(isinstance(t, ast.Name) and t.id == "__all__" for t in statement.targets)
+        ):
+            public = tuple(
+                e.value
+                for e in statement.value.elts
+                if isinstance(e, ast.Constant) and isinstance(e.value, str)
+            )
+    return tuple(exports), tuple(stars), public
