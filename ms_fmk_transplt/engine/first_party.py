@@ -106,7 +106,10 @@ class ProjectLayout:
         part = self._parts.get(path)
         if part is None:
             digest = hashlib.sha256(self._forward(path))
-            returned = self.index.returned(path)
+            facts = self.facts.get(path)
+            valued = facts.valued if facts is not None else frozenset()
+            # what importers do with a value that holds no literal (`return pick()`) decides nothing here
+            returned = {k: uses for k, uses in self.index.returned(path).items() if k in valued}
             if returned:
                 digest.update(repr(sorted(returned.items())).encode())
                 for importer in sorted({i for entries in returned.values() for i, _ in entries}):
