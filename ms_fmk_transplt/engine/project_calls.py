@@ -11,6 +11,8 @@
   it hands the value to a device API (`x.to(pick())`, `dev = pick(); model.to(dev)`), and a
   label, kept and not reported, when every use is a message (`print(pick())`, `logger.info`)
   or a comparison (engine/project_results.py, engine/project_index.py).
+- **Its comparisons with their functions' results**: `if kernel_kind() == "cuda":`, the literal
+  as the result is (`result_of`, engine/project_compares.py).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import libcst as cst
 from ms_fmk_transplt.engine.device_flow import DeviceFlow, alias_key, returns
 from ms_fmk_transplt.engine.first_party import FirstParty
 from ms_fmk_transplt.engine.node_index import NodeIndex
+from ms_fmk_transplt.engine.project_compares import mark_compared
 from ms_fmk_transplt.engine.project_devices import Reach
 from ms_fmk_transplt.engine.project_index import Returned
 from ms_fmk_transplt.engine.project_results import CALLED, COMPARED
@@ -41,6 +44,10 @@ class Marks(Protocol):
 
 def _code(node: cst.CSTNode) -> str:
     return node.value if isinstance(node, cst.Name) else cst.Module(body=[]).code_for_node(node)
+
+
+def _into(marks: Marks, device: bool) -> dict[int, str]:
+    return marks.devices if device else marks.text
 
 
 def _slot(slot: int | str) -> str:
@@ -132,6 +139,10 @@ class ProjectCalls:
         returned = self.index.returned(self.origin)
         if returned:
             self._returned(nodes, returned, marks)
+        # if kernel_kind() == "cuda": the literal is what kernel_kind()'s result is
+        mark_compared(
+            nodes, self.result_of, lambda values, device, why: marks.mark(values, _into(marks, device), why)
+        )
 
     def _class(self, func: cst.BaseExpression, own: set[str]) -> tuple[str, str] | None:
         """(module path, name) of the project's class or function a call or annotation names."""
@@ -234,6 +245,17 @@ class ProjectCalls:
         compares it; else nothing is said."""
         if not uses or not values:
             return
+        device, label = self._verdict(uses)
+        if device is not None:
+            marks.mark(values, marks.devices, f"{what}, which {device}")
+            for value in values:
+                marks.flow.reach(value, self.qualify)
+        elif label and labels:
+            marks.mark(values, marks.text, f"{what}, which the project only shows or compares")
+
+    def _verdict(self, uses: tuple[tuple[str, tuple[str, int | str]], ...]) -> tuple[str | None, bool]:
+        """(`train.py hands to x.to()` when an importer hands the value to a device API, whether
+        every importer only shows or compares it)."""
         label = True
         for importer, (callee, slot) in uses:
             if callee == "":
@@ -241,11 +263,29 @@ class ProjectCalls:
                 continue
             api = self.takes_device(callee, slot) or self.reach.reaches(callee, slot, importer)
             if api is not None:
-                called = api if api.endswith(")") else api + "()"
-                marks.mark(values, marks.devices, f"{what}, which {importer} hands to {called}")
-                for value in values:
-                    marks.flow.reach(value, self.qualify)
-                return
+                return f"{importer} hands to {api if api.endswith(')') else api + '()'}", False
             label = label and callee.rpartition(".")[2] in self.messages
-        if label and labels:
-            marks.mark(values, marks.text, f"{what}, which the project only shows or compares")
+        return None, label
+
+    def result_of(self, func: cst.BaseExpression) -> tuple[bool, str] | None:
+        """What the result of a call of the project's top-level function is, from every use the
+        project makes of it: (True, why) a device, (False, why) a label (it returns only string
+        literals, which every module only shows or compares), else None."""
+        spelled = self.spelled(func)
+        if spelled is None and isinstance(func, cst.Name) and func.value in self.own:
+            spelled = f"{self.origin}{OWN}{func.value}"
+        located = self.index.locate(spelled, self.origin) if spelled is not None else None
+        if located is None or "." in located[1]:
+            return None
+        path, name = located
+        uses = self.index.returned(path).get(name + CALLED, ())
+        device, label = self._verdict(uses) if uses else (None, False)
+        if device is not None:
+            return True, f"compared with the result of the project's {name}(), which {device}"
+        facts = self.index.facts.get(path)
+        if label and facts is not None and name in facts.worded:
+            return (
+                False,
+                f"compared with the project's {name}(), a label: the project only shows or compares it",
+            )
+        return None

@@ -118,6 +118,8 @@ class ModuleFacts:
     # `pick()` / `ACCEL`: its top-level functions and constants whose value may hold a literal
     # (a string in it, or a name the device flow follows): what its importers' uses decide
     valued: frozenset[str] = frozenset()
+    # its top-level functions that return only string literals (`return "cuda"`, a ternary of them)
+    worded: frozenset[str] = frozenset()
     # a top-level function -> the callee of the call it returns (`return Runner(...)`: a factory)
     makes: tuple[tuple[str, str], ...] = ()
     # a class -> (its bases as spelled, the members it defines: methods, `__init__` for a dataclass)
@@ -132,6 +134,7 @@ class ModuleFacts:
             self.public,
             sorted(self.defined),
             sorted(self.valued),
+            sorted(self.worded),
             self.makes,
             self.bases,
         )
@@ -190,7 +193,7 @@ def scan_source(source: bytes, path: str) -> ModuleFacts:
     own_functions = {
         id(w): s.name for s, w in functions if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
-    valued, makes = _values(functions, names)
+    valued, worded, makes = _values(functions, names)
     return ModuleFacts(
         found,
         tuple(sorted(imports)),
@@ -200,6 +203,7 @@ def scan_source(source: bytes, path: str) -> ModuleFacts:
         public,
         frozenset(name for name in defined if not name.startswith("_")),  # what `import *` takes
         valued,
+        worded,
         makes,
         tuple(_bases(s, methods[s.name], names) for s in tree.body if isinstance(s, ast.ClassDef)),
     )
@@ -221,19 +225,33 @@ def _spelled(func: ast.expr, names: Mapping[str, str]) -> str | None:
     return callee_of(func, names) if isinstance(root, ast.Name) and root.id in names else None
 
 
+def _worded(values: list[ast.expr | None]) -> bool:
+    """Is every value returned a string literal (or None), one at least a string?"""
+    picked = [c for v in values if v is not None for c in choices(v)]
+    constants = [c.value for c in picked if isinstance(c, ast.Constant)]
+    return (
+        len(constants) == len(picked)
+        and any(isinstance(v, str) for v in constants)
+        and all(v is None or isinstance(v, str) for v in constants)
+    )
+
+
 def _values(
     functions: list[tuple[ast.stmt, StatementNodes]], names: Mapping[str, str]
-) -> tuple[frozenset[str], tuple[tuple[str, str], ...]]:
-    """(the top-level functions and constants whose values may hold a literal, the functions that
-    return a call of the project's: `def make_runner(): return Runner(...)`, or `r = Runner();
-    return r`)."""
+) -> tuple[frozenset[str], frozenset[str], tuple[tuple[str, str], ...]]:
+    """(the top-level functions and constants whose values may hold a literal, the functions
+    returning only string literals, the functions that return a call of the project's: `def
+    make_runner(): return Runner(...)`, or `r = Runner(); return r`)."""
     valued: set[str] = set()
+    worded: set[str] = set()
     makes: list[tuple[str, str]] = []
     for statement, w in functions:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
             values = [r.value for r in w.returns if r.value is not None]
             if any(_holds_value(v) for v in values):
                 valued.add(statement.name + CALLED)
+            if _worded([r.value for r in w.returns]):
+                worded.add(statement.name)
             calls = {t.id: a.value for a in w.assigns for t in a.targets if isinstance(t, ast.Name)}
             for value in values:
                 made = calls.get(value.id) if isinstance(value, ast.Name) else value
@@ -248,7 +266,7 @@ def _values(
         ):
             targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
             valued.update(t.id for t in targets if isinstance(t, ast.Name))
-    return frozenset(valued), tuple(makes)
+    return frozenset(valued), frozenset(worded), tuple(makes)
 
 
 def _bases(

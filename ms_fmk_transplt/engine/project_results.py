@@ -37,6 +37,7 @@ RETURNED = "return "  # a use's slot: the value is returned by the module's func
 CALLED = "()"  # a producer's suffix: the result of calling it, not the name itself
 # roots whose values are never the project's: left out when the module is read, which keeps its
 # facts small (the rest are kept only when they resolve to the project's module)
+_TESTS = ("startswith", "endswith")  # a string's methods that compare it
 _ROUNDS = 4  # copies of a stored result (`cfg.device = dev`): how many are followed
 _FOREIGN = frozenset(sys.stdlib_module_names) | {"torch", "numpy", "builtins", "typing_extensions"}
 
@@ -158,12 +159,18 @@ def result_uses(
                         consumer = consumer if consumer is not None else callee_of(call.func, names)
                         uses.setdefault(made, set()).add((consumer, slot))
                         handled.add(id(choice))
-        for compare in w.compares:
-            for operand in (compare.left, *compare.comparators):
-                for choice in choices(operand):
-                    for made in made_of(choice):
-                        uses.setdefault(made, set()).add(COMPARED)
-                        handled.add(id(choice))
+        tested = [
+            c.func.value for c in w.calls if isinstance(c.func, ast.Attribute) and c.func.attr in _TESTS
+        ]
+        for operand in (
+            *(o for compare in w.compares for o in (compare.left, *compare.comparators)),
+            *(m.subject for m in w.matches),  # match kind(): case "cuda":
+            *tested,  # kind().startswith("cuda")
+        ):
+            for choice in choices(operand):
+                for made in made_of(choice):
+                    uses.setdefault(made, set()).add(COMPARED)
+                    handled.add(id(choice))
         name = functions.get(id(w)) if functions else None
         direct: set[int] | None = None
         for statement in w.returns if name is not None else ():  # def outer(): return pick()

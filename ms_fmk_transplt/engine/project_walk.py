@@ -26,6 +26,7 @@ _KEPT = (
     ast.Compare,
     ast.Expr,
     ast.Return,
+    ast.Match,
     ast.Import,
     ast.ImportFrom,
 )
@@ -66,6 +67,7 @@ class StatementNodes:
         self.annotated: list[ast.AnnAssign] = []  # `dev: str = pick()`
         self.imports: list[ast.Import | ast.ImportFrom] = []
         self.compares: list[ast.Compare] = []
+        self.matches: list[ast.Match] = []
         self.statements: list[ast.Expr] = []
         self.returns: list[ast.Return] = []  # nested functions' too
         self.reads: list[ast.Name] = []
@@ -99,6 +101,8 @@ class StatementNodes:
                 self.assigns.append(node)
             elif isinstance(node, ast.Compare):
                 self.compares.append(node)
+            elif isinstance(node, ast.Match):
+                self.matches.append(node)
             elif isinstance(node, ast.Expr):
                 self.statements.append(node)
             elif isinstance(node, ast.Return):

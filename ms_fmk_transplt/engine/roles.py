@@ -325,7 +325,12 @@ from the pinned torch by `tools/derive_device_apis.py`.
   read from there, `cfg.device = pick()` / `state["device"] = pick()` then `model.to(cfg.device)`,
   or handed back by another function, `def outer(): return pick()` with `x.to(outer())`;
   `ACCEL = "cuda"` imported and given to `.to()`: engine/project_results.py; a function whose result every module only
-  prints, logs or compares is a label's: kept, not reported); keys of a dict the file looks up by a
+  prints, logs or compares is a label's: kept, not reported; a literal a module compares with the
+  result of such a function, `if kernel_kind() == "cuda":` (also `in`, `!=`, through a variable,
+  `.startswith(...)`, the cases of `match kernel_kind():`), is what the result is: a device when a
+  module hands the result to a device API (a dispatch with an `== "npu"` branch keeps it as
+  written), a label, kept and not reported, when the function returns only literals that every
+  module shows or compares: engine/project_compares.py); keys of a dict the file looks up by a
   device type; members of the Literal type of a device-named target (`device: Literal["cuda"] =
   "cuda"`: a type checker, pydantic or a typed CLI would refuse the new value otherwise). An index (`"cuda:0"`) is proof on its own: nobody names a folder that.
 - **Converted by convention** (marked *heuristic* in the log): a literal beside another device
