@@ -183,6 +183,8 @@ class ProjectCalls:
     ) -> None:
         """`move(x, "cuda")` where the project's `helpers.move(batch, target)` hands `target` to
         `.to()`; a value of the project's enum (`TimerType("cuda")`) is a label."""
+        if not node.args:  # nothing to mark: the callee is not looked for
+            return
         callee = self.callee(node.func)
         if callee is None or known(callee):
             return

@@ -43,7 +43,7 @@ class ProjectIndex:
         self._views: dict[str, View] = {}
         self._exports: dict[str, dict[str, str]] = {}
         self._returned: dict[str, dict[str, list[tuple[str, Use]]]] | None = None
-        self._flat: dict[str, Returned] = {}
+        self._flat: dict[tuple[str, str], tuple[tuple[str, Use], ...]] = {}  # (path, `pick()`) -> its uses
 
     def view(self, path: str) -> View:
         found = self._views.get(path)
@@ -131,29 +131,33 @@ class ProjectIndex:
                     entries = self._returned.setdefault(found[0], {})
                     key = found[1] + (CALLED if called else "")
                     entries.setdefault(key, []).extend((importer, use) for use in uses)
-        flat = self._flat.get(path)
-        if flat is None:
-            keys = self._returned.get(path, {})
-            flat = self._flat[path] = {k: tuple(self._through(path, k, _DEPTH, frozenset())) for k in keys}
-        return flat
+        return {key: self._uses(path, key) for key in self._returned.get(path, {})}
 
-    def _through(
-        self, path: str, key: str, depth: int, seen: frozenset[tuple[str, str]]
-    ) -> Iterator[tuple[str, Use]]:
-        """The uses of `key` of the module at `path`, a use that returns the value from a function
-        replaced by the uses of that function's result (nothing known of them: `OTHER`)."""
-        for importer, use in (self._returned or {}).get(path, {}).get(key, ()):
-            outer = forwarded(use)
-            if outer is None:
-                yield importer, use
-                continue
-            inner = (importer, outer + CALLED)
-            followed = (
-                list(self._through(importer, inner[1], depth - 1, seen | {inner}))
-                if depth > 1 and inner not in seen
-                else []
-            )
-            yield from followed or [(importer, OTHER)]
+    def _uses(self, path: str, key: str) -> tuple[tuple[str, Use], ...]:
+        """The uses of `key` of the module at `path`, and of every function's result it is handed
+        back by, however far (`def outer(): return pick()`); a function whose result nobody uses
+        stands for `OTHER` (nothing known). Followed as a graph: circles end, the answer is the
+        same whichever module asks first."""
+        done = self._flat.get((path, key))
+        if done is not None:
+            return done
+        raw = self._returned or {}
+        found: set[tuple[str, Use]] = set()
+        seen = {(path, key)}
+        stack = [(path, key)]
+        while stack:
+            module, name = stack.pop()
+            for importer, use in raw.get(module, {}).get(name, ()):
+                outer = forwarded(use)
+                if outer is None:
+                    found.add((importer, use))
+                elif outer + CALLED not in raw.get(importer, {}):
+                    found.add((importer, OTHER))  # handed back by a function whose result nobody uses
+                elif (importer, outer + CALLED) not in seen:
+                    seen.add((importer, outer + CALLED))
+                    stack.append((importer, outer + CALLED))
+        uses = self._flat[(path, key)] = tuple(sorted(found, key=repr))
+        return uses
 
 
 def _public(facts: ModuleFacts, name: str) -> bool:

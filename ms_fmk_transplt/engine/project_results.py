@@ -91,6 +91,19 @@ def _direct_returns(function: ast.AST) -> set[int]:
     return found
 
 
+def _stored(w: StatementNodes, producers: Mapping[int, str]) -> dict[str, set[str]]:
+    """The producers a statement's own assignments store (`dev` of `dev = pick()`)."""
+    found: dict[str, set[str]] = {}
+    pairs = [(t, a.value) for a in w.assigns for t in a.targets]
+    pairs += [(a.target, a.value) for a in w.annotated if a.value is not None]
+    for target, value in pairs:
+        key = place(target)
+        for choice in choices(value) if key is not None else ():
+            if id(choice) in producers:
+                found.setdefault(key or "", set()).add(producers[id(choice)])
+    return found
+
+
 def result_uses(
     walked: list[StatementNodes], names: Mapping[str, str], functions: Mapping[int, str] | None = None
 ) -> Results:
@@ -173,9 +186,15 @@ def result_uses(
                     handled.add(id(choice))
         name = functions.get(id(w)) if functions else None
         direct: set[int] | None = None
+        local: dict[str, set[str]] | None = None  # the results the function itself stores
         for statement in w.returns if name is not None else ():  # def outer(): return pick()
             for choice in choices(statement.value) if statement.value is not None else ():
-                given = tuple(made_of(choice))
+                given: Iterable[str] = ()
+                if id(choice) in producers:
+                    given = (producers[id(choice)],)
+                else:  # dev = pick(); return dev: stored in this function only
+                    local = local if local is not None else _stored(w, producers)
+                    given = local.get(place(choice) or "", ())
                 if not given:
                     continue
                 direct = direct if direct is not None else _direct_returns(w.statement)
