@@ -265,6 +265,100 @@ def test_a_cached_run_after_editing_an_importer_converts_the_helper_again(tmp_pa
     assert '    return "cuda"\n' in (Path(again.output_root) / "pkg/helpers.py").read_text()
 
 
+MID = """\
+from pkg.helpers import pick
+
+
+def outer(fast):
+    return pick() if fast else "cpu"
+"""
+
+OUTER_USER = """\
+import torch
+from pkg.mid import outer
+
+
+def main(x):
+    return x.to(outer(True))
+"""
+
+
+def test_what_two_levels_of_importers_do_with_a_helpers_result_is_part_of_its_cache_key() -> None:
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/helpers.py": PICK,
+        "pkg/mid.py": MID.replace(' if fast else "cpu"', ""),
+        "pkg/moves.py": MOVES,
+        "train.py": OUTER_USER,
+    }
+    before = _keys(files)
+    printed = _keys({**files, "train.py": OUTER_USER.replace("x.to(outer(True))", "print(outer(True))")})
+    assert before["pkg/helpers.py"] != printed["pkg/helpers.py"]  # the answer may change: converted again
+    # no other file: mid.py hands pick()'s result back and holds no literal of its own
+    assert all(before[rel] == printed[rel] for rel in files if rel != "pkg/helpers.py")
+    unrelated = _keys({**files, "train.py": OUTER_USER + "\n\nSTEPS = 10\n"})
+    assert before["pkg/helpers.py"] == unrelated["pkg/helpers.py"]
+    # mid.py's own literal ("cpu") is judged by what train.py does with outer(): its key follows
+    with_literal = {**files, "pkg/mid.py": MID}
+    edited = {**with_literal, "train.py": OUTER_USER.replace("x.to(outer(True))", "print(outer(True))")}
+    assert _keys(with_literal)["pkg/mid.py"] != _keys(edited)["pkg/mid.py"]
+
+
+def test_a_cached_run_after_editing_the_second_importer_converts_the_helper_again(tmp_path: Path) -> None:
+    files = {"pkg/__init__.py": "", "pkg/helpers.py": PICK, "pkg/mid.py": MID, "train.py": OUTER_USER}
+    root = _project(tmp_path, files)
+    cache = tmp_path / "cache"
+    first = convert_project(Options(source=root, output=tmp_path / "a", cache_dir=cache))
+    assert '    return "npu"\n' in (Path(first.output_root) / "pkg/helpers.py").read_text()
+    (root / "train.py").write_text(OUTER_USER.replace("x.to(outer(True))", "print(outer(True))"))
+    again = convert_project(Options(source=root, output=tmp_path / "b", cache_dir=cache))
+    assert '    return "cuda"\n' in (Path(again.output_root) / "pkg/helpers.py").read_text()
+    (root / "train.py").write_text(OUTER_USER)
+    back = convert_project(Options(source=root, output=tmp_path / "c", cache_dir=cache))
+    assert '    return "npu"\n' in (Path(back.output_root) / "pkg/helpers.py").read_text()
+
+
+BACKEND = 'def backend():\n    return "cuda"\n'
+BACKEND_USER = "import torch\nfrom pkg.helpers import backend\n\n\ndef main(x):\n    return x.to(backend())\n"
+COMPARING = (
+    'import torch\nfrom pkg.helpers import backend\n\n\ndef on_gpu():\n    return backend() == "cuda"\n'
+)
+
+
+def test_what_the_project_makes_of_a_compared_result_is_part_of_the_comparing_files_cache_key() -> None:
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/helpers.py": BACKEND,
+        "pkg/moves.py": MOVES,
+        "train.py": BACKEND_USER,
+        "report.py": COMPARING,
+    }
+    before = _keys(files)
+    printed = _keys({**files, "train.py": BACKEND_USER.replace("x.to(backend())", "print(backend())")})
+    assert before["report.py"] != printed["report.py"]  # a device no more: its "cuda" is a label now
+    assert before["pkg/moves.py"] == printed["pkg/moves.py"]
+    unrelated = _keys({**files, "train.py": BACKEND_USER + "\n\nSTEPS = 10\n"})
+    assert before["report.py"] == unrelated["report.py"]
+
+
+def test_a_cached_run_after_a_compared_result_stops_being_a_device_keeps_the_literal(tmp_path: Path) -> None:
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/helpers.py": BACKEND,
+        "train.py": BACKEND_USER,
+        "report.py": COMPARING,
+    }
+    root = _project(tmp_path, files)
+    cache = tmp_path / "cache"
+    first = convert_project(Options(source=root, output=tmp_path / "a", cache_dir=cache))
+    assert 'backend() == "npu"' in (Path(first.output_root) / "report.py").read_text()
+    (root / "train.py").write_text(BACKEND_USER.replace("x.to(backend())", "print(backend())"))
+    again = convert_project(Options(source=root, output=tmp_path / "b", cache_dir=cache))
+    assert 'backend() == "cuda"' in (Path(again.output_root) / "report.py").read_text()
+    report = next(f for f in again.files if f.path == "report.py")
+    assert not [f for f in report.findings if f.operation.value == "UNSUPPORTED"]  # a label: not reported
+
+
 def test_a_helper_re_exported_by_a_package_is_part_of_an_importers_cache_key() -> None:
     files = {
         "pkg/__init__.py": "from .tools import *\n",

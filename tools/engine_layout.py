@@ -70,7 +70,15 @@ PACKAGES: dict[str, tuple[str, tuple[str, ...]]] = {
         "Device evidence and per-device dispatch: which names hold a device, one file's calls into the\n"
         "project's other modules, whether a literal is a device, and which alternatives of a dispatch\n"
         "(or a CUDA-only guard) stay as written.",
-        ("device_flow", "project_calls", "device_evidence", "twins", "cuda_only", "dispatch_sites"),
+        (
+            "device_flow",
+            "project_calls",
+            "project_compares",
+            "device_evidence",
+            "twins",
+            "cuda_only",
+            "dispatch_sites",
+        ),
     ),
     "interface": (
         "What the rule kinds see of the engine: a rule entry (`Rule`), the hooks' protocols and the\n"

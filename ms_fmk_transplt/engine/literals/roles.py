@@ -314,14 +314,23 @@ from the pinned torch by `tools/derive_device_apis.py`.
   (`move(x, "cuda")` with `def move(batch, target): return batch.to(target)`, imported
   absolutely, relatively or through a package that re-exports it (`from .helpers import move` or
   `from .helpers import *` in its `__init__.py`), a method of an instance of the project's class
-  (`r = Runner(); r.run(target="cuda")`, `self.runner.move("cuda")`), or a function handing its
+  (`r = Runner(); r.run(target="cuda")`, `self.runner.move("cuda")`, an instance a factory of the
+  project returns, `r = make_runner()`, or a parameter annotated with the class, `def go(r:
+  Runner)`; a method inherited from a base class in another module), or a function handing its
   `*args` / `**kwargs` on to one (`helper(**{"where": "cuda"})` too): engine/project_devices.py;
   a value of the project's own enum, `TimerType("cuda")`, is a label, neither converted nor
   reported); returned by the project's top-level function, or bound to its top-level constant,
   whose value a module of the project hands to a device API (`def pick(): return "cuda"` with
-  `x.to(pick())` or `dev = pick(); model.to(dev)` in another module, `ACCEL = "cuda"` imported
-  and given to `.to()`: engine/project_results.py; a function whose result every module only
-  prints, logs or compares is a label's: kept, not reported); keys of a dict the file looks up by a
+  `x.to(pick())` or `dev = pick(); model.to(dev)` in another module, stored on an object and
+  read from there, `cfg.device = pick()` / `state["device"] = pick()` then `model.to(cfg.device)`,
+  or handed back by another function, `def outer(): return pick()` with `x.to(outer())`;
+  `ACCEL = "cuda"` imported and given to `.to()`: engine/project_results.py; a function whose result every module only
+  prints, logs or compares is a label's: kept, not reported; a literal a module compares with the
+  result of such a function, `if kernel_kind() == "cuda":` (also `in`, `!=`, through a variable,
+  `.startswith(...)`, the cases of `match kernel_kind():`), is what the result is: a device when a
+  module hands the result to a device API (a dispatch with an `== "npu"` branch keeps it as
+  written), a label, kept and not reported, when the function returns only literals that every
+  module shows or compares: engine/project_compares.py); keys of a dict the file looks up by a
   device type; members of the Literal type of a device-named target (`device: Literal["cuda"] =
   "cuda"`: a type checker, pydantic or a typed CLI would refuse the new value otherwise). An index (`"cuda:0"`) is proof on its own: nobody names a folder that.
 - **Converted by convention** (marked *heuristic* in the log): a literal beside another device

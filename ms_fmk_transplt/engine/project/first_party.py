@@ -19,7 +19,8 @@ from typing import Protocol
 
 from ms_fmk_transplt.engine.project.project_devices import ModuleFacts, ModuleSignatures, scan_source
 from ms_fmk_transplt.engine.project.project_index import ProjectIndex
-from ms_fmk_transplt.engine.project.project_walk import join, module_paths, relative_files
+from ms_fmk_transplt.engine.project.project_results import CALLED, COMPARED, OTHER
+from ms_fmk_transplt.engine.project.project_walk import OWN, join, module_paths, relative_files
 
 
 class SignatureMemo(Protocol):
@@ -106,7 +107,18 @@ class ProjectLayout:
         part = self._parts.get(path)
         if part is None:
             digest = hashlib.sha256(self._forward(path))
-            returned = self.index.returned(path)
+            facts = self.facts.get(path)
+            valued = facts.valued if facts is not None else frozenset()
+            # what importers do with a value that holds no literal (`return pick()`) decides nothing here
+            returned = {k: uses for k, uses in self.index.returned(path).items() if k in valued}
+            # the results of the project's functions it compares (`if kernel_kind() == "cuda"`)
+            # are what the project's modules make of them (engine/project_compares.py)
+            for spelled, uses in facts.results if facts is not None else ():
+                if spelled.endswith(CALLED) and any(u in (COMPARED, OTHER) for u in uses):
+                    found = self.index.locate(spelled[: -len(CALLED)], path)
+                    if found is not None and "." not in found[1]:
+                        key = found[1] + CALLED
+                        returned[f"{found[0]}{OWN}{key}"] = self.index.returned(found[0]).get(key, ())
             if returned:
                 digest.update(repr(sorted(returned.items())).encode())
                 for importer in sorted({i for entries in returned.values() for i, _ in entries}):

@@ -27,12 +27,19 @@ the parameter to another function of the project is followed there (`Reach`), ac
   engine/project_index.py.
 - The other way round, what a module does with the results of the project's functions and with
   the project's constants it imports (`x.to(pick())`, `dev = pick(); model.to(dev)`,
-  `self.where = pick()` read as `x.to(self.where)` in another method, `print(name())`):
+  `self.where = pick()` read as `x.to(self.where)` in another method, `cfg.device = pick()`,
+  `state["device"] = pick()`, `print(name())`, `def outer(): return pick()` followed to what
+  outer's callers do):
   `ModuleFacts.results`, gathered by engine/project_results.py in the same walk;
   engine/project_index.py hands each module what its importers do with its own.
-- Not followed: a result handed back through another function (`return pick()`) or stored on
-  another object than `self` (`cfg.dev = pick()`), an instance bound otherwise than by calling its
-  class (`r = make_runner()`, a parameter), inherited methods.
+- Where an instance comes from: a call of the class (`r = Runner()`), a factory of the project
+  returning one (`def make_runner(): return Runner(...)`, `ModuleFacts.makes`), an annotation
+  (`def go(r: Runner)`, `job: Optional["Runner"]`, a class's `runner: Runner` read as
+  `self.runner`); a method a class inherits from a base in another module (`class Fast(Runner)`,
+  `Fast().move("cuda")`) is looked up on its bases (`ModuleFacts.bases`, engine/project_index.py).
+- Not followed: a stored result read in another module than the one storing it
+  (`cfg.device = pick()` in one, `model.to(cfg.device)` in another), a method's result
+  (`Picker().device()`), `self.move("cuda")` inside a subclass.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ import ast
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from ms_fmk_transplt.engine.project.project_results import Results, exported, result_uses
+from ms_fmk_transplt.engine.project.project_results import CALLED, Results, exported, result_uses
 from ms_fmk_transplt.engine.project.project_walk import (
     OWN,
     StatementNodes,
@@ -108,10 +115,29 @@ class ModuleFacts:
     stars: tuple[str, ...] = ()  # `from .helpers import *`: the modules, spelled
     public: tuple[str, ...] | None = None  # `__all__`, when it is a literal list
     defined: frozenset[str] = frozenset()  # its public top-level functions, classes and variables
+    # `pick()` / `ACCEL`: its top-level functions and constants whose value may hold a literal
+    # (a string in it, or a name the device flow follows): what its importers' uses decide
+    valued: frozenset[str] = frozenset()
+    # its top-level functions that return only string literals (`return "cuda"`, a ternary of them)
+    worded: frozenset[str] = frozenset()
+    # a top-level function -> the callee of the call it returns (`return Runner(...)`: a factory)
+    makes: tuple[tuple[str, str], ...] = ()
+    # a class -> (its bases as spelled, the members it defines: methods, `__init__` for a dataclass)
+    bases: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
 
     def seen(self) -> tuple[object, ...]:
         """What the module's importers read of it (a part of their cache keys)."""
-        return (sorted(self.signatures.items()), self.exports, self.stars, self.public, sorted(self.defined))
+        return (
+            sorted(self.signatures.items()),
+            self.exports,
+            self.stars,
+            self.public,
+            sorted(self.defined),
+            sorted(self.valued),
+            sorted(self.worded),
+            self.makes,
+            self.bases,
+        )
 
 
 def scan_source(source: bytes, path: str) -> ModuleFacts:
@@ -164,15 +190,95 @@ def scan_source(source: bytes, path: str) -> ModuleFacts:
         if isinstance(statement, ast.ClassDef):
             found.update(_class(statement, methods[statement.name], names))
     exports, stars, public = exported(tree.body)
+    own_functions = {
+        id(w): s.name for s, w in functions if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    valued, worded, makes = _values(functions, names)
     return ModuleFacts(
         found,
         tuple(sorted(imports)),
-        result_uses([w for _, w in walked], names),
+        result_uses([w for _, w in walked], names, own_functions),
         exports,
         stars,
         public,
         frozenset(name for name in defined if not name.startswith("_")),  # what `import *` takes
+        valued,
+        worded,
+        makes,
+        tuple(_bases(s, methods[s.name], names) for s in tree.body if isinstance(s, ast.ClassDef)),
     )
+
+
+def _holds_value(node: ast.expr) -> bool:
+    """Does a returned or bound value hold a literal (`"cuda"`, `torch.device("cuda")`) or a name
+    the device flow follows (`return ACCEL`, `return self.kind`)? `return pick()` does not."""
+    if any(isinstance(c, (ast.Name, ast.Attribute, ast.Subscript)) for c in choices(node)):
+        return True
+    return any(isinstance(n, ast.Constant) and isinstance(n.value, str) for n in ast.walk(node))
+
+
+def _spelled(func: ast.expr, names: Mapping[str, str]) -> str | None:
+    """A callee as the module spells it when its root is a name the module binds (imports or defines)."""
+    root = func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return callee_of(func, names) if isinstance(root, ast.Name) and root.id in names else None
+
+
+def _worded(values: list[ast.expr | None]) -> bool:
+    """Is every value returned a string literal (or None), one at least a string?"""
+    picked = [c for v in values if v is not None for c in choices(v)]
+    constants = [c.value for c in picked if isinstance(c, ast.Constant)]
+    return (
+        len(constants) == len(picked)
+        and any(isinstance(v, str) for v in constants)
+        and all(v is None or isinstance(v, str) for v in constants)
+    )
+
+
+def _values(
+    functions: list[tuple[ast.stmt, StatementNodes]], names: Mapping[str, str]
+) -> tuple[frozenset[str], frozenset[str], tuple[tuple[str, str], ...]]:
+    """(the top-level functions and constants whose values may hold a literal, the functions
+    returning only string literals, the functions that return a call of the project's: `def
+    make_runner(): return Runner(...)`, or `r = Runner(); return r`)."""
+    valued: set[str] = set()
+    worded: set[str] = set()
+    makes: list[tuple[str, str]] = []
+    for statement, w in functions:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            values = [r.value for r in w.returns if r.value is not None]
+            if any(_holds_value(v) for v in values):
+                valued.add(statement.name + CALLED)
+            if _worded([r.value for r in w.returns]):
+                worded.add(statement.name)
+            calls = {t.id: a.value for a in w.assigns for t in a.targets if isinstance(t, ast.Name)}
+            for value in values:
+                made = calls.get(value.id) if isinstance(value, ast.Name) else value
+                spelled = _spelled(made.func, names) if isinstance(made, ast.Call) else None
+                if spelled is not None:
+                    makes.append((statement.name, spelled))
+                    break
+        elif (
+            isinstance(statement, (ast.Assign, ast.AnnAssign))
+            and statement.value is not None
+            and _holds_value(statement.value)
+        ):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            valued.update(t.id for t in targets if isinstance(t, ast.Name))
+    return frozenset(valued), frozenset(worded), tuple(makes)
+
+
+def _bases(
+    cls: ast.ClassDef, methods: Mapping[str, Method], names: Mapping[str, str]
+) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """(the class, its bases as the module spells them, the members it defines itself: its
+    methods, and `__init__` for a dataclass's generated one)."""
+    spelled = tuple(filter(None, (_spelled(b, names) for b in cls.bases)))
+    members = set(methods)
+    if any(isinstance(s, ast.AnnAssign) for s in cls.body):
+        members.add("__init__")
+    return cls.name, spelled, tuple(sorted(members))
 
 
 def _handed(
@@ -312,11 +418,13 @@ class Reach:
         signatures: Mapping[str, ModuleSignatures],
         locate: Callable[[str, str], tuple[str, str] | None],
         takes_device: Callable[[str, int | str], str | None],
+        inherited: Callable[[str, str], Iterable[tuple[str, str]]] = lambda path, member: (),
     ) -> None:
         self.signatures = signatures  # module path -> its signatures
         # (spelled callee, the module spelling it) -> (module path, member) of the project
         self.locate = locate
         self.takes_device = takes_device  # (callee, slot) -> the device API's name, else None
+        self.inherited = inherited  # (module path, `Fast.move`) -> where its bases define it
 
     def signature(self, callee: str, origin: str = "") -> tuple[str, Signature] | None:
         """The project's callable a qualified name, a `path::name` or a relative spelling
@@ -326,6 +434,11 @@ class Reach:
             return None
         path, member = found
         signature = self.signatures.get(path, {}).get(member)
+        if signature is None:  # Fast().move("cuda"), `move` defined on Fast's base in another module
+            for base, inherited in self.inherited(path, member):
+                signature = self.signatures.get(base, {}).get(inherited)
+                if signature is not None:
+                    return base, signature
         return None if signature is None else (path, signature)
 
     def reaches(self, callee: str, slot: int | str, origin: str = "", depth: int = _DEPTH) -> str | None:

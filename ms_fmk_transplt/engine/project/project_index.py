@@ -12,11 +12,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Protocol
 
 from ms_fmk_transplt.engine.project.project_devices import ModuleFacts
-from ms_fmk_transplt.engine.project.project_results import CALLED
+from ms_fmk_transplt.engine.project.project_results import CALLED, OTHER, forwarded
 from ms_fmk_transplt.engine.project.project_walk import (
     OWN,
     Use,
@@ -50,6 +50,7 @@ class ProjectIndex:
         self._views: dict[str, View] = {}
         self._exports: dict[str, dict[str, str]] = {}
         self._returned: dict[str, dict[str, list[tuple[str, Use]]]] | None = None
+        self._flat: dict[tuple[str, str], tuple[tuple[str, Use], ...]] = {}  # (path, `pick()`) -> its uses
 
     def view(self, path: str) -> View:
         found = self._views.get(path)
@@ -92,6 +93,28 @@ class ProjectIndex:
                     return self._follow(module, member, depth - 1)
         return path, member
 
+    def made_by(self, path: str, member: str, depth: int = _DEPTH) -> tuple[str, str]:
+        """The class whose instance the module's function `member` returns (`def make_runner():
+        return Runner(...)`, a factory's factory too); `(path, member)` itself for anything else."""
+        facts = self.facts.get(path)
+        spelled = dict(facts.makes).get(member) if facts is not None and depth > 0 else None
+        found = self.locate(spelled, path) if spelled is not None else None
+        return (path, member) if found is None else self.made_by(*found, depth - 1)
+
+    def inherited(self, path: str, member: str, depth: int = _DEPTH) -> Iterator[tuple[str, str]]:
+        """Where a class's member it does not define is, nearest base first: `Fast.move` ->
+        (its base's module, `Runner.move`); `Fast`, a class without `__init__` -> `Runner`."""
+        cls, dot, attribute = member.partition(".")
+        facts = self.facts.get(path)
+        entry = next((e for e in facts.bases if e[0] == cls), None) if facts is not None else None
+        if entry is None or depth <= 0 or (attribute or "__init__") in entry[2]:
+            return
+        for base in entry[1]:
+            found = self.locate(base, path)
+            if found is not None and "." not in found[1]:
+                yield found[0], found[1] + dot + attribute
+                yield from self.inherited(found[0], found[1] + dot + attribute, depth - 1)
+
     def _star_files(self, path: str, star: str) -> list[str]:
         if star.startswith("."):
             return relative_files(self.files, path, star)
@@ -102,7 +125,8 @@ class ProjectIndex:
 
     def returned(self, path: str) -> Returned:
         """What the project's modules do with the values of the module at `path`'s functions and
-        constants, by `pick()` / `ACCEL`."""
+        constants, by `pick()` / `ACCEL`; a value another function returns (`def outer(): return
+        pick()`) is followed to what outer's callers do with it."""
         if self._returned is None:
             self._returned = {}
             for importer, facts in self.facts.items():
@@ -114,7 +138,33 @@ class ProjectIndex:
                     entries = self._returned.setdefault(found[0], {})
                     key = found[1] + (CALLED if called else "")
                     entries.setdefault(key, []).extend((importer, use) for use in uses)
-        return {key: tuple(entries) for key, entries in self._returned.get(path, {}).items()}
+        return {key: self._uses(path, key) for key in self._returned.get(path, {})}
+
+    def _uses(self, path: str, key: str) -> tuple[tuple[str, Use], ...]:
+        """The uses of `key` of the module at `path`, and of every function's result it is handed
+        back by, however far (`def outer(): return pick()`); a function whose result nobody uses
+        stands for `OTHER` (nothing known). Followed as a graph: circles end, the answer is the
+        same whichever module asks first."""
+        done = self._flat.get((path, key))
+        if done is not None:
+            return done
+        raw = self._returned or {}
+        found: set[tuple[str, Use]] = set()
+        seen = {(path, key)}
+        stack = [(path, key)]
+        while stack:
+            module, name = stack.pop()
+            for importer, use in raw.get(module, {}).get(name, ()):
+                outer = forwarded(use)
+                if outer is None:
+                    found.add((importer, use))
+                elif outer + CALLED not in raw.get(importer, {}):
+                    found.add((importer, OTHER))  # handed back by a function whose result nobody uses
+                elif (importer, outer + CALLED) not in seen:
+                    seen.add((importer, outer + CALLED))
+                    stack.append((importer, outer + CALLED))
+        uses = self._flat[(path, key)] = tuple(sorted(found, key=repr))
+        return uses
 
 
 def _public(facts: ModuleFacts, name: str) -> bool:

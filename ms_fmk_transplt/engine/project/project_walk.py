@@ -16,7 +16,20 @@ OWN = "::"  # `path::name`: a function or class of the same module
 # fields that never hold a statement or expression: not walked
 _LEAVES = frozenset({"ctx", "op", "id", "attr", "arg", "name", "module", "level", "asname", "kind"})
 _FIELDS: dict[type, tuple[str, ...]] = {}
-_KEPT = (ast.Name, ast.Attribute, ast.Call, ast.Assign, ast.Compare, ast.Expr, ast.Import, ast.ImportFrom)
+_KEPT = (
+    ast.Name,
+    ast.Attribute,
+    ast.Subscript,
+    ast.Call,
+    ast.Assign,
+    ast.AnnAssign,
+    ast.Compare,
+    ast.Expr,
+    ast.Return,
+    ast.Match,
+    ast.Import,
+    ast.ImportFrom,
+)
 
 
 def _fields(cls: type) -> tuple[str, ...]:
@@ -26,25 +39,39 @@ def _fields(cls: type) -> tuple[str, ...]:
     return found
 
 
-def own(node: ast.expr) -> str | None:
-    """`self.device` as the key a module's variables use (`self.device`); None for anything else."""
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
-        return f"self.{node.attr}"
+def place(node: ast.expr) -> str | None:
+    """The place a value is stored in or read from, as a module's variables are keyed: `dev`,
+    `self.device`, `cfg.device`, `self.cfg.device`, `state['device']` (a chain of attributes and
+    literal subscripts rooted at a name); None for anything else (`f().x`, `state[k]`)."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = place(node.value)
+        return None if inner is None else f"{inner}.{node.attr}"
+    if isinstance(node, ast.Subscript):
+        index = node.slice
+        if isinstance(index, ast.Constant) and isinstance(index.value, (str, int)):
+            inner = place(node.value)
+            return None if inner is None else f"{inner}[{index.value!r}]"
     return None
 
 
 class StatementNodes:
-    """The calls, assignments, imports, comparisons, expression statements and variable reads
+    """The calls, assignments, imports, comparisons, expression statements, returns and reads
     under one statement, from one walk (by hand: `ast.walk` costs twice as much)."""
 
     def __init__(self, statement: ast.AST) -> None:
+        self.statement = statement
         self.calls: list[ast.Call] = []
         self.assigns: list[ast.Assign] = []
+        self.annotated: list[ast.AnnAssign] = []  # `dev: str = pick()`
         self.imports: list[ast.Import | ast.ImportFrom] = []
         self.compares: list[ast.Compare] = []
+        self.matches: list[ast.Match] = []
         self.statements: list[ast.Expr] = []
+        self.returns: list[ast.Return] = []  # nested functions' too
         self.reads: list[ast.Name] = []
-        self.own_reads: list[ast.Attribute] = []  # `self.device` read (not assigned)
+        self.places: list[ast.Attribute | ast.Subscript] = []  # `cfg.device`, `state["device"]` read
         kept: list[ast.AST] = []
         stack: list[ast.AST] = [statement]
         pop, push, keep, node_class = stack.pop, stack.append, kept.append, ast.AST
@@ -65,17 +92,23 @@ class StatementNodes:
             if isinstance(node, ast.Name):
                 if isinstance(node.ctx, ast.Load):
                     self.reads.append(node)
-            elif isinstance(node, ast.Attribute):
-                if isinstance(node.ctx, ast.Load) and own(node) is not None:
-                    self.own_reads.append(node)
+            elif isinstance(node, (ast.Attribute, ast.Subscript)):
+                if isinstance(node.ctx, ast.Load):
+                    self.places.append(node)
             elif isinstance(node, ast.Call):
                 self.calls.append(node)
             elif isinstance(node, ast.Assign):
                 self.assigns.append(node)
             elif isinstance(node, ast.Compare):
                 self.compares.append(node)
+            elif isinstance(node, ast.Match):
+                self.matches.append(node)
             elif isinstance(node, ast.Expr):
                 self.statements.append(node)
+            elif isinstance(node, ast.Return):
+                self.returns.append(node)
+            elif isinstance(node, ast.AnnAssign):
+                self.annotated.append(node)
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 self.imports.append(node)
 
