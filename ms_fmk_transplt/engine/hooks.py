@@ -222,11 +222,20 @@ class NameHook(Protocol):
         ...
 
 
+class ImportReason(Enum):
+    """Why the engine placed the inserted import where it did; the hook words the finding."""
+
+    NEEDED = "needed"  # a rewrite needs the module, or spelled out its name
+    ACCELERATOR = "accelerator"  # only a use of a `needed_by` API (torch.accelerator) needs it
+    ENTRY_POINT = "entry_point"  # only the file being an entry point that imports `after` needs it
+    BEFORE_OWN_IMPORT = "before_own_import"  # again, above a converted line that needs it first
+
+
 class ImportHook(Protocol):
     """The import a file's rewrites need (`import torch_npu`), filed under "*" of `IMPORTS`: the
     hook says which module, after which import, and which uses alone need it; hooks ask for it
     through the `Site` (`require_torch_npu`, or a rule that `needs_torch_npu`), and the engine
-    plans and places it (engine/imports.py)."""
+    plans and places it (engine/imports.py) and the hook words the finding (`message`)."""
 
     @property
     def rule(self) -> Rule:
@@ -251,6 +260,10 @@ class ImportHook(Protocol):
     def needed_by(self, name: str) -> bool:
         """A use of qualified `name` needs the import by itself (torch.accelerator finds the NPU
         only once torch_npu is imported)."""
+        ...
+
+    def message(self, reason: ImportReason) -> str:
+        """The finding's message for an insertion made for `reason`."""
         ...
 
 
