@@ -12,8 +12,10 @@ from hypothesis import strategies as st
 
 from ms_fmk_transplt.engine import fast_path, hooks
 from ms_fmk_transplt.engine.convert import convert_source
+from ms_fmk_transplt.engine.hook_registry import ANY
 from ms_fmk_transplt.engine.tables import Tables
 from ms_fmk_transplt.ruleset import compile_rules, load_rules
+from ms_fmk_transplt.ruleset.kinds.api_support_rule import ReleaseSupport
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FORMS = FIXTURES / "fast_path"
@@ -158,8 +160,9 @@ def test_without_the_text_prefilter_the_fast_path_still_agrees(builtin_tables) -
 
 
 def _only_classified(result, tables: Tables) -> bool:
-    lists = tables.support
-    ids = {entry.rule.id for entry in lists.apis.values()} | {lists.rule.id if lists.rule else ""}
+    lists = tables.hooks.one(hooks.SUPPORT, ANY)
+    assert isinstance(lists, ReleaseSupport)
+    ids = {entry.rule.id for entry in lists.apis.values()} | {lists.rule.id}
     return all(f.rule_id in ids for f in result.findings)
 
 

@@ -41,6 +41,7 @@ PROTOCOLS = (
     hooks.TextHook,
     hooks.ValueHook,
     hooks.PatternHook,
+    hooks.SupportHook,
 )
 
 

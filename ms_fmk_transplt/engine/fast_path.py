@@ -349,7 +349,7 @@ class _Scan:
             method = func.attr
             own = self._own_method(func)
             host = _on_host(func.value)
-            if method in tables.support.tensor_methods and not own and not _literal(func.value) and not host:
+            if not own and self.verdicts.lists_method(method) and not _literal(func.value) and not host:
                 self._classify(node, f"torch.Tensor.{method}", in_fstring, heuristic=True)
 
     def _name_by_string(self, owner: ast.expr, attr: ast.expr) -> None:

@@ -14,8 +14,8 @@ hooks (`NameHook`) keyed by the dotted prefix they cover: the engine keeps the n
 (qualifying a node through the file's imports, its bindings) and offers it as `Site` services
 (`qualify`, `replace_name`, `report_match`); the hook decides what the name becomes. The import
 the rewrites need is an `ImportHook`: hooks request it through the `Site`, the engine places it.
-The support lists still compile into a plain table (`engine/tables.py`); their kind's docstring
-says where it applies.
+The support lists are a `SupportHook`: the engine says what a use's syntax shows and counts or
+reports the verdict the hook gives.
 """
 
 from __future__ import annotations
@@ -219,6 +219,50 @@ class NameHook(Protocol):
         self, site: Site, original: cst.Attribute, updated: cst.Attribute, match: Match
     ) -> cst.BaseExpression:
         """An attribute chain `match` resolved: reported, and written as its target (`replace_name`)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Classified:
+    """One classified use that the reports list (supported uses are only counted)."""
+
+    rule: Rule
+    support: Support
+    message: str
+    suggestion: str
+    dtypes: str
+    source: str  # what decided: a list, an NPU kernel's absence, the code's dtype
+
+
+class Tally(Enum):
+    """A use the reports do not list: counted as supported (by a list or torch.npu's surface, or
+    by an NPU kernel of its ATen operator), or no API use at all."""
+
+    NO_USE = "no_use"
+    SUPPORTED = "supported"
+    BY_KERNEL = "by_kernel"
+
+
+class SupportHook(Protocol):
+    """The release's verdict on API uses (the support lists), filed under "*" of `SUPPORT`; the
+    engine tells it what the use's syntax shows (engine/support.py reads libcst's tree,
+    engine/fast_path.py CPython's ast) and counts or reports the answer."""
+
+    @property
+    def rule(self) -> Rule:
+        """The rule that reports names absent from every list."""
+        ...
+
+    def judge(
+        self, name: str, invoked: bool, dtype_shown: Callable[[str], str | None], rewritten: bool
+    ) -> Classified | Tally:
+        """The verdict on one use of API `name`: `invoked` (a call, a decorator, a base class),
+        `dtype_shown(dtypes)` (a dtype the code shows outside `dtypes`), `rewritten` (`name` is a
+        rule's target)."""
+        ...
+
+    def lists_method(self, method: str) -> bool:
+        """The lists hold `torch.Tensor.<method>` (`x.method()` is matched by name: a heuristic)."""
         ...
 
 
@@ -496,6 +540,7 @@ STRINGS: Slot[StringHook] = Slot(cst.SimpleString, "string")  # "*", tried in or
 ENV_NAMES: Slot[EnvHook] = Slot(cst.SimpleString, "env")  # by environment variable name
 ENV_PREFIXES: Slot[EnvHook] = Slot(cst.SimpleString, "env_prefix")  # by a prefix of the name
 RESULTS: Slot[ResultHook] = Slot(cst.Call, "result")  # calls whose result breaks when used
+SUPPORT: Slot[SupportHook] = Slot(cst.Name, "support")  # "*": the release's lists, asked per use
 VALUES: Slot[ValueHook] = Slot(cst.Dict, "value")  # "*": values reaching some calls' arguments
 IMPORTS: Slot[ImportHook] = Slot(cst.Module, "import")  # "*": the import the rewrites need
 FUSED: Slot[PatternHook] = Slot(cst.Module, "pattern")  # "*": computations over several statements

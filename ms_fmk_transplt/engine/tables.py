@@ -3,8 +3,8 @@
 
 Two sorts of entry: `hooks`, the one registry of the entries the rule kinds define themselves, by
 node class and lookup key (engine/hook_registry.py; engine/hooks.py is their interface and names
-their slots), and the tables the support classifier still reads (`SupportLists`). Built once per run, shared read-only by every file (and
-pickled to worker processes).
+their slots), and the name tables of the run (triggers, the release, the target, the project).
+Built once per run, shared read-only by every file (and pickled to worker processes).
 """
 
 from __future__ import annotations
@@ -29,28 +29,7 @@ from ms_fmk_transplt.engine.hooks import (
     TextHook,
 )
 from ms_fmk_transplt.engine.rule import Rule
-from ms_fmk_transplt.records import Finding, Support
-
-
-@dataclass(frozen=True)
-class SupportEntry:
-    """How the selected release supports one API, and which rule's list said so."""
-
-    rule: Rule
-    support: Support
-    dtypes: str = ""
-
-
-@dataclass
-class SupportLists:
-    """The release's support data, as the support classifier reads it (engine/support.py)."""
-
-    apis: dict[str, SupportEntry] = field(default_factory=dict)  # qualified name -> entry
-    tensor_methods: dict[str, SupportEntry] = field(default_factory=dict)  # method name -> entry (heuristic)
-    rule: Rule | None = None  # the rule that reports names absent from every list
-    npu_members: frozenset[str] = frozenset()  # torch.npu's public names in the release
-    aten_ops: frozenset[str] = frozenset()  # ATen operators with an NPU kernel in the release
-    advice: dict[str, str] = field(default_factory=dict)  # API name or dotted prefix -> advice
+from ms_fmk_transplt.records import Finding
 
 
 class Advisor(Protocol):
@@ -82,7 +61,6 @@ class Tables:
     # calls (qualified, or short for an undotted name) whose string arguments spell API paths that
     # a rule acts on only where a rename covers them (`mock.patch("torch.cuda.x")`)
     path_string_calls: set[str] = field(default_factory=set)
-    support: SupportLists = field(default_factory=lambda: SupportLists())  # filled by ApiSupportRule
     release: str = ""
     target: str = "npu"  # what converted code runs on: npu, or accelerator (device-agnostic torch)
     # the run's input tree (engine/first_party.py), and one file's view of it (`for_file`)
