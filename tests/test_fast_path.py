@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ms_fmk_transplt.engine.conversion import convert_source, fast_path
-from ms_fmk_transplt.engine.interface import Tables, hooks
+from ms_fmk_transplt.engine.interface import ANY, Tables, hooks
 from ms_fmk_transplt.ruleset import compile_rules, load_rules
+from ms_fmk_transplt.ruleset.kinds.api_support_rule import ReleaseSupport
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FORMS = FIXTURES / "fast_path"
@@ -157,8 +158,9 @@ def test_without_the_text_prefilter_the_fast_path_still_agrees(builtin_tables) -
 
 
 def _only_classified(result, tables: Tables) -> bool:
-    lists = tables.support
-    ids = {entry.rule.id for entry in lists.apis.values()} | {lists.rule.id if lists.rule else ""}
+    lists = tables.hooks.one(hooks.SUPPORT, ANY)
+    assert isinstance(lists, ReleaseSupport)
+    ids = {entry.rule.id for entry in lists.apis.values()} | {lists.rule.id}
     return all(f.rule_id in ids for f in result.findings)
 
 

@@ -40,6 +40,7 @@ PROTOCOLS = (
     hooks.TextHook,
     hooks.ValueHook,
     hooks.PatternHook,
+    hooks.SupportHook,
 )
 
 

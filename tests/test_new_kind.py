@@ -4,7 +4,9 @@ The throwaway kinds below live in a temporary package; each registers itself wit
 compiles its entries into hooks of the registry (engine/interface/hook_registry.py): a generic node hook
 keyed by node class and qualified name, which the transformer's generic dispatch runs, and a
 rename-like name hook keyed by the qualified name it covers, which the engine's name resolution
-asks (`Tables.lookup`) for every use, `from` import and `import` of the name.
+asks (`Tables.lookup`) for every use, `from` import and `import` of the name, and a
+support-list-like hook, which the engine asks about every torch API use (on libcst's tree and on
+the ast fast path alike) and whose verdict it reports or counts.
 """
 
 from __future__ import annotations
@@ -140,6 +142,65 @@ class Moved:
 '''
 
 
+SUPPORT_KIND = '''
+"""BannedApiRule: the APIs a site's own list bans, each with its reason (a test's kind)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ms_fmk_transplt.engine.interface.hook_registry import ANY
+from ms_fmk_transplt.engine.interface.hooks import SUPPORT, Classified, Tally
+from ms_fmk_transplt.engine.interface.rule import Rule
+from ms_fmk_transplt.engine.interface.tables import Tables
+from ms_fmk_transplt.records import Support
+from ms_fmk_transplt.ruleset.registry import kind
+
+
+@kind(
+    name="BannedApiRule",
+    schema={
+        "required": ["banned"],
+        "properties": {"banned": {"type": "object", "additionalProperties": {"type": "string"}}},
+    },
+    message="{old} is banned",
+)
+class BannedApiRule:
+    @staticmethod
+    def check(entry):
+        return []
+
+    @staticmethod
+    def summary(entry):
+        return f"ban {len(entry['banned'])} APIs"
+
+    @staticmethod
+    def key(entry):
+        return "BannedApiRule"
+
+    @staticmethod
+    def compile(rules: list[Rule], tables: Tables) -> None:
+        rule = rules[-1]
+        tables.hooks.put(SUPPORT, ANY, Banned(rule, tuple(rule.params["banned"].items())))
+        tables.add_trigger("torch", classify_only=True)
+
+
+@dataclass(frozen=True)
+class Banned:
+    rule: Rule
+    banned: tuple[tuple[str, str], ...]
+
+    def judge(self, name, invoked, dtype_shown, rewritten):
+        reason = dict(self.banned).get(name)
+        if reason is None:
+            return Tally.SUPPORTED if invoked else Tally.NO_USE
+        return Classified(self.rule, Support.UNSUPPORTED, f"{name} is banned here", reason, "", "site list")
+
+    def lists_method(self, method):
+        return False
+'''
+
+
 def _throwaway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, text: str) -> Iterator[None]:
     """A kind module imported from a temporary package, registered only for one test."""
     package = tmp_path / "throwaway_kinds"
@@ -269,3 +330,32 @@ def test_the_rename_like_kind_renames_imports_by_the_same_hook(
     ]
     untouched = b"import otherlib\n\ny = otherlib.legacy.run(1)\n"
     assert convert_source("train.py", untouched, tables).output in (None, untouched)
+
+
+@pytest.fixture
+def throwaway_support_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The support-list-like kind, registered only for this test."""
+    yield from _throwaway(tmp_path, monkeypatch, "banned_api_rule", SUPPORT_KIND)
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_support_list_like_kind_outside_the_package_classifies(
+    throwaway_support_kind: None, tmp_path: Path, fast: bool
+) -> None:
+    rules = tmp_path / "rules.json"
+    rules.write_text(
+        '{"rules": {"BannedApiRule": [{"banned": {"torch.linalg.lstsq": "solve it on the host"}}]}}'
+    )
+    tables = compile_rules(load_rules([rules], builtin=False))
+    source = b"import torch\n\nx = torch.linalg.lstsq(a, b)  # banned\ny = torch.relu(x)\n"
+    result = convert_source("train.py", source, tables, fast=fast)
+    assert result.output in (None, source)
+    assert [(f.start_line, f.operation, f.message, f.api) for f in result.findings] == [
+        (
+            3,
+            Operation.UNSUPPORTED,
+            "torch.linalg.lstsq is banned here; solve it on the host",
+            "torch.linalg.lstsq",
+        )
+    ]
+    assert result.supported == 1  # torch.relu, counted by the engine from the hook's tally

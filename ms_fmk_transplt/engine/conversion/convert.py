@@ -93,11 +93,11 @@ def convert_source(path: str, data: bytes, tables: Tables, *, fast: bool = True)
     """Convert one Python source (or a notebook's code cells); on any failure the result says why
     and carries no output.
 
-    `fast`: a file no rewrite rule can touch is classified on CPython's ast (engine/fast_path.py);
+    `fast`: a file no rewrite rule can touch is classified on CPython's ast (engine/conversion/fast_path.py);
     False sends every file through libcst (the fast path's equivalence test and bench compare them).
     """
     try:
-        if is_notebook(path):  # its code cells, joined into one module (engine/notebook.py)
+        if is_notebook(path):  # its code cells, joined into one module (engine/conversion/notebook.py)
             return convert_notebook(path, data, lambda name, joined: _convert(name, joined, tables, fast))
         return _convert(path, data, tables, fast)
     except RecursionError:
@@ -292,7 +292,7 @@ def _parse_normalised(normalised: Normalised, data: bytes) -> cst.Module | None:
 
 
 def _place(module: cst.Module, converter: ModuleRewriter) -> tuple[tuple[Finding, ...], ModuleText | None]:
-    """Original positions for the pending findings (engine/positions.py: only their nodes' ranges),
+    """Original positions for the pending findings (engine/syntax/node_positions.py: only their nodes' ranges),
     and the module's text by top-level statement from that printing (None when nothing is pending)."""
     if not converter.pending:
         return (), None

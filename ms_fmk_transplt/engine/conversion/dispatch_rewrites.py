@@ -1,7 +1,7 @@
-"""The traversal half of the device-dispatch analysis (engine/dispatch_sites.py).
+"""The traversal half of the device-dispatch analysis (engine/devices/dispatch_sites.py).
 
 `KeptAlternatives` is the transformer's base: it does not enter a node the analysis keeps (or a
-device test guarding CUDA-only code: engine/cuda_only.py), so
+device test guarding CUDA-only code: engine/devices/cuda_only.py), so
 every rewrite, import and finding below it is skipped and its bytes stay; the first node kept
 of a dispatch gets one note naming the NPU alternative's line. `DispatchRewrites` notes the
 vendor-only reads and writes `"npu"` beside the `"cuda"` of a list of supported device types.

@@ -3,7 +3,7 @@
 Most files of a real project use torch without any CUDA API (timm: 190 of 196 come out
 unchanged), yet every torch use must be classified against the release's support lists. The
 libcst parse and traversal cost several times the `ast` parse that every file already gets
-(engine/convert.py checks the syntax with it). The rules split in two by what they match:
+(engine/conversion/convert.py checks the syntax with it). The rules split in two by what they match:
 
 - rules that match text (device strings, environment variables, entry points) leave trigger
   words; a file holding one goes to libcst (`Tables.could_rewrite`);
@@ -26,7 +26,7 @@ What is left holds no finding but the classifier's, read here as the transformer
 - positions are libcst's: 1-based character columns, inner nodes before the chains holding them.
 
 A file naming the NPU goes to libcst: it may keep a device dispatch's alternatives as written,
-with no classification inside them (engine/dispatch_sites.py). A file goes to libcst also where
+with no classification inside them (engine/devices/dispatch_sites.py). A file goes to libcst also where
 the two trees could disagree: a finding inside an f-string (3.11's `ast` positions there are not
 reliable), a name that `ast` keeps as a bare string (`global nn`, `except ... as F`, match
 captures) resolving to a torch API. tests/test_fast_path.py
@@ -66,7 +66,7 @@ class _Fallback(Exception):
 def classify(path: str, data: bytes, tree: ast.Module, tables: Tables) -> FileResult | None:
     """The file's result when nothing in it is rewritten, or None when it must take libcst's path."""
     if any(_names(word, data) for word in tables.dispatch_words):
-        return None  # it may keep a device dispatch's alternatives, unclassified (engine/dispatch_sites.py)
+        return None  # it may keep a device dispatch's alternatives, unclassified (engine/devices/dispatch_sites.py)
     try:
         scan = _Scan(tables, tree, data)
         findings = scan.run()
@@ -348,7 +348,7 @@ class _Scan:
             method = func.attr
             own = self._own_method(func)
             host = _on_host(func.value)
-            if method in tables.support.tensor_methods and not own and not _literal(func.value) and not host:
+            if not own and self.verdicts.lists_method(method) and not _literal(func.value) and not host:
                 self._classify(node, f"torch.Tensor.{method}", in_fstring, heuristic=True)
 
     def _name_by_string(self, owner: ast.expr, attr: ast.expr) -> None:

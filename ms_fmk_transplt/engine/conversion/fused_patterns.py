@@ -1,6 +1,6 @@
 """Rewrites of computations spread over several statements (`--opt-in affinity`).
 
-The pattern hooks (engine/hooks.py's `PatternHook`) plan their replacements once, on the original
+The pattern hooks (engine/interface/hooks.py's `PatternHook`) plan their replacements once, on the original
 module, before the transformer runs; `FusedReplacements` is the transformer's base that, leaving a
 planned node, puts the replacement in its place and reports it. A node the device-dispatch
 analysis keeps stays as written, with nothing reported (KeptAlternatives decides first).

@@ -1,8 +1,8 @@
-"""The generic dispatch of the hook registry (engine/hook_registry.py): for a node, its hooks.
+"""The generic dispatch of the hook registry (engine/interface/hook_registry.py): for a node, its hooks.
 
 As the transformer leaves a node of a class no callback of its own composes, the node's hooks
 run in the registry's order over its lookup keys, most specific first, each given the node as the
-previous one left it; a hook that writes a node of another class ends them (engine/hook_runs.py
+previous one left it; a hook that writes a node of another class ends them (engine/interface/hook_runs.py
 composes them, as it does the hooks of the transformer's own callbacks).
 """
 

@@ -4,14 +4,14 @@ Matching reads `original_node` (names resolve the same however deep a rewrite ne
 rewrites build on `updated_node`, so `x.cuda(device=torch.device("cuda:0"))` gets both.
 It traverses and asks helpers: what a qualified name becomes from its name hook (`Tables.lookup`,
 which rewrites the chain through the `replace_name` service), what a name's use is from
-engine/name_uses.py, what a string literal is from engine/roles.py,
-support verdicts from engine/support.py, import statements from engine/import_statements.py,
-results from engine/call_results.py; the kinds' hooks (`engine/hooks.py`), found in one registry
-by node class and lookup key (`Tables.hooks`, engine/hook_registry.py), do the rest, composed for
-each node by engine/hook_runs.py (names, attribute chains and calls here; any other node class
-through engine/node_hooks.py; string literals through engine/string_rewrites.py). Helpers get what
+engine/naming/name_uses.py, what a string literal is from engine/literals/roles.py,
+support verdicts from engine/reporting/support.py, import statements from engine/importing/import_statements.py,
+results from engine/conversion/call_results.py; the kinds' hooks (`engine/interface/hooks.py`), found in one registry
+by node class and lookup key (`Tables.hooks`, engine/interface/hook_registry.py), do the rest, composed for
+each node by engine/interface/hook_runs.py (names, attribute chains and calls here; any other node class
+through engine/conversion/node_hooks.py; string literals through engine/literals/string_rewrites.py). Helpers get what
 they use (the hooks' `Site`, the tables, the import plan), never this class. Findings wait in
-`pending` (engine/site_reports.py).
+`pending` (engine/reporting/site_reports.py).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class ModuleRewriter(SiteReports, NodeHooks, FusedReplacements):
         SiteReports.__init__(self)
         self.tables = tables
         imports = list(iter_imports(module, lines=True))
-        # the look-ahead passes share one cheap walk (engine/node_index.py)
+        # the look-ahead passes share one cheap walk (engine/syntax/node_index.py)
         nodes = NodeIndex(module)
         self.aliases = assignment_aliases(
             nodes.of(cst.Assign), alias_table(s for _, s in imports), tables.member_modules()
@@ -65,10 +65,10 @@ class ModuleRewriter(SiteReports, NodeHooks, FusedReplacements):
             frozenset(spec.env_setters),
             self.qualify,
         )
-        # what each string literal is (engine/roles.py); the look-ahead passes share one cheap walk
+        # what each string literal is (engine/literals/roles.py); the look-ahead passes share one cheap walk
         self.roles = LiteralRoles(spec, self.qualify, self.environment, tables.first_party)
         self.roles.scan(nodes, devices=bool(tables.hooks.keyed(STRINGS)))
-        # shell text the module writes or runs, scanned after the traversal (engine/embedded_scripts.py)
+        # shell text the module writes or runs, scanned after the traversal (engine/conversion/embedded_scripts.py)
         self.scripts = ShellScripts.of(nodes, tables, self.qualify)
         # value hooks (map_location) claim what they rewrite before the traversal: keys they keep,
         # values that are devices, the dicts they rebuild on the way out
@@ -77,7 +77,7 @@ class ModuleRewriter(SiteReports, NodeHooks, FusedReplacements):
             claims = value_hook.claim(self, nodes)
             self.roles.claim(claims)
             self._claimed.update((n, value_hook) for n in claims.values)
-        # support classification (engine/support.py): told what is invoked, asked about each use
+        # support classification (engine/reporting/support.py): told what is invoked, asked about each use
         self.support = SupportClassifier(tables, self.qualify)
         # tensor methods are matched by name only in files that import torch themselves
         self._imports_torch = any(
@@ -85,17 +85,17 @@ class ModuleRewriter(SiteReports, NodeHooks, FusedReplacements):
             for q in self.aliases.values()
             for root in ("torch", "torch_npu")
         )
-        # who owns a short name in this file, for the rename-by-name hooks (engine/ownership.py)
+        # who owns a short name in this file, for the rename-by-name hooks (engine/naming/ownership.py)
         self.names = NameOwnership(nodes, self.uses, *tables.by_short_name())
         # bound name -> (new name, rule); import alias -> (new name, name kept bound or None, why)
         function_renames, function_imports = plan_function_imports(
             tables, imports, self.names.bindings, name_claims
         )
-        # every node's hooks, found and composed (engine/hook_runs.py)
+        # every node's hooks, found and composed (engine/interface/hook_runs.py)
         self.hook_runs = HookRuns(
             self, tables, self.uses, self.names, function_renames, self.imports.renamed_names
         )
-        # `cap = torch.cuda.get_device_capability()`, then `cap[0]`: engine/call_results.py
+        # `cap = torch.cuda.get_device_capability()`, then `cap[0]`: engine/conversion/call_results.py
         self.results = ResultUses(tables.hooks, self.qualify, self)
         self.import_statements = ImportStatements(self, tables, self.imports, function_imports, self.aliases)
         self.guarded = GuardedStatements(nodes, self.qualify)  # guarded calls, `if` statements
@@ -149,7 +149,7 @@ class ModuleRewriter(SiteReports, NodeHooks, FusedReplacements):
             self.name_by_string(node, positional[0].value, positional[1].value)
         return True
 
-    # ---- results that break on the NPU: engine/call_results.py -------------------------------------------
+    # ---- results that break on the NPU: engine/conversion/call_results.py -------------------------------------------
     def visit_Assign(self, node: cst.Assign) -> bool:
         self.results.assign(node)
         return True
@@ -200,7 +200,7 @@ class ModuleRewriter(SiteReports, NodeHooks, FusedReplacements):
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
         return False
 
-    # ---- names, attribute chains and calls: the hooks composed by engine/hook_runs.py ------------
+    # ---- names, attribute chains and calls: the hooks composed by engine/interface/hook_runs.py ------------
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
         if self.uses.is_load(original_node) and not self.uses.is_inner(original_node):
             qualified = self.aliases.get(original_node.value)
@@ -229,7 +229,7 @@ class ModuleRewriter(SiteReports, NodeHooks, FusedReplacements):
         """The chain written as dotted `target`, its import planned (hooks.Site)."""
         return self.import_statements.replace_chain(original, updated, target)
 
-    # ---- imports: engine/import_statements.py ----------------------------------------------------
+    # ---- imports: engine/importing/import_statements.py ----------------------------------------------------
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import:
         return self.import_statements.rewrite_import(original_node, updated_node)
 
@@ -271,7 +271,7 @@ class ModuleRewriter(SiteReports, NodeHooks, FusedReplacements):
     ) -> cst.SimpleStatementSuite:
         return self.import_statements.leave_suite(updated_node)
 
-    # ---- module: the torch_npu import (engine/import_statements.py) ----------------------------
+    # ---- module: the torch_npu import (engine/importing/import_statements.py) ----------------------------
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         if self.scripts is not None:
             self.scripts.report(self)

@@ -43,7 +43,7 @@ class CudaOnlyGuards:
     ) -> None:
         self.spec = spec
         self.qualify = qualify
-        self.typed = typed  # is an expression device-typed (engine/device_evidence.py)
+        self.typed = typed  # is an expression device-typed (engine/devices/device_evidence.py)
         self.own: set[str] = set()  # the module's functions, classes and names that touch CUDA-only code
         self.guards: list[tuple[cst.CSTNode, str]] = []  # (node kept, what CUDA-only code it guards)
 

@@ -1,4 +1,4 @@
-"""Is this string literal a device? The device evidence of the role pass (engine/roles.py).
+"""Is this string literal a device? The device evidence of the role pass (engine/literals/roles.py).
 
 A literal that a StringLiteralRule's pattern matches (`"cuda"`, `"cuda:0"`) is a *device* when:
 - it carries an index (`"cuda:0"`, `"cuda:%d"`): nobody names a folder that;
@@ -114,7 +114,7 @@ class DeviceSpec:
     device_tests: list[re.Pattern[str]] = field(default_factory=list)  # torch.cuda.is_available()
     accelerator_names: list[re.Pattern[str]] = field(default_factory=list)  # Lightning's accelerator=
     accelerator_types: set[str] = field(default_factory=set)  # "gpu", "auto": never a torch device
-    # where literals are the user's words: the role pass reads these (engine/roles.py)
+    # where literals are the user's words: the role pass reads these (engine/literals/roles.py)
     message_calls: set[str] = field(default_factory=set)
     message_keywords: set[str] = field(default_factory=set)
     message_continues: set[str] = field(default_factory=set)
@@ -123,7 +123,7 @@ class DeviceSpec:
     backend_keywords: set[str] = field(default_factory=set)
     env_calls: set[str] = field(default_factory=set)
     env_setters: set[str] = field(default_factory=set)
-    # code written for several devices: the device-dispatch analysis reads these (engine/dispatch_sites.py)
+    # code written for several devices: the device-dispatch analysis reads these (engine/devices/dispatch_sites.py)
     predicates: dict[str, str] = field(default_factory=dict)  # torch.npu.is_available -> "npu"
     predicate_names: list[re.Pattern[str]] = field(
         default_factory=list
@@ -133,7 +133,7 @@ class DeviceSpec:
     vendor_reads: set[str] = field(default_factory=set)  # get_device_capability: NVIDIA's or AMD's only
     enumerating_keywords: set[str] = field(default_factory=set)  # choices=[...]: every supported type
     enumerating_calls: set[str] = field(default_factory=set)  # parametrize(..., [...]), runs_on([...])
-    # CUDA-only code a device test may guard (engine/cuda_only.py): APIs by qualified name, strings
+    # CUDA-only code a device test may guard (engine/devices/cuda_only.py): APIs by qualified name, strings
     cuda_only_apis: set[str] = field(default_factory=set)  # torch.backends.cudnn, triton
     cuda_only_strings: list[re.Pattern[str]] = field(default_factory=list)  # "aten::cudnn_.*", "*.cu"
 
@@ -375,7 +375,7 @@ class DeviceContext:
 
     def slot_takes_device(self, callee: str, slot: int | str) -> str | None:
         """The API's name when `callee` (qualified, or a method's name) takes a device at position
-        or keyword `slot` (engine/project_devices.py), else None."""
+        or keyword `slot` (engine/project/project_devices.py), else None."""
         if isinstance(slot, str):
             if slot in self.spec.keywords or slot in self.spec.call_keywords.get(callee, set()):
                 return f"{callee}({slot}=)"
@@ -533,7 +533,7 @@ class _Marker:
 
     def _project_function(self, node: cst.Call) -> None:
         """`move(x, "cuda")`, `r.run(device="cuda")` where the project's function or method in
-        another module hands that parameter to a device API (engine/project_calls.py)."""
+        another module hands that parameter to a device API (engine/devices/project_calls.py)."""
         c = self.c
         if c.project is not None:
             c.project.mark_call(node, c, c.spec.device_named, lambda callee: callee in c.spec.calls)

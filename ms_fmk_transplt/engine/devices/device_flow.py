@@ -1,6 +1,6 @@
 """Which names and attributes of a module hold devices, found before the literals are marked.
 
-The device evidence (engine/device_evidence.py) asks whether an expression is device-typed. Beyond names
+The device evidence (engine/devices/device_evidence.py) asks whether an expression is device-typed. Beyond names
 that look like a device (`device`, `args.dev`), a module tells by how it uses them:
 - a variable or `self.X` / `cls.X` attribute handed to an API that takes a device
   (`torch.device(kind)`, `device_map=self.device_map_for_quantization`);

@@ -1,7 +1,7 @@
 """Code written for several devices: which alternatives of a per-device dispatch stay as written.
 
 A *dispatch* picks one alternative per device. Before the rewrite, from the read-only walk
-(engine/node_index.py), this pass finds the dispatches of one module and what each alternative selects:
+(engine/syntax/node_index.py), this pass finds the dispatches of one module and what each alternative selects:
 - an if/elif/else chain, a run of `if` statements that follow one another, a chain of conditional
   expressions: each test selects the devices it names, by an availability predicate
   (`torch.cuda.is_available()`, `is_torch_npu_available()`, `hasattr(torch, "npu")`, a name the
@@ -334,7 +334,7 @@ class DeviceDispatch:
         for call in nodes.of(cst.Call):
             enumerating = short_name(call.func) in self.spec.enumerating_calls
             if any(self.spec.accelerator_named(_string(a.value) or "") for a in call.args):
-                continue  # parametrize("accelerator", [...]): Lightning's names (engine/roles.py)
+                continue  # parametrize("accelerator", [...]): Lightning's names (engine/literals/roles.py)
             for arg in call.args:
                 if isinstance(arg.value, _SEQUENCES) and (
                     enumerating
@@ -345,7 +345,7 @@ class DeviceDispatch:
     def _widen(self, sequence: cst.List | cst.Tuple | cst.Set) -> None:
         values = [_string(e.value) for e in sequence.elements]
         if _NPU in values or "cuda" not in values or self.spec.accelerator_types.intersection(values):
-            return  # holding "tpu" or "gpu": Lightning's accelerator names (engine/roles.py)
+            return  # holding "tpu" or "gpu": Lightning's accelerator names (engine/literals/roles.py)
         if any(v is not None and v.partition(":")[0] not in self.spec.dispatch_devices for v in values):
             return  # parametrize("name", ["cuda", "other"]): not a list of device types
         self.widened[id(sequence)] = values.index("cuda")
@@ -494,7 +494,7 @@ what each alternative selects. The lists behind it are rule data (`device_contex
   CUDA side is what the `if`s testing the function's result run (`if _should_use_custom_op(x):`,
   stylegan2-ada's conv2d_gradfix). Why: converted, the test would send Ascend into the CUDA-only
   implementation; kept, the NPU takes the portable path the CPU takes. A CUDA side that does
-  anything else (`torch.cuda.synchronize()`) converts as before (engine/cuda_only.py).
+  anything else (`torch.cuda.synchronize()`) converts as before (engine/devices/cuda_only.py).
 - **Lists of device types**: a list, tuple or set of device types that enumerates what the code
   supports (the value of `choices=` / `only_for=`, an argument of `parametrize`, `runs_on`)
   gets `"npu"` beside its `"cuda"` (`["cpu", "cuda"]` -> `["cpu", "cuda", "npu"]`,

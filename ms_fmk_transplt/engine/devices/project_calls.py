@@ -1,18 +1,18 @@
-"""One file's dealings with the project's other modules, for the device evidence (engine/device_evidence.py).
+"""One file's dealings with the project's other modules, for the device evidence (engine/devices/device_evidence.py).
 
 - **Its calls into them**: `move(x, "cuda")`, `Runner(model, "cuda")`, a method of an instance
   of the project's class (`r = Runner(); r.run(device="cuda")`, `self.runner.move("cuda")`, an
   instance a factory returns, `r = make_runner()`, or a parameter or attribute annotated with the
   class, `def go(r: Runner)`; a method inherited from a base in another module),
   `helper(**{"device": "cuda"})`: the argument is a device when the parameter it binds reaches
-  a device API there (engine/project_devices.py's `Reach`).
+  a device API there (engine/project/project_devices.py's `Reach`).
 - **Their uses of its values**: a literal a top-level function returns (`def pick(): return
   "cuda"`), or a top-level constant (`ACCEL = "cuda"`), is a device when a module that imports
   it hands the value to a device API (`x.to(pick())`, `dev = pick(); model.to(dev)`), and a
   label, kept and not reported, when every use is a message (`print(pick())`, `logger.info`)
-  or a comparison (engine/project_results.py, engine/project_index.py).
+  or a comparison (engine/project/project_results.py, engine/project/project_index.py).
 - **Its comparisons with their functions' results**: `if kernel_kind() == "cuda":`, the literal
-  as the result is (`result_of`, engine/project_compares.py).
+  as the result is (`result_of`, engine/devices/project_compares.py).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from ms_fmk_transplt.engine.syntax import NodeIndex
 
 
 class Marks(Protocol):
-    """What the device evidence (engine/device_evidence.py's `DeviceContext`) lends: its marks and flow."""
+    """What the device evidence (engine/devices/device_evidence.py's `DeviceContext`) lends: its marks and flow."""
 
     devices: dict[int, str]
     text: dict[int, str]

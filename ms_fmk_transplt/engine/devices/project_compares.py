@@ -1,9 +1,9 @@
 """A file's own literals compared with what the project's function in another module returns.
 
 `if kernel_kind() == "cuda":` says nothing by itself: the literal is a device when the function's
-result is one, and a label when the result is. engine/project_calls.py's `result_of` decides from
+result is one, and a label when the result is. engine/devices/project_calls.py's `result_of` decides from
 the whole project: a device when some module hands the result to a device API (the comparison is
-then a device comparison, and engine/dispatch_sites.py keeps it beside an NPU alternative:
+then a device comparison, and engine/devices/dispatch_sites.py keeps it beside an NPU alternative:
 `elif kernel_kind() == "npu":`), a label when the function returns only string literals that every
 module only shows or compares (kept, not reported). The spellings read: `==`, `!=`, `in`, `is`
 (and their negations) with the call or with a variable or `self.X` bound to it (`kind =

@@ -10,9 +10,9 @@ a *branch*:
 - a chain of conditional expressions (`a if dev == "cuda" else b if dev == "npu" else c`), alike;
 - a `match`: each case is a branch (`case "cuda" | "mps":` is one).
 A string rule keeps a literal whose place has, in another branch, the value the rule would write
-(engine/roles.py asks `rival`): the author already routes the NPU to the branch written for it,
+(engine/literals/roles.py asks `rival`): the author already routes the NPU to the branch written for it,
 and converting the CUDA one would duplicate a dict key or shadow that branch. Whole branches,
-entries and list items beside an NPU alternative are kept by engine/dispatch_sites.py before a
+entries and list items beside an NPU alternative are kept by engine/devices/dispatch_sites.py before a
 string rule sees them; this literal-level test remains for the places it alone finds.
 """
 

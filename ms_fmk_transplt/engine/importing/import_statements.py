@@ -1,9 +1,9 @@
 """Import statements rewritten: `import torch.cuda as tc`, `from torch.cuda import x`, star imports.
 
 The transformer hands each import statement here after its traversal; names are renamed by the
-same tables as their uses (engine/tables.py), a `from` import whose names move to different
+same tables as their uses (engine/interface/tables.py), a `from` import whose names move to different
 modules is split into one statement per module, and a star import of a module the rules cover
-is renamed or reported, never silent. Planning which imports to add is engine/imports.py.
+is renamed or reported, never silent. Planning which imports to add is engine/importing/imports.py.
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from ms_fmk_transplt.engine.naming import build_dotted, chain_root, dotted, set_
 from ms_fmk_transplt.engine.reporting import Pending
 from ms_fmk_transplt.records import Operation
 
-# import alias -> (name to import, name kept bound or None, why it is kept): engine/imports.py
+# import alias -> (name to import, name kept bound or None, why it is kept): engine/importing/imports.py
 FunctionImports = dict[cst.ImportAlias, tuple[str, str | None, str]]
 
 
 class Reports(Protocol):
-    """Where the import rewrites' findings go (engine/site_reports.py's `SiteReports`)."""
+    """Where the import rewrites' findings go (engine/reporting/site_reports.py's `SiteReports`)."""
 
     pending: list[Pending]
     needs_torch_npu: bool  # some rewrite of the file needs the inserted import

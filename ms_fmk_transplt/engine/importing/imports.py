@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.interface import ANY, FUNCTIONS, IMPORTS, ImportHook, Rule, Tables
+from ms_fmk_transplt.engine.interface import ANY, FUNCTIONS, IMPORTS, ImportHook, ImportReason, Rule, Tables
 from ms_fmk_transplt.engine.naming import Bindings, NameClaims, build_dotted, dotted, import_bindings
 from ms_fmk_transplt.engine.syntax import transform
 
@@ -189,7 +189,7 @@ def insert_module_import(
     block. A file that imports no torch (an mmcv/mmengine config) keeps its imports:
     its values are converted, and whoever loads it imports torch_npu with torch.
     """
-    module_name, rule = insert.module, insert.rule
+    module_name = insert.module
     body = list(updated.body)
     imported = any(
         r == module_name or r.startswith(module_name + ".") for s in body for r in _imported_roots(s)
@@ -198,17 +198,16 @@ def insert_module_import(
     if not plan.imports_torch and not plan.entry_point:
         wanted = False
     line = cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=build_dotted(module_name))])])
-    message = rule.render(module=module_name)
     if not name_needed and (plan.has_torch_npu or imported):
-        return _import_before_first_need(updated, line, message, module_name, device_imports)
+        return _import_before_first_need(updated, line, insert, device_imports)
     if not name_needed and not wanted:
         return updated, None
     if uses_needed_api and not needs_module:
-        message += " (the script asks torch.accelerator for its device: the NPU is registered by this import)"
+        message = insert.message(ImportReason.ACCELERATOR)
     elif not needs_module and not name_needed:
-        message += (
-            " (entry-point script: registers the NPU for torch.accelerator and every module it imports)"
-        )
+        message = insert.message(ImportReason.ENTRY_POINT)
+    else:
+        message = insert.message(ImportReason.NEEDED)
     anchor_line = plan.anchor_line
     if anchor_line is None or any(s is anchor_line for s in original.body):
         index = _insert_position(original.body, body, insert.after)
@@ -224,8 +223,7 @@ def insert_module_import(
 def _import_before_first_need(
     updated: cst.Module,
     line: cst.SimpleStatementLine,
-    message: str,
-    module_name: str,
+    insert: ImportHook,
     device_imports: Sequence[tuple[cst.SimpleStatementLine, cst.SimpleStatementLine]],
 ) -> tuple[cst.Module, Insertion | None]:
     """A file that imports torch_npu already gets it once more only where a top-level line the
@@ -233,6 +231,7 @@ def _import_before_first_need(
     until torch_npu is imported."""
     if not device_imports:
         return updated, None
+    module_name = insert.module
     rewritten = {id(new): old for old, new in device_imports}
     body = list(updated.body)
     for index, statement in enumerate(body):
@@ -247,7 +246,7 @@ def _import_before_first_need(
         blank = next((i for i, empty in enumerate(lines) if empty.comment is not None), len(lines))
         body[index] = statement.with_changes(leading_lines=lines[blank:])
         body.insert(index, line.with_changes(leading_lines=lines[:blank]))
-        message += f" (this line's npu import needs it before the file's own import of {module_name} runs)"
+        message = insert.message(ImportReason.BEFORE_OWN_IMPORT)
         return updated.with_changes(body=body), Insertion(anchor, message, line_offset=0)
     return updated, None
 

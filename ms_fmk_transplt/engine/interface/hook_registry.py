@@ -1,13 +1,13 @@
 """The one registry of the kinds' hooks: by node class and lookup key, each list in order.
 
 Every kind compiles its entries into hooks here (`Tables.hooks`, filled by `ruleset/kinds/*.py`).
-A `Slot` names a node class and the interface its hooks implement (engine/hooks.py declares one
+A `Slot` names a node class and the interface its hooks implement (engine/interface/hooks.py declares one
 per interface: `CALLS`, `METHODS`, `STRINGS`, ...); within a slot a hook is found by a lookup
 key: a qualified name (`torch.cuda.synchronize`), every direct member of a module
 (`torch.cuda.*`), a short name after a dot (`.cuda`: any receiver's), a variable's name, or `*`
-(any node of the class). The transformer composes the hooks of its own callbacks' slots; the
-hooks of a `node_slot` (the generic `NodeHook`) run through the generic dispatch of
-engine/node_hooks.py, so a new kind needs no engine change: its hooks name their node class.
+(any node of the class). engine/interface/hook_runs.py composes the hooks of one node, for the
+transformer's callbacks and for the generic dispatch of engine/conversion/node_hooks.py alike; the hooks of
+a `node_slot` (the generic `NodeHook`) need no engine change: they name their node class.
 """
 
 from __future__ import annotations

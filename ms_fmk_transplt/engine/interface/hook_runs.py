@@ -2,11 +2,11 @@
 
 The transformer only traverses: as it leaves a name, an attribute chain, a call or a node of a
 generic slot it asks `HookRuns`, which finds the node's hooks in the registry
-(engine/hook_registry.py) and runs them in order, each on the node as the previous one left it.
+(engine/interface/hook_registry.py) and runs them in order, each on the node as the previous one left it.
 Two ways to end the run, the same for every slot: `chained` stops once a hook wrote a node of
 another class (a call hook that wrote a conditional expression is final), `first_answer` stops at
 the first hook that answers (the rename-by-name hooks return None for a node that is not theirs).
-String literals compose the same way in engine/string_rewrites.py.
+String literals compose the same way in engine/literals/string_rewrites.py.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A kind whose rewrite needs its own code compiles each rule into an entry, a froz
 defined in the kind's module (`ruleset/kinds/<kind>.py`), that implements one of these protocols;
 the kind adds it to `Tables.hooks`, the one registry, in the slot of its node class and interface
 (the `Slot` constants at the end; `node_slot` for the generic `NodeHook`, which needs no engine
-change) under its lookup key (engine/hook_registry.py). The engine keeps traversal,
+change) under its lookup key (engine/interface/hook_registry.py). The engine keeps traversal,
 name resolution, the string/device/environment contexts, import planning and the composition of
 several hooks on one node; the hook holds the matching details, the rewrite and the finding.
 Entries are pickled to worker processes and into the cache, so they must be module-level classes.
@@ -14,8 +14,8 @@ hooks (`NameHook`) keyed by the dotted prefix they cover: the engine keeps the n
 (qualifying a node through the file's imports, its bindings) and offers it as `Site` services
 (`qualify`, `replace_name`, `report_match`); the hook decides what the name becomes. The import
 the rewrites need is an `ImportHook`: hooks request it through the `Site`, the engine places it.
-The support lists still compile into a plain table (`engine/tables.py`); their kind's docstring
-says where it applies.
+The support lists are a `SupportHook`: the engine says what a use's syntax shows and counts or
+reports the verdict the hook gives.
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ if TYPE_CHECKING:
 
 
 class Roles(Protocol):
-    """What a hook reads of the literal pass (engine/roles.py's `LiteralRoles` implements it)."""
+    """What a hook reads of the literal pass (engine/literals/roles.py's `LiteralRoles` implements it)."""
 
-    context: DeviceContext  # device evidence of the file (engine/device_evidence.py)
+    context: DeviceContext  # device evidence of the file (engine/devices/device_evidence.py)
     spelled: dict[int, str]  # id(first piece) -> the value literal pieces spell: 'cu' 'da'
 
     def in_device_arg(self, node: cst.CSTNode) -> bool:
@@ -57,7 +57,7 @@ class Roles(Protocol):
 
 
 class NameOwner(Protocol):
-    """Who owns a short name in this file (engine/ownership.py's `NameOwnership` implements it)."""
+    """Who owns a short name in this file (engine/naming/ownership.py's `NameOwnership` implements it)."""
 
     bindings: Bindings
 
@@ -90,12 +90,12 @@ class Site(Protocol):
 
     @property
     def roles(self) -> Roles:
-        """What is this string literal: a device, prose, a key? (engine/roles.py)"""
+        """What is this string literal: a device, prose, a key? (engine/literals/roles.py)"""
         ...
 
     @property
     def names(self) -> NameOwner:
-        """Who owns a short name in this file (engine/ownership.py)."""
+        """Who owns a short name in this file (engine/naming/ownership.py)."""
         ...
 
     @property
@@ -222,11 +222,64 @@ class NameHook(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Classified:
+    """One classified use that the reports list (supported uses are only counted)."""
+
+    rule: Rule
+    support: Support
+    message: str
+    suggestion: str
+    dtypes: str
+    source: str  # what decided: a list, an NPU kernel's absence, the code's dtype
+
+
+class Tally(Enum):
+    """A use the reports do not list: counted as supported (by a list or torch.npu's surface, or
+    by an NPU kernel of its ATen operator), or no API use at all."""
+
+    NO_USE = "no_use"
+    SUPPORTED = "supported"
+    BY_KERNEL = "by_kernel"
+
+
+class SupportHook(Protocol):
+    """The release's verdict on API uses (the support lists), filed under "*" of `SUPPORT`; the
+    engine tells it what the use's syntax shows (engine/reporting/support.py reads libcst's tree,
+    engine/conversion/fast_path.py CPython's ast) and counts or reports the answer."""
+
+    @property
+    def rule(self) -> Rule:
+        """The rule that reports names absent from every list."""
+        ...
+
+    def judge(
+        self, name: str, invoked: bool, dtype_shown: Callable[[str], str | None], rewritten: bool
+    ) -> Classified | Tally:
+        """The verdict on one use of API `name`: `invoked` (a call, a decorator, a base class),
+        `dtype_shown(dtypes)` (a dtype the code shows outside `dtypes`), `rewritten` (`name` is a
+        rule's target)."""
+        ...
+
+    def lists_method(self, method: str) -> bool:
+        """The lists hold `torch.Tensor.<method>` (`x.method()` is matched by name: a heuristic)."""
+        ...
+
+
+class ImportReason(Enum):
+    """Why the engine placed the inserted import where it did; the hook words the finding."""
+
+    NEEDED = "needed"  # a rewrite needs the module, or spelled out its name
+    ACCELERATOR = "accelerator"  # only a use of a `needed_by` API (torch.accelerator) needs it
+    ENTRY_POINT = "entry_point"  # only the file being an entry point that imports `after` needs it
+    BEFORE_OWN_IMPORT = "before_own_import"  # again, above a converted line that needs it first
+
+
 class ImportHook(Protocol):
     """The import a file's rewrites need (`import torch_npu`), filed under "*" of `IMPORTS`: the
     hook says which module, after which import, and which uses alone need it; hooks ask for it
     through the `Site` (`require_torch_npu`, or a rule that `needs_torch_npu`), and the engine
-    plans and places it (engine/imports.py)."""
+    plans and places it (engine/importing/imports.py) and the hook words the finding (`message`)."""
 
     @property
     def rule(self) -> Rule:
@@ -253,9 +306,13 @@ class ImportHook(Protocol):
         only once torch_npu is imported)."""
         ...
 
+    def message(self, reason: ImportReason) -> str:
+        """The finding's message for an insertion made for `reason`."""
+        ...
+
 
 class NodeHook(Protocol):
-    """The generic hook: a rewrite of nodes of one class by a lookup key (engine/hook_registry.py),
+    """The generic hook: a rewrite of nodes of one class by a lookup key (engine/interface/hook_registry.py),
     for a node class the transformer has no callback of its own for."""
 
     def rewrite(self, site: Site, original: cst.CSTNode, updated: cst.CSTNode, key: str) -> cst.CSTNode:
@@ -285,7 +342,7 @@ class CallHook(Protocol):
 class PatternHook(Protocol):
     """A rewrite of a computation written over several statements or functions (a hand-written
     RMSNorm), planned once per module on the original tree; the transformer replaces each planned
-    node as it leaves it (engine/fused_patterns.py)."""
+    node as it leaves it (engine/conversion/fused_patterns.py)."""
 
     def plan(self, site: Site, module: cst.Module) -> list[Planned]:
         """The nodes of `module` to replace, each with how to build its replacement."""
@@ -450,7 +507,7 @@ class ValueHook(Protocol):
 
 class TextHook(Protocol):
     """A line scan of non-Python files that are copied as they are (and of the shell text a
-    Python module writes: engine/embedded_scripts.py)."""
+    Python module writes: engine/conversion/embedded_scripts.py)."""
 
     @property
     def rule(self) -> Rule: ...
@@ -472,7 +529,7 @@ class TextHook(Protocol):
         ...
 
 
-# the registry's slots (engine/hook_registry.py): a node class and the interface of its hooks
+# the registry's slots (engine/interface/hook_registry.py): a node class and the interface of its hooks
 QUALIFIED: Slot[NameHook] = Slot(cst.Attribute, "qualified")  # by a dotted prefix; "*": any top module
 CALLS: Slot[CallHook] = Slot(cst.Call, "call")  # by qualified name, `module.*`, or `.short` name
 METHODS: Slot[MethodHook] = Slot(cst.Call, "method")  # by the method's name
@@ -483,6 +540,7 @@ STRINGS: Slot[StringHook] = Slot(cst.SimpleString, "string")  # "*", tried in or
 ENV_NAMES: Slot[EnvHook] = Slot(cst.SimpleString, "env")  # by environment variable name
 ENV_PREFIXES: Slot[EnvHook] = Slot(cst.SimpleString, "env_prefix")  # by a prefix of the name
 RESULTS: Slot[ResultHook] = Slot(cst.Call, "result")  # calls whose result breaks when used
+SUPPORT: Slot[SupportHook] = Slot(cst.Name, "support")  # "*": the release's lists, asked per use
 VALUES: Slot[ValueHook] = Slot(cst.Dict, "value")  # "*": values reaching some calls' arguments
 IMPORTS: Slot[ImportHook] = Slot(cst.Module, "import")  # "*": the import the rewrites need
 FUSED: Slot[PatternHook] = Slot(cst.Module, "pattern")  # "*": computations over several statements
@@ -490,5 +548,5 @@ TEXT: Slot[TextHook] = Slot(cst.Module, "text")  # "*": line scans of copied fil
 
 
 def node_slot(node: type[cst.CSTNode]) -> Slot[NodeHook]:
-    """The slot of the generic hooks of a node class (engine/node_hooks.py runs them)."""
+    """The slot of the generic hooks of a node class (engine/conversion/node_hooks.py runs them)."""
     return Slot(node, GENERIC)

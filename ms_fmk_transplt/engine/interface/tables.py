@@ -2,9 +2,9 @@
 (``ms_fmk_transplt.ruleset.compile``: the rules package fills them, the engine only reads them).
 
 Two sorts of entry: `hooks`, the one registry of the entries the rule kinds define themselves, by
-node class and lookup key (engine/hook_registry.py; engine/hooks.py is their interface and names
-their slots), and the tables the support classifier still reads (`SupportLists`). Built once per run, shared read-only by every file (and
-pickled to worker processes).
+node class and lookup key (engine/interface/hook_registry.py; engine/interface/hooks.py is their interface and names
+their slots), and the name tables of the run (triggers, the release, the target, the project).
+Built once per run, shared read-only by every file (and pickled to worker processes).
 """
 
 from __future__ import annotations
@@ -29,28 +29,7 @@ from ms_fmk_transplt.engine.interface.hooks import (
 )
 from ms_fmk_transplt.engine.interface.rule import Rule
 from ms_fmk_transplt.engine.project import FirstParty, ProjectLayout
-from ms_fmk_transplt.records import Finding, Support
-
-
-@dataclass(frozen=True)
-class SupportEntry:
-    """How the selected release supports one API, and which rule's list said so."""
-
-    rule: Rule
-    support: Support
-    dtypes: str = ""
-
-
-@dataclass
-class SupportLists:
-    """The release's support data, as the support classifier reads it (engine/support.py)."""
-
-    apis: dict[str, SupportEntry] = field(default_factory=dict)  # qualified name -> entry
-    tensor_methods: dict[str, SupportEntry] = field(default_factory=dict)  # method name -> entry (heuristic)
-    rule: Rule | None = None  # the rule that reports names absent from every list
-    npu_members: frozenset[str] = frozenset()  # torch.npu's public names in the release
-    aten_ops: frozenset[str] = frozenset()  # ATen operators with an NPU kernel in the release
-    advice: dict[str, str] = field(default_factory=dict)  # API name or dotted prefix -> advice
+from ms_fmk_transplt.records import Finding
 
 
 class Advisor(Protocol):
@@ -65,27 +44,26 @@ class Advisor(Protocol):
 class Tables:
     """Everything the transformer needs, keyed for dictionary lookups."""
 
-    # the kinds' hooks by node class and lookup key (engine/hook_registry.py), each a class of the
+    # the kinds' hooks by node class and lookup key (engine/interface/hook_registry.py), each a class of the
     # kind that compiled it (ruleset/kinds/<kind>.py): qualified names by their covered prefix,
     # calls by qualified name or `.short` name, ...
     hooks: HookRegistry = field(default_factory=HookRegistry)
-    # a file naming one may keep alternatives of a device dispatch as written (engine/dispatch_sites.py):
+    # a file naming one may keep alternatives of a device dispatch as written (engine/devices/dispatch_sites.py):
     # libcst's path decides, the fast path's classification would report inside them
     dispatch_words: set[str] = field(default_factory=set)
     device_spec: DeviceSpec = field(default_factory=DeviceSpec)  # where a string literal is a device
     opt_ins: frozenset[str] = frozenset()
     triggers: set[tuple[str, ...]] = field(default_factory=set)
-    # the fast path (engine/fast_path.py): words of the rules it cannot see by name, and names
+    # the fast path (engine/conversion/fast_path.py): words of the rules it cannot see by name, and names
     # (dotted: any use under the name; single: the identifier) whose use sends a file to libcst
     text_triggers: set[tuple[str, ...]] = field(default_factory=set)
     trigger_names: set[str] = field(default_factory=set)
     # calls (qualified, or short for an undotted name) whose string arguments spell API paths that
     # a rule acts on only where a rename covers them (`mock.patch("torch.cuda.x")`)
     path_string_calls: set[str] = field(default_factory=set)
-    support: SupportLists = field(default_factory=lambda: SupportLists())  # filled by ApiSupportRule
     release: str = ""
     target: str = "npu"  # what converted code runs on: npu, or accelerator (device-agnostic torch)
-    # the run's input tree (engine/first_party.py), and one file's view of it (`for_file`)
+    # the run's input tree (engine/project/first_party.py), and one file's view of it (`for_file`)
     project: ProjectLayout | None = None
     first_party: FirstParty | None = None
     advisor: Advisor | None = None  # --advice: performance advice beside the conversion
@@ -103,7 +81,7 @@ class Tables:
 
     def lookup(self, name: str) -> Match | None:
         """What the name hooks of the longest prefix of dotted `name` that one covers make of it;
-        None for a name of the project's own modules (engine/first_party.py), whatever rule names
+        None for a name of the project's own modules (engine/project/first_party.py), whatever rule names
         it. A top-level module none covers is asked of the hooks under "*" (globs: `*_cuda`)."""
         if self.owned(name):
             return None
@@ -154,7 +132,7 @@ class Tables:
         whatever the import form (`import a.b as m; m.c`, `from a.b import c`, `a.b.c`), so the
         pair ("b", "c") is a necessary condition; a single word is its own condition.
         A file holding these words is converted by libcst; `classify_only`: the rule only
-        classifies API uses, which CPython's ast does as well (engine/fast_path.py).
+        classifies API uses, which CPython's ast does as well (engine/conversion/fast_path.py).
         """
         for name in names:
             trigger = tuple(name.split(".")[-2:])
@@ -166,7 +144,7 @@ class Tables:
         """As `add_trigger`, for a rule that acts only where the code uses one of these names: a
         qualified name or one under it (`torch.cuda` covers `torch.cuda.synchronize`), a single
         identifier wherever it is spelled (`x.cuda`, `cuda(...)`). The fast path reads the names
-        (engine/fast_path.py) and gives a file that uses one to libcst."""
+        (engine/conversion/fast_path.py) and gives a file that uses one to libcst."""
         for name in names:
             self.triggers.add(tuple(name.split(".")[-2:]))
             self.trigger_names.add(name)
@@ -205,5 +183,5 @@ class Tables:
 
     def could_rewrite(self, data: bytes) -> bool:
         """False when no rule that matches text can match in `data`: the rules left act by name,
-        and engine/fast_path.py sees their names (proved by test to give libcst's result)."""
+        and engine/conversion/fast_path.py sees their names (proved by test to give libcst's result)."""
         return any(all(word.encode() in data for word in trigger) for trigger in self.text_triggers)

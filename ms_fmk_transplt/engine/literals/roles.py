@@ -1,14 +1,14 @@
 """What is this string literal? One pass over the module answers it for every literal, with evidence.
 
-Before the rewrite, from the read-only walk (engine/node_index.py), each string literal gets one role:
+Before the rewrite, from the read-only walk (engine/syntax/node_index.py), each string literal gets one role:
 - *environment variable*: it names one where the environment is read or written
-  (engine/environment.py);
+  (engine/literals/environment.py);
 - *prose*: a docstring, a message (an assert's message, arguments of print, logging, warnings,
   exceptions, and of the `format` / `join` / `str` calls inside them), a `help=`-like keyword, an
   option name given to `add_argument`, an attribute name given to `getattr` and its kin;
 - *data key*: a dict key or a subscript, except inside an argument that takes a device (the
   members of a `Literal[...]` type are values, not keys);
-- *device*: it stands where a device goes, or its place shows it is one (engine/device_evidence.py);
+- *device*: it stands where a device goes, or its place shows it is one (engine/devices/device_evidence.py);
 - *user text*: its place shows it is the user's name (`__all__`, `dest=`, a path piece);
 - *code*: nothing marks it; rules that match by pattern (backend names, tensor-type names)
   decide, and the device rule keeps a bare `"cuda"` there and reports it.
@@ -51,7 +51,7 @@ class Role(str, Enum):
     DATA_KEY = "data key"
     USER_TEXT = "user text"
     CLAIMED = "kept by a value hook"  # a map_location key: where a checkpoint was saved
-    CUDA_ALTERNATIVE = "CUDA's alternative"  # a device beside the NPU's own (engine/twins.py)
+    CUDA_ALTERNATIVE = "CUDA's alternative"  # a device beside the NPU's own (engine/devices/twins.py)
     CODE = "code"  # no evidence either way
 
 
@@ -215,7 +215,7 @@ class LiteralRoles:
 
     def rival(self, node: cst.CSTNode, wanted: Callable[[str], bool]) -> cst.SimpleString | None:
         """The literal in another branch of the dispatch `node` belongs to (a dict's keys, an if/elif
-        chain's or a match's tests of one subject) whose value is `wanted` (engine/twins.py)."""
+        chain's or a match's tests of one subject) whose value is `wanted` (engine/devices/twins.py)."""
         return self.places.rival(node, wanted)
 
     def explain(
@@ -317,20 +317,20 @@ from the pinned torch by `tools/derive_device_apis.py`.
   (`r = Runner(); r.run(target="cuda")`, `self.runner.move("cuda")`, an instance a factory of the
   project returns, `r = make_runner()`, or a parameter annotated with the class, `def go(r:
   Runner)`; a method inherited from a base class in another module), or a function handing its
-  `*args` / `**kwargs` on to one (`helper(**{"where": "cuda"})` too): engine/project_devices.py;
+  `*args` / `**kwargs` on to one (`helper(**{"where": "cuda"})` too): engine/project/project_devices.py;
   a value of the project's own enum, `TimerType("cuda")`, is a label, neither converted nor
   reported); returned by the project's top-level function, or bound to its top-level constant,
   whose value a module of the project hands to a device API (`def pick(): return "cuda"` with
   `x.to(pick())` or `dev = pick(); model.to(dev)` in another module, stored on an object and
   read from there, `cfg.device = pick()` / `state["device"] = pick()` then `model.to(cfg.device)`,
   or handed back by another function, `def outer(): return pick()` with `x.to(outer())`;
-  `ACCEL = "cuda"` imported and given to `.to()`: engine/project_results.py; a function whose result every module only
+  `ACCEL = "cuda"` imported and given to `.to()`: engine/project/project_results.py; a function whose result every module only
   prints, logs or compares is a label's: kept, not reported; a literal a module compares with the
   result of such a function, `if kernel_kind() == "cuda":` (also `in`, `!=`, through a variable,
   `.startswith(...)`, the cases of `match kernel_kind():`), is what the result is: a device when a
   module hands the result to a device API (a dispatch with an `== "npu"` branch keeps it as
   written), a label, kept and not reported, when the function returns only literals that every
-  module shows or compares: engine/project_compares.py); keys of a dict the file looks up by a
+  module shows or compares: engine/devices/project_compares.py); keys of a dict the file looks up by a
   device type; members of the Literal type of a device-named target (`device: Literal["cuda"] =
   "cuda"`: a type checker, pydantic or a typed CLI would refuse the new value otherwise). An index (`"cuda:0"`) is proof on its own: nobody names a folder that.
 - **Converted by convention** (marked *heuristic* in the log): a literal beside another device

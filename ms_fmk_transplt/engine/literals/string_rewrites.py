@@ -1,8 +1,8 @@
-"""String literals rewritten by the role the literal pass gave them (engine/roles.py).
+"""String literals rewritten by the role the literal pass gave them (engine/literals/roles.py).
 
 Prose and literals a value hook claimed are never touched; an environment variable's name goes to
 its environment hook; a device, backend or other code string to the string hooks in order, the
-first that answers winning (engine/hook_runs.py's `first_answer`); a dict key or subscript only to hooks that apply to keys, and one
+first that answers winning (engine/interface/hook_runs.py's `first_answer`); a dict key or subscript only to hooks that apply to keys, and one
 kept in a torch file that looks like a device is still reported. A code literal or key spelling a
 variable an environment rule covers, where no environment is seen to take it, is kept and
 reported by that rule.

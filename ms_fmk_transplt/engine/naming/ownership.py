@@ -1,7 +1,7 @@
 """Who owns a short name in this file: the evidence the rename-by-name hooks decide on.
 
 MethodRenameRule, AttributeRenameRule and FuncNameModifyRule's bare names match a short name,
-not a qualified one (their hooks live in their kind modules, engine/hooks.py says how they are
+not a qualified one (their hooks live in their kind modules, engine/interface/hooks.py says how they are
 called). Whether a use is the library's or the user's own is read from the file here: a class of
 the file defining the method, the file assigning the attribute, a def or assignment binding the
 function's name. A name the file owns is kept and reported once.

@@ -38,7 +38,7 @@ class ProjectLayout:
 
     files: frozenset[str]
     folders: frozenset[str] = frozenset()
-    # what each module's functions and classes hand their parameters to (engine/project_devices.py)
+    # what each module's functions and classes hand their parameters to (engine/project/project_devices.py)
     signatures: Mapping[str, ModuleSignatures] = field(default_factory=dict, compare=False, hash=False)
     imports: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False, hash=False)
     # everything each module tells the others (re-exports, uses of their values too)
@@ -112,7 +112,7 @@ class ProjectLayout:
             # what importers do with a value that holds no literal (`return pick()`) decides nothing here
             returned = {k: uses for k, uses in self.index.returned(path).items() if k in valued}
             # the results of the project's functions it compares (`if kernel_kind() == "cuda"`)
-            # are what the project's modules make of them (engine/project_compares.py)
+            # are what the project's modules make of them (engine/devices/project_compares.py)
             for spelled, uses in facts.results if facts is not None else ():
                 if spelled.endswith(CALLED) and any(u in (COMPARED, OTHER) for u in uses):
                     found = self.index.locate(spelled[: -len(CALLED)], path)

@@ -4,7 +4,7 @@ A `"cuda"` that a module hands to the project's own helper (`move(x, "cuda")`, `
 "cuda")`, `Config(accel="cuda")`) is a device when the helper hands that parameter on to an API
 that takes one, wherever the helper lives. Each file converts alone, so what the project's other
 modules do with their parameters is gathered once per run, with the input tree
-(engine/first_party.py's `ProjectLayout`), by the standard library's `ast` (no libcst): per module,
+(engine/project/first_party.py's `ProjectLayout`), by the standard library's `ast` (no libcst): per module,
 each top-level function's and class's parameters and what each is handed to (`Use`: the callee as
 the module names it, and the position or keyword). Whether a use takes a device is the rule data's
 answer (`device_context` of TP103: `calls`, `keywords`), asked when a file converts; a use handing
@@ -12,7 +12,7 @@ the parameter to another function of the project is followed there (`Reach`), ac
 
 - **A function** `def move(batch, target): return batch.to(target)`: its parameters in order.
 - **An enum** (`class TimerType(Enum)`): `TimerType("cuda")` in another module looks up a member
-  by its value, a label like the member (engine/device_evidence.py keeps the enum's own members).
+  by its value, a label like the member (engine/devices/device_evidence.py keeps the enum's own members).
 - **A class**: its `__init__`'s parameters, each also reaching what the attribute it is stored in
   reaches in any method (`self.where = where` ... `x.to(self.where)`); a class without `__init__`
   (a dataclass) takes its annotated fields in order (`accel: str = "cuda"`, a property returning
@@ -24,19 +24,19 @@ the parameter to another function of the project is followed there (`Reach`), ac
 - Imports absolute or relative (`from .helpers import move`, `from . import helpers`), and names a
   module re-exports (`pkg/__init__.py`: `from .helpers import pick`, `from .helpers import *` with
   or without `__all__`): `ModuleFacts.exports`, `stars`, `public`, followed by
-  engine/project_index.py.
+  engine/project/project_index.py.
 - The other way round, what a module does with the results of the project's functions and with
   the project's constants it imports (`x.to(pick())`, `dev = pick(); model.to(dev)`,
   `self.where = pick()` read as `x.to(self.where)` in another method, `cfg.device = pick()`,
   `state["device"] = pick()`, `print(name())`, `def outer(): return pick()` followed to what
   outer's callers do):
-  `ModuleFacts.results`, gathered by engine/project_results.py in the same walk;
-  engine/project_index.py hands each module what its importers do with its own.
+  `ModuleFacts.results`, gathered by engine/project/project_results.py in the same walk;
+  engine/project/project_index.py hands each module what its importers do with its own.
 - Where an instance comes from: a call of the class (`r = Runner()`), a factory of the project
   returning one (`def make_runner(): return Runner(...)`, `ModuleFacts.makes`), an annotation
   (`def go(r: Runner)`, `job: Optional["Runner"]`, a class's `runner: Runner` read as
   `self.runner`); a method a class inherits from a base in another module (`class Fast(Runner)`,
-  `Fast().move("cuda")`) is looked up on its bases (`ModuleFacts.bases`, engine/project_index.py).
+  `Fast().move("cuda")`) is looked up on its bases (`ModuleFacts.bases`, engine/project/project_index.py).
 - Not followed: a stored result read in another module than the one storing it
   (`cfg.device = pick()` in one, `model.to(cfg.device)` in another), a method's result
   (`Picker().device()`), `self.move("cuda")` inside a subclass.

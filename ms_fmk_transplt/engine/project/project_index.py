@@ -1,4 +1,4 @@
-"""The project's modules' facts joined across modules (engine/project_devices.py reads each alone).
+"""The project's modules' facts joined across modules (engine/project/project_devices.py reads each alone).
 
 - **Where a name lives**: `locate` follows a spelling (`pkg.pick`, `.helpers:pick`, `path::pick`)
   to the module that defines the name, through the names a module re-exports
@@ -6,7 +6,7 @@
   without: then its public names).
 - **What importers do with a module's values**: `returned` hands each module, per function
   (`pick()`) or constant (`ACCEL`), every use its importers make of the value
-  (engine/project_results.py), each with the importer's path: a literal `pick` returns is a
+  (engine/project/project_results.py), each with the importer's path: a literal `pick` returns is a
   device when one of them hands the result to a device API.
 """
 
@@ -31,7 +31,7 @@ Returned = Mapping[str, tuple[tuple[str, Use], ...]]  # `pick()` / `ACCEL` -> (i
 
 
 class View(Protocol):
-    """One module's view of the project (engine/first_party.py's `FirstParty`)."""
+    """One module's view of the project (engine/project/first_party.py's `FirstParty`)."""
 
     roots: tuple[str, ...]
 

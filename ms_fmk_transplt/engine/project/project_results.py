@@ -1,5 +1,5 @@
 """What a module does with the values the project's other modules give it, read in the same walk as
-its signatures (engine/project_devices.py), and the names it re-exports.
+its signatures (engine/project/project_devices.py), and the names it re-exports.
 
 A literal a helper returns (`def pick(): return "cuda"`) is a device when a module that imports
 the helper hands the result to a device API (`x.to(pick())`, `dev = pick(); model.to(dev)`), and
@@ -10,10 +10,10 @@ another module it calls or reads (the *producer*, spelled as the module names it
 module names it and the position or keyword), `COMPARED` where it is compared, `OTHER` for any
 other use (an attribute read, an f-string: nothing is known of it), `returned_by(outer)` where
 the module's top-level function `outer` returns it (`def outer(): return pick()`, `return pick()
-if c else "cpu"`, `dev = pick(); return dev`): engine/project_index.py resolves each producer to
+if c else "cpu"`, `dev = pick(); return dev`): engine/project/project_index.py resolves each producer to
 the module that defines it, and follows such a use to what outer's callers do with its result.
 
-Places are per module, as variables are in engine/device_flow.py: `dev = pick()` makes every read
+Places are per module, as variables are in engine/devices/device_flow.py: `dev = pick()` makes every read
 of `dev` in the module a use of `pick()`'s result; `self.device = pick()` every read of
 `self.device` (in any method of any class of the module); a result stored on another object,
 `cfg.device = pick()`, `args.device = pick()`, `self.cfg.device = pick()`, under a literal key,
@@ -74,7 +74,7 @@ def _slots(call: ast.Call) -> Iterator[tuple[int | str, ast.expr]]:
 
 def returned_by(name: str) -> Use:
     """The use of a value a module's top-level function `name` returns (`def outer(): return
-    pick()`): what the function's callers do with its result (engine/project_index.py follows it)."""
+    pick()`): what the function's callers do with its result (engine/project/project_index.py follows it)."""
     return ("", RETURNED + name)
 
 

@@ -1,5 +1,5 @@
 """One walk of a module's statements with the standard library's `ast`, and how the project's
-modules spell each other: what engine/project_devices.py (signatures) and engine/project_results.py
+modules spell each other: what engine/project/project_devices.py (signatures) and engine/project/project_results.py
 (uses of other modules' values) read, and the path arithmetic of imports (absolute and relative).
 """
 

@@ -1,4 +1,4 @@
-"""Finding messages joined without saying a thing twice (the support verdicts are worded in engine/support.py)."""
+"""Finding messages joined without saying a thing twice (the support verdicts are worded in engine/reporting/support.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A finding waiting for its position (engine/positions.py computes positions only for these)."""
+"""A finding waiting for its position (engine/syntax/node_positions.py computes positions only for these)."""
 
 from __future__ import annotations
 

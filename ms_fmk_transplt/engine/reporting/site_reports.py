@@ -1,7 +1,7 @@
-"""The reporting half of the `Site` the hooks see (engine/hooks.py): findings wait in `pending`.
+"""The reporting half of the `Site` the hooks see (engine/interface/hooks.py): findings wait in `pending`.
 
 The transformer inherits it; hooks, the renames and the support classifier's verdicts all record
-their findings here, at original nodes, and engine/convert.py places them afterwards.
+their findings here, at original nodes, and engine/conversion/convert.py places them afterwards.
 """
 
 from __future__ import annotations

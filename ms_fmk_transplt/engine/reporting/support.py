@@ -5,27 +5,27 @@ heuristically, about `x.method()` calls), naming the API as the converted code w
 a rewrite that is the new name (`x.cuda()` becomes `x.npu()`: `torch.Tensor.npu` is classified,
 never `torch.Tensor.cuda`). The verdict comes from, in order:
 
-1. the release's API lists (`Tables.support`: the native list, then msFmkTransplt's), with the
+1. the release's API lists (the support kind's `SupportHook` in `Tables.hooks`: the native list,
+   then msFmkTransplt's), with the
    dtypes a partial entry gives; a partial use whose code shows a dtype outside them (`.double()`,
    `dtype=torch.float64`) is `unsupported-dtype`;
 2. `torch.npu.*`: the `torch.cuda.*` entry of the same member, then torch.npu's public names;
-3. an ATen operator torch_npu has an NPU kernel for (`SupportLists.aten_ops`): `torch.relu` runs
+3. an ATen operator torch_npu has an NPU kernel for (the hook's `aten_ops`): `torch.relu` runs
    `aten::relu`, so it is supported by kernel though the list does not name it;
 4. otherwise a called torch name is not verified (absent from the lists is not unsupported).
 
-Supported uses are counted, not listed. Advice is the rules' own (`SupportLists.advice`, by API
+The verdict and its words are the support kind's (ruleset/kinds/api_support_rule.py); this module
+reads what a use's code shows and counts the supported uses, which are counted, not listed. Advice is the rules' own (the hook's `advice`, by API
 name or dotted prefix), else a sentence per status.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import libcst as cst
 
-from ms_fmk_transplt.engine.interface import Match, Rule, Tables
-from ms_fmk_transplt.engine.reporting.messages import join_clauses
+from ms_fmk_transplt.engine.interface import ANY, SUPPORT, Classified, Match, Tables, Tally
 from ms_fmk_transplt.records import Operation, Support
 
 # the lists' dtype words for torch's dtype names and for the tensor methods that cast
@@ -113,22 +113,6 @@ _ATEN_NAMESPACES = {
     "torch.fft": "fft_",
 }
 _CHECKS = (Support.PARTIAL, Support.NOT_VERIFIED, Support.DTYPE)
-_LISTS = {
-    "api_support": "PyTorch {release} support list",
-    "msfmktransplt_support": "msFmkTransplt's PyTorch {release} list",
-}
-
-
-@dataclass(frozen=True)
-class Classified:
-    """One classified use that the reports list (supported uses are only counted)."""
-
-    rule: Rule
-    support: Support
-    message: str
-    suggestion: str
-    dtypes: str
-    source: str  # what decided: a list, an NPU kernel's absence, the code's dtype
 
 
 def operation_of(verdict: Classified) -> Operation:
@@ -159,12 +143,11 @@ class SupportJudge:
 
     The syntax side says two things about a use: whether it is invoked (called, a decorator, a
     base class) and, for a partial entry, which dtype the code shows. `SupportClassifier` reads
-    them from libcst's tree, engine/fast_path.py from CPython's ast.
+    them from libcst's tree, engine/conversion/fast_path.py from CPython's ast.
     """
 
     def __init__(self, tables: Tables) -> None:
-        self.tables = tables
-        self.lists = tables.support
+        self.hook = tables.hooks.one(SUPPORT, ANY)
         self.supported = 0  # uses a list (or torch.npu's surface) gives as supported
         self.by_kernel = 0  # uses absent from the lists whose ATen operator has an NPU kernel
 
@@ -177,95 +160,20 @@ class SupportJudge:
         the use's code shows outside `dtypes`. `rewritten`: `name` is what a rule rewrote the code
         to; absent from every list, the rule's target is taken as the NPU's own API (counted).
         """
-        rule = self.lists.rule
-        if rule is None:
+        if self.hook is None:
             return None
-        release = self.tables.release
-        entry = self.lists.apis.get(name)
-        if entry is None and name.startswith(("torch.npu.", "torch_npu.npu.")):
-            member = name.split(".npu.", 1)[1]
-            entry = self.lists.apis.get("torch.cuda." + member)
-            if entry is None and member.split(".", 1)[0] in self.lists.npu_members:
-                self.supported += 1
-                return None
-        if entry is None:
-            # an unlisted reference that is not invoked (a dtype such as torch.float32) is no API use
-            if not invoked:
-                return None
-            if not name.startswith(("torch.", "torch_npu.")):
-                return None
-            if rewritten:
-                self.supported += 1
-                return None
-            op = aten_op(name)
-            if op is not None and op in self.lists.aten_ops:
-                self.by_kernel += 1
-                return None
-            # a composite op has no kernel of its own yet may run: the kernel's absence is a source
-            # noted, not a verdict
-            return Classified(
-                rule,
-                Support.NOT_VERIFIED,
-                f"{name} is not verified on Ascend (absent from the PyTorch {release} support list)",
-                self._advice(name) or "test it on the NPU",
-                "",
-                "no list entry" + (f"; aten::{op} has no NPU kernel of its own" if op else ""),
-            )
-        if entry.support is Support.SUPPORTED or (rewritten and entry.support is Support.UNSUPPORTED):
-            # a rule's target is Ascend's own replacement (its CUDA->NPU mapping): the native list's
-            # "no" for torch.nn.Module.npu speaks of stock PyTorch, which has no such method
+        verdict = self.hook.judge(name, invoked, dtype_shown, rewritten)
+        if verdict is Tally.SUPPORTED:
             self.supported += 1
-            return None
-        listed = _LISTS.get(entry.rule.params.get("source", ""), _LISTS["api_support"]).format(
-            release=release
-        )
-        source = listed[0].upper() + listed[1:]
-        if entry.support is Support.UNSUPPORTED:
-            suggestion = self._advice(name) or "run it on the CPU (.cpu() in, .npu() out) or replace it"
-            return Classified(
-                entry.rule,
-                entry.support,
-                f"{name} is unsupported on Ascend ({listed})",
-                suggestion,
-                "",
-                source,
-            )
-        shown = dtype_shown(entry.dtypes) if entry.dtypes else None
-        if shown is not None:
-            return Classified(
-                entry.rule,
-                Support.DTYPE,
-                f"{name} is used with {shown}, which the {listed} does not give for it",
-                f"use it with {entry.dtypes} only, or run this step on the CPU",
-                entry.dtypes,
-                f"{source}, dtype in the code",
-            )
-        if entry.dtypes:
-            suggestion = join_clauses(f"use it with {entry.dtypes} only", self._advice(name))
-        else:
-            suggestion = self._advice(name) or (
-                "the list gives no dtypes: check the Ascend API documentation for its limits"
-            )
-        return Classified(
-            entry.rule,
-            Support.PARTIAL,
-            f"{name} is partially supported on Ascend ({listed})",
-            suggestion,
-            entry.dtypes,
-            source,
-        )
+        elif verdict is Tally.BY_KERNEL:
+            self.by_kernel += 1
+        elif isinstance(verdict, Classified):
+            return verdict
+        return None
 
-    def _advice(self, name: str) -> str:
-        """The rules' advice for `name`: by the whole name, else by its longest dotted prefix."""
-        advice = self.lists.advice
-        if not advice:
-            return ""
-        parts = name.split(".")
-        for end in range(len(parts), 0, -1):
-            text = advice.get(".".join(parts[:end]))
-            if text is not None:
-                return text.format(release=self.tables.release)
-        return ""
+    def lists_method(self, method: str) -> bool:
+        """The lists hold `torch.Tensor.<method>` (a method matched by name: a heuristic)."""
+        return self.hook is not None and self.hook.lists_method(method)
 
 
 class SupportClassifier(SupportJudge):
@@ -301,7 +209,7 @@ class SupportClassifier(SupportJudge):
         names (`renamed` by a method rule, unless the file `own`s the name), when the lists hold it
         and the receiver is no literal nor a tensor moved to the CPU (`x.cpu().numpy()`)."""
         method = renamed if renamed is not None and not own else func.attr.value
-        if method in self.lists.tensor_methods and not own and not is_host_or_literal(func.value):
+        if not own and self.lists_method(method) and not is_host_or_literal(func.value):
             return f"torch.Tensor.{method}"
         return None
 

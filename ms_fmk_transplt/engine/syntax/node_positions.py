@@ -1,5 +1,5 @@
 """Original positions of the few nodes a file reports, at the price of printing the module once
-(the same printing gives each top-level statement's text, which engine/splice.py reuses).
+(the same printing gives each top-level statement's text, which engine/syntax/splice.py reuses).
 
 libcst's `PositionProvider` records a range for every node of the module while it prints it:
 on pytorch/examples that costs ~7x the printing itself, and a run needs the ranges of only the
@@ -128,7 +128,7 @@ def positions(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[int, Ran
 
 
 class ModuleText:
-    """A module's printed text cut at its top-level statements (engine/splice.py reuses them)."""
+    """A module's printed text cut at its top-level statements (engine/syntax/splice.py reuses them)."""
 
     __slots__ = ("footer", "header", "statements")
 

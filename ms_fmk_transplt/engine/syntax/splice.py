@@ -1,7 +1,7 @@
 """A converted module's bytes, printing only the top-level statements the conversion replaced.
 
-The transform (engine/traverse.py) hands back the original node object for every part of the
-module it did not change, and the positions pass (engine/positions.py) has already printed the
+The transform (engine/syntax/traverse.py) hands back the original node object for every part of the
+module it did not change, and the positions pass (engine/syntax/node_positions.py) has already printed the
 original module once. So a top-level statement of the result that is an original statement is
 written as the text it was read from, and only new statements (rewritten, inserted) are printed.
 A module printed otherwise than statement by statement (no trailing newline: libcst removes the
@@ -9,7 +9,7 @@ last one) is printed whole. tests/test_traverse.py compares the result with libc
 every fixture and sample.
 
 The statements printed afresh are handed back too, so that the converter can check that its own
-output parses by parsing only them (engine/convert.py).
+output parses by parsing only them (engine/conversion/convert.py).
 """
 
 from __future__ import annotations

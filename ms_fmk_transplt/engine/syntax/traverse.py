@@ -10,7 +10,7 @@ with the same removal and flattening rules, but:
 
 * a node none of whose children changed is handed to `on_leave` as itself (no copy), so the
   unchanged parts of the result are the original node objects (the writer prints only the
-  top-level statements that are new objects, engine/splice.py);
+  top-level statements that are new objects, engine/syntax/splice.py);
 * formatting nodes (whitespace, comments, newlines, operators and punctuation) are not walked
   when the transformer has no callback for any of them (they have no other children).
 

@@ -8,15 +8,18 @@ NPU). Placed after the first import of torch, inside the same block when that im
 `when_used` names APIs whose use alone needs it (torch.accelerator finds the NPU only once
 torch_npu is imported).
 
-Code: `ModuleImport.needed_by` (with the module, `after` and `entry_points`), an import hook
+Code: `ModuleImport.needed_by` and `message` (the finding's words for each reason the engine
+gives: needed by a rewrite, by torch.accelerator, by an entry point, before the file's own
+import), with the module, `after` and `entry_points`, an import hook
 (engine/interface/hooks.py's `ImportHook`) under "*": the rewrites ask for the import through the `Site`,
-and engine/importing/imports.py `insert_module_import` places it (from `leave_Module`).
+and engine/importing/imports.py `insert_module_import` places it (engine/importing/import_statements.py
+`finish_module`, as the transformer leaves the module).
 """
 
 from collections.abc import Hashable
 from dataclasses import dataclass
 
-from ms_fmk_transplt.engine.interface import ANY, IMPORTS, Rule, Tables
+from ms_fmk_transplt.engine.interface import ANY, IMPORTS, ImportReason, Rule, Tables
 from ms_fmk_transplt.ruleset import checks
 from ms_fmk_transplt.ruleset.registry import Entry, Problem, kind
 
@@ -88,3 +91,21 @@ class ModuleImport:
 
     def needed_by(self, name: str) -> bool:
         return any(name == used or name.startswith(used + ".") for used in self.when_used)
+
+    def message(self, reason: ImportReason) -> str:
+        return self.rule.render(module=self.module) + _WHY[reason].format(module=self.module)
+
+
+# what the finding adds to the rule's message, by the reason the engine placed the import
+_WHY = {
+    ImportReason.NEEDED: "",
+    ImportReason.ACCELERATOR: (
+        " (the script asks torch.accelerator for its device: the NPU is registered by this import)"
+    ),
+    ImportReason.ENTRY_POINT: (
+        " (entry-point script: registers the NPU for torch.accelerator and every module it imports)"
+    ),
+    ImportReason.BEFORE_OWN_IMPORT: (
+        " (this line's npu import needs it before the file's own import of {module} runs)"
+    ),
+}
