@@ -252,6 +252,14 @@ def test_the_kind_leaves_other_names(throwaway_kind: None, tmp_path: Path) -> No
     assert not result.findings
 
 
+def test_a_throwaway_kind_is_not_asked_for_fixtures(throwaway_kind: None) -> None:
+    """tests/fixtures/kinds/ holds the shipped kinds' folders; a kind outside the package needs none."""
+    from test_kind_fixtures import _shipped_kinds
+
+    assert "ConstantRule" in registry.all_kinds()
+    assert "ConstantRule" not in _shipped_kinds() and "FuncNameModifyRule" in _shipped_kinds()
+
+
 @dataclass(frozen=True)
 class _Hook:
     name: str
