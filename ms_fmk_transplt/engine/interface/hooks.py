@@ -151,8 +151,9 @@ class Site(Protocol):
         """Something left as written that may be wrong on the NPU (a heuristic UNSUPPORTED finding)."""
         ...
 
-    def renamed(self, name: str) -> str | None:
-        """What a qualified API name becomes under the rules (None: no rule renames it)."""
+    def renamed(self, name: str) -> tuple[str, Rule] | None:
+        """What a qualified API name becomes under the rules, and the rule that renames it (None:
+        no rule does)."""
         ...
 
     def report_match(self, node: cst.CSTNode, match: Match) -> None:

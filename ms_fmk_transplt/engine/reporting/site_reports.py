@@ -100,12 +100,13 @@ class SiteReports:
             )
         )
 
-    def renamed(self, name: str) -> str | None:
-        """What a qualified API name becomes under the rules (None: no rule renames it)."""
+    def renamed(self, name: str) -> tuple[str, Rule] | None:
+        """What a qualified API name becomes under the rules, and the rule that renames it (None:
+        no rule does)."""
         match = self.tables.lookup(name)
         if match is None or match.new is None:
             return None
-        return match.new + name[len(match.prefix) :]
+        return match.new + name[len(match.prefix) :], match.rule
 
     def report_kept(self, node: cst.CSTNode, rule: Rule, message: str) -> None:
         """Something left as written that may be wrong on the NPU (a heuristic UNSUPPORTED finding)."""

@@ -9,7 +9,9 @@ torch through `pkg.utils`: marked heuristic) and renamed by the same tables as c
 (`Tables.lookup`); a path no rule renames is left alone. `func_name` is dotted (resolved through
 the imports) or a bare name matched as any call or method call of that name (`mocker.patch`,
 `monkeypatch.setattr`: heuristic); the target is the positional argument `arg_idx` (default 0) or
-the keyword `keyword`.
+the keyword `keyword`. A string renamed by a rule that needs torch_npu (`torch.cuda` ->
+`torch.npu`) needs it too: the file gets `import torch_npu` whether or not the entry says
+`needs_torch_npu` (before, a user's entry without it patched `torch.npu.*` unimported).
 
 Code: `PatchTarget.rewrite_call`, a call hook (engine/interface/hooks.py) keyed by `func_name`.
 """
@@ -91,9 +93,10 @@ class PatchTarget:
             if part not in _ROOTS:
                 continue
             path = ".".join(parts[start:])
-            renamed = site.renamed(path)
-            if renamed is None or renamed == path:
+            answer = site.renamed(path)
+            if answer is None or answer[0] == path:
                 continue
+            renamed, renamer = answer
             new_value = ".".join([*parts[:start], renamed])
             site.report(
                 literal,
@@ -103,6 +106,8 @@ class PatchTarget:
                 old=value,
                 new=new_value,
             )
+            if renamer.needs_torch_npu:  # the string now names what only torch_npu defines
+                site.require_torch_npu()
             new_literal = literal.with_changes(
                 value=f"{literal.prefix}{literal.quote}{new_value}{literal.quote}"
             )
