@@ -410,3 +410,34 @@ def test_a_user_rule_file_is_still_checked_against_the_schema(tmp_path: Path) ->
     path = _write(tmp_path, {"rules": {"ArgsModifyRule": [{"func_name": 1, "arg_idx": 0, "arg_new": "a"}]}})
     with pytest.raises(RuleFileError, match="is not a string"):
         load_rules([path])
+
+
+def test_a_user_rule_overrides_the_builtin_rule_of_its_kind_with_its_key_in_every_kind(
+    tmp_path: Path,
+) -> None:
+    # a copy of every built-in rule as a user rule: each replaces its built-in, none is applied twice
+    # (a kind whose hooks add up had reported both; one whose first match wins had kept the built-in)
+    from ms_fmk_transplt.ruleset.loader import load_builtin_rules
+
+    builtin = load_builtin_rules()
+    document: dict[str, dict[str, list[dict]]] = {"rules": {}}
+    for rule in builtin:
+        document["rules"].setdefault(rule.kind, []).append(dict(rule.params))
+    path = tmp_path / "copies.json"
+    path.write_text(json.dumps(document))
+    rules = load_rules([path])
+    assert len(rules) == len(builtin)
+    assert all(r.id.startswith("U") for r in rules)
+    assert {r.kind for r in rules} == {r.kind for r in builtin}
+
+
+def test_a_user_rule_with_another_key_adds_to_the_builtin_rules(tmp_path: Path) -> None:
+    path = tmp_path / "extra.json"
+    path.write_text(
+        json.dumps(
+            {"rules": {"FuncNameModifyRule": [{"old_name": "mylib.cuda_op", "new_name": "mylib.npu_op"}]}}
+        )
+    )
+    builtin = load_rules([])
+    rules = load_rules([path])
+    assert len(rules) == len(builtin) + 1 and rules[-1].id == "U001"

@@ -269,6 +269,7 @@ def load_rules(
     if target not in TARGETS:
         raise RuleFileError(f"unknown target {target!r}; valid: {', '.join(TARGETS)}")
     rules = load_builtin_rules(target=target) if builtin else []
+    built_in = len(rules)
     seen: dict[tuple[str, Any], str] = {}
     kinds = all_kinds()
     next_id = 1
@@ -290,4 +291,9 @@ def load_rules(
                 raise RuleFileError(f"{rule.origin}: duplicate of the rule at {seen[key]}")
             seen[key] = rule.origin
         rules.extend(loaded)
-    return rules
+    # a user rule overrides the built-in rule of its kind with the same key, in every kind alike
+    # (before, a kind whose hooks add up applied both, and one whose first pattern wins, the built-in)
+    overridden = {
+        i for i in range(built_in) if (rules[i].kind, kinds[rules[i].kind].key(rules[i].params)) in seen
+    }
+    return [rule for i, rule in enumerate(rules) if i not in overridden]
