@@ -43,13 +43,12 @@ def _port() -> int:
 def _run(folder: Path, args: list[str], torchrun: bool, shim: bool, script: str = "train.py") -> list[str]:
     # a port free when picked can be taken by another test's launcher before torchrun binds it
     # (EADDRINUSE): one more try with a new port
-    for attempt in range(2):
-        try:
-            return _run_once(folder, args, torchrun, shim, script)
-        except AssertionError as error:
-            if not torchrun or attempt or "EADDRINUSE" not in str(error):
-                raise
-    raise AssertionError("unreachable")
+    try:
+        return _run_once(folder, args, torchrun, shim, script)
+    except AssertionError as error:
+        if not torchrun or "EADDRINUSE" not in str(error):
+            raise
+    return _run_once(folder, args, torchrun, shim, script)
 
 
 def _run_once(folder: Path, args: list[str], torchrun: bool, shim: bool, script: str) -> list[str]:

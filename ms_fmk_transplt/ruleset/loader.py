@@ -293,7 +293,7 @@ def load_rules(
         rules.extend(loaded)
     # a user rule overrides the built-in rule of its kind with the same key, in every kind alike
     # (before, a kind whose hooks add up applied both, and one whose first pattern wins, the built-in)
-    overridden = {
-        i for i in range(built_in) if (rules[i].kind, kinds[rules[i].kind].key(rules[i].params)) in seen
-    }
-    return [rule for i, rule in enumerate(rules) if i not in overridden]
+    if not seen:  # no user rule: nothing to override
+        return rules
+    kept = [r for r in rules[:built_in] if (r.kind, kinds[r.kind].key(r.params)) not in seen]
+    return kept + rules[built_in:]
